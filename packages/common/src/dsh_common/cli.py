@@ -1,0 +1,101 @@
+"""What every dsh command-line program shares: JSON out, JSON errors, no tracebacks.
+
+Success prints one JSON document to stdout and exits 0. A foreseeable failure prints
+``{"error": {"code": "...", "message": "..."}}`` to stderr and exits 1 - including argument
+errors, which the argument parser would otherwise print as plain usage text with exit 2.
+Products whose spec fixes another error envelope pass their own ``render_error``.
+
+This module does not import typer or click at import time; :func:`run_app` imports click
+only when it runs (every product's ``cli.py`` already depends on typer, hence click).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+from dsh_common.errors import DshError
+from dsh_common.jsonio import dumps_bytes
+
+ErrorRenderer = Callable[[str, str], Any]
+
+USAGE_ERROR_CODE = "invalid-arguments"
+INTERNAL_ERROR_CODE = "internal-error"
+
+
+def default_error_document(code: str, message: str) -> dict[str, Any]:
+    """``{"error": {"code", "message"}}``."""
+    return {"error": {"code": code, "message": message}}
+
+
+def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
+    """Print ``value`` as indented JSON and a newline (stdout by default)."""
+    out = stream if stream is not None else sys.stdout
+    out.write(dumps_bytes(value, pretty=True).decode("utf-8") + "\n")
+    out.flush()
+
+
+def emit_error(
+    code: str,
+    message: str,
+    *,
+    render_error: ErrorRenderer = default_error_document,
+    stream: TextIO | None = None,
+) -> int:
+    """Print an error document to stderr; return exit code 1 for the caller to use."""
+    emit_json(render_error(code, message), stream=stream if stream is not None else sys.stderr)
+    return 1
+
+
+def run_app(
+    app: Callable[..., Any],
+    *,
+    args: Sequence[str] | None = None,
+    prog_name: str | None = None,
+    usage_error_code: str = USAGE_ERROR_CODE,
+    render_error: ErrorRenderer = default_error_document,
+) -> int:
+    """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
+
+    Commands print their own result with :func:`emit_json`. ``DshError`` becomes its code,
+    a parser error becomes ``usage_error_code``, anything unexpected ``internal-error`` (with
+    the traceback only when ``DSH_DEBUG=1``, for developers).
+    """
+    import click  # deferred: see the module docstring
+
+    try:
+        result = app(
+            args=list(args) if args is not None else None,
+            prog_name=prog_name,
+            standalone_mode=False,
+        )
+    except DshError as exc:
+        return emit_error(exc.code, exc.message, render_error=render_error)
+    except click.UsageError as exc:
+        message = exc.format_message()
+        if exc.ctx is not None:
+            message += f" (see '{exc.ctx.command_path} --help')"
+        return emit_error(usage_error_code, message, render_error=render_error)
+    except click.ClickException as exc:
+        return emit_error(usage_error_code, exc.format_message(), render_error=render_error)
+    except (click.Abort, KeyboardInterrupt):
+        emit_error("interrupted", "interrupted", render_error=render_error)
+        return 130
+    except BrokenPipeError:  # the reader went away (`| head`); nothing left to tell it
+        return 1
+    except Exception as exc:
+        if os.environ.get("DSH_DEBUG") == "1":
+            raise
+        return emit_error(
+            INTERNAL_ERROR_CODE,
+            f"unexpected {type(exc).__name__}: {exc}",
+            render_error=render_error,
+        )
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def main_exit(code: int) -> None:
+    """``sys.exit`` for console-script entry points (kept here so cli.py files stay tiny)."""
+    sys.exit(code)

@@ -1,0 +1,121 @@
+"""The error root shared by every dsh package.
+
+Every failure a user can foresee is a :class:`DshError` with a stable kebab-case ``code``.
+CLIs print ``{"error": {"code", "message"}}`` for it; nothing else about the exception
+(its class name, its traceback) is part of the contract. Leaves also inherit the builtin
+that fits, so callers that only know Python's hierarchy can still catch them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DshError(Exception):
+    """Base of every foreseeable dsh failure; ``code`` is stable, ``message`` is for people."""
+
+    code: str = "dsh-error"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = dict(details or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``{"code", "message"}`` object printed under ``"error"`` by the CLIs."""
+        # Exactly the two fields the specs name; ``details`` stays a Python-side extra.
+        return {"code": self.code, "message": self.message}
+
+
+class InvalidPathError(DshError, ValueError):
+    """A caller-supplied path is not an acceptable workspace-relative path."""
+
+    code = "invalid-path"
+
+
+class SymlinkRejectedError(DshError, ValueError):
+    """A path component (or the workspace root) is a symbolic link."""
+
+    code = "symlink-rejected"
+
+
+class WorkspaceError(DshError, ValueError):
+    """The workspace root is missing, not a directory, or is a symbolic link."""
+
+    code = "invalid-workspace"
+
+
+class FileTooLargeError(DshError, OSError):
+    """A bounded read found more bytes than the caller's limit allows."""
+
+    code = "file-too-large"
+
+
+class NotRegularFileError(DshError, OSError):
+    """A path that must be a regular file is a directory, device, FIFO, socket or link."""
+
+    code = "not-regular-file"
+
+
+class HardLinkedFileError(DshError, OSError):
+    """A file that would be replaced or trusted has more than one hard link."""
+
+    code = "hard-linked-file"
+
+
+class AlreadyExistsError(DshError, FileExistsError):
+    """Exclusive creation found the target already present."""
+
+    code = "already-exists"
+
+
+class LockHeldError(DshError, OSError):
+    """Another writer holds the lock; ``details`` names it and says whether it is alive."""
+
+    code = "lock-held"
+
+
+class InvalidJsonError(DshError, ValueError):
+    """Bytes that must be JSON are not."""
+
+    code = "invalid-json"
+
+
+class GitError(DshError, RuntimeError):
+    """git exited non-zero, or could not be started. Keeps argv, exit code and stderr."""
+
+    code = "git-failed"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: list[str] | None = None,
+        exit_code: int | None = None,
+        stderr: str = "",
+        code: str | None = None,
+    ) -> None:
+        super().__init__(
+            message,
+            code=code,
+            details={"argv": list(argv or []), "exitCode": exit_code, "stderr": stderr},
+        )
+        self.argv: list[str] = list(argv or [])
+        self.exit_code = exit_code
+        self.stderr = stderr
+
+
+class GitTimeoutError(GitError, TimeoutError):
+    """One git command outlived its own timeout, or the runner's total budget ran out."""
+
+    code = "git-timeout"
+
+
+class GitOutputTooLargeError(GitError):
+    """git printed more than the runner's output cap; the rest was not read."""
+
+    code = "git-output-too-large"

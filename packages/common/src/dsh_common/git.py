@@ -1,0 +1,369 @@
+"""The one place that runs git.
+
+Repositories are untrusted input: their config can name programs (``core.fsmonitor``,
+hooks, filters, ``gpg.program``) that git would run on our behalf. Every command therefore
+
+* is an argv list (never a shell) with ``--literal-pathspecs`` so a path is only a path,
+* runs with every ``GIT_*`` variable removed from the environment (a caller's ``GIT_DIR``
+  must not redirect us) and ``LC_ALL=C`` so messages can be matched, and no prompts,
+* disables fsmonitor, hooks, transport protocols, signing, auto-gc and optional locks,
+* has a per-command timeout, shares a total time budget with its runner, and has its
+  output capped (the process is killed past the cap, not read to the end).
+
+Callers pass only the closed set of extra environment names in :data:`ALLOWED_ENV`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh_common.errors import GitError, GitOutputTooLargeError, GitTimeoutError
+
+#: Environment variables a caller may set for one command (alternate index, identity, dates).
+ALLOWED_ENV: frozenset[str] = frozenset(
+    {
+        "GIT_INDEX_FILE",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+    }
+)
+
+# Config that keeps git from running anything the repository names.
+HARDENING_CONFIG: tuple[str, ...] = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.untrackedCache=false",
+    "protocol.allow=never",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "core.pager=cat",
+    "credential.helper=",
+)
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_BUDGET = 60.0
+DEFAULT_MAX_OUTPUT = 32 * 1024 * 1024
+_STDERR_CAP = 64 * 1024
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+
+
+def _redact(arg: str) -> str:
+    """Strip credentials from URLs (``https://user:token@host`` -> ``https://***@host``)."""
+    return _USERINFO.sub(r"\g<scheme>***@", arg)
+
+
+def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for git: ours minus every ``GIT_*``, plus C locale and no prompts."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        {
+            "LC_ALL": "C",
+            "LANG": "C",
+            "LANGUAGE": "C",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": "",
+            "SSH_ASKPASS": "",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "GIT_OPTIONAL_LOCKS": "0",
+        }
+    )
+    for key, value in (extra or {}).items():
+        if key not in ALLOWED_ENV:
+            raise ValueError(f"environment variable {key} may not be passed to git")
+        env[key] = value
+    return env
+
+
+@dataclass(frozen=True)
+class GitResult:
+    """A finished git command."""
+
+    argv: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One row of ``git ls-files -s``: mode, object id, merge stage and path."""
+
+    mode: str
+    object_id: str
+    stage: int
+    path: str
+
+
+@dataclass(frozen=True)
+class CatFileEntry:
+    """One answer of ``git cat-file --batch``; ``type`` is "missing" when absent."""
+
+    name: str
+    object_id: str | None
+    type: str
+    size: int
+    content: bytes | None
+
+
+class GitRunner:
+    """Runs hardened git commands in one directory, under one shared time budget."""
+
+    def __init__(
+        self,
+        cwd: str | os.PathLike[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        budget: float = DEFAULT_BUDGET,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        git: str = "git",
+    ) -> None:
+        self.cwd = Path(cwd)
+        self.timeout = timeout
+        self.budget = budget
+        self.max_output = max_output
+        self.git = git
+        self.commands_run = 0
+        self._spent = 0.0
+
+    @property
+    def remaining_budget(self) -> float:
+        return max(0.0, self.budget - self._spent)
+
+    def argv(self, args: Sequence[str]) -> list[str]:
+        """The full argv for ``args``: git, hardening config, global options, then args."""
+        full = [self.git]
+        for setting in HARDENING_CONFIG:
+            full += ["-c", setting]
+        full += ["--no-optional-locks", "--literal-pathspecs", *args]
+        return full
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        input: bytes | None = None,
+        check: bool = True,
+        env: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        max_output: int | None = None,
+    ) -> GitResult:
+        """Run ``git <args>``; raise GitError on a non-zero exit when ``check``."""
+        argv = self.argv(args)
+        shown = [_redact(a) for a in argv]
+        remaining = self.remaining_budget
+        if remaining <= 0:
+            raise GitTimeoutError(
+                f"git time budget of {self.budget:g}s is used up", argv=shown, exit_code=None
+            )
+        limit = min(timeout if timeout is not None else self.timeout, remaining)
+        cap = max_output if max_output is not None else self.max_output
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=self.cwd,
+                env=hardened_env(env),
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise GitError(f"git could not be started: {exc}", argv=shown) from exc
+        self.commands_run += 1
+        try:
+            stdout, stderr = _communicate_bounded(proc, input, started + limit, cap)
+        except _Overflow:
+            raise GitOutputTooLargeError(
+                f"git printed more than {cap} bytes", argv=shown, exit_code=None
+            ) from None
+        except _Expired:
+            raise GitTimeoutError(
+                f"git did not finish within {limit:.3g}s", argv=shown, exit_code=None
+            ) from None
+        finally:
+            self._spent += time.monotonic() - started
+        err_text = stderr.decode("utf-8", "replace")
+        result = GitResult(argv=shown, returncode=proc.returncode, stdout=stdout, stderr=err_text)
+        if check and proc.returncode != 0:
+            first = err_text.strip().splitlines()[:1]
+            raise GitError(
+                f"git {args[0] if args else ''} failed with exit code {proc.returncode}"
+                + (f": {first[0]}" if first else ""),
+                argv=shown,
+                exit_code=proc.returncode,
+                stderr=err_text,
+            )
+        return result
+
+    # -- a closed set of typed helpers --------------------------------------------------
+
+    def top_level(self) -> Path:
+        """The work tree's top-level directory (``rev-parse --show-toplevel``)."""
+        return Path(self.run(["rev-parse", "--show-toplevel"]).text.rstrip("\n"))
+
+    def rev_parse(self, revision: str, *, verify: bool = True) -> str | None:
+        """The object id ``revision`` names, or None if it names nothing."""
+        if revision.startswith("-"):
+            raise ValueError("a revision may not start with '-'")
+        args = ["rev-parse", "--verify", "--quiet", "--end-of-options", revision]
+        if not verify:
+            args = ["rev-parse", "--end-of-options", revision]
+        result = self.run(args, check=False)
+        return result.text.strip() if result.returncode == 0 else None
+
+    def ls_files_stage(self, paths: Iterable[str] = ()) -> list[IndexEntry]:
+        """Index entries (``ls-files -z -s``), optionally for the given literal paths."""
+        result = self.run(["ls-files", "-z", "-s", "--", *paths])
+        entries: list[IndexEntry] = []
+        for record in result.stdout.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            mode, object_id, stage = meta.decode().split(" ")
+            entries.append(IndexEntry(mode, object_id, int(stage), path.decode("utf-8")))
+        return entries
+
+    def hash_objects(self, paths: Sequence[str], *, filters: bool = False) -> list[str]:
+        """Blob ids of work-tree files, one process for all (``hash-object --stdin-paths``).
+
+        ``--no-filters`` by default: a clean filter named by the repository is a program,
+        and we never run it.
+        """
+        if not paths:
+            return []
+        if any("\n" in p or "\r" in p for p in paths):
+            raise ValueError("hash_objects cannot take paths containing newlines")
+        args = ["hash-object", "--stdin-paths"] + ([] if filters else ["--no-filters"])
+        data = ("\n".join(paths) + "\n").encode("utf-8")
+        lines = self.run(args, input=data).text.split()
+        if len(lines) != len(paths):
+            raise GitError("hash-object answered a different number of ids", argv=args)
+        return lines
+
+    def cat_file_batch(self, names: Sequence[str]) -> list[CatFileEntry]:
+        """Contents of many objects in one process (``cat-file --batch``)."""
+        return self._cat_file(names, with_content=True)
+
+    def cat_file_batch_check(self, names: Sequence[str]) -> list[CatFileEntry]:
+        """Type and size of many objects in one process (``cat-file --batch-check``)."""
+        return self._cat_file(names, with_content=False)
+
+    def _cat_file(self, names: Sequence[str], *, with_content: bool) -> list[CatFileEntry]:
+        if not names:
+            return []
+        if any("\n" in n for n in names):
+            raise ValueError("object names cannot contain newlines")
+        mode = "--batch" if with_content else "--batch-check"
+        out = self.run(["cat-file", mode], input=("\n".join(names) + "\n").encode()).stdout
+        entries: list[CatFileEntry] = []
+        pos = 0
+        for name in names:
+            newline = out.index(b"\n", pos)
+            header = out[pos:newline].decode("utf-8", "replace")
+            pos = newline + 1
+            if header.endswith((" missing", " ambiguous")):
+                entries.append(CatFileEntry(name, None, header.rsplit(" ", 1)[1], 0, None))
+                continue
+            object_id, kind, size_text = header.split(" ")
+            size = int(size_text)
+            content = None
+            if with_content:
+                content = out[pos : pos + size]
+                pos += size + 1  # the content is followed by a newline
+            entries.append(CatFileEntry(name, object_id, kind, size, content))
+        return entries
+
+
+class _Overflow(Exception):
+    pass
+
+
+class _Expired(Exception):
+    pass
+
+
+def _communicate_bounded(
+    proc: subprocess.Popen[bytes], data: bytes | None, deadline: float, cap: int
+) -> tuple[bytes, bytes]:
+    """Like ``communicate`` but kills the process past ``deadline`` or ``cap`` bytes."""
+    writer: threading.Thread | None = None
+    if data is not None and proc.stdin is not None:
+        stdin = proc.stdin
+
+        def feed() -> None:
+            try:
+                stdin.write(data)
+            except (BrokenPipeError, OSError):
+                pass
+            finally:
+                try:
+                    stdin.close()
+                except OSError:
+                    pass
+
+        # A separate writer: git may fill its stdout pipe before it has read all input.
+        writer = threading.Thread(target=feed, daemon=True)
+        writer.start()
+    if proc.stdout is None or proc.stderr is None:  # pragma: no cover - PIPE was asked
+        raise RuntimeError("git pipes were not created")
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    sizes = {out_fd: 0, err_fd: 0}
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    selector.register(proc.stderr, selectors.EVENT_READ)
+    try:
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _Expired
+            for key, _ in selector.select(timeout=left):
+                fd = key.fd
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                    continue
+                sizes[fd] += len(chunk)
+                if fd == out_fd:
+                    if sizes[fd] > cap:
+                        raise _Overflow
+                    chunks[fd].append(chunk)
+                elif sizes[fd] <= _STDERR_CAP:
+                    chunks[fd].append(chunk)
+        left = deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(left, 0.001))
+        except subprocess.TimeoutExpired:
+            raise _Expired from None
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        selector.close()
+        proc.stdout.close()
+        proc.stderr.close()
+        if writer is not None:
+            writer.join(timeout=1.0)
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
