@@ -5,8 +5,8 @@ Success prints one JSON document to stdout and exits 0. A foreseeable failure pr
 errors, which the argument parser would otherwise print as plain usage text with exit 2.
 Products whose spec fixes another error envelope pass their own ``render_error``.
 
-This module does not import typer or click at import time; :func:`run_app` imports click
-only when it runs (every product's ``cli.py`` already depends on typer, hence click).
+This module imports neither typer nor click: it recognises Click's exceptions by class name,
+which works for Click itself and for the copy that recent Typer releases vendor.
 """
 
 from __future__ import annotations
@@ -63,8 +63,6 @@ def run_app(
     a parser error becomes ``usage_error_code``, anything unexpected ``internal-error`` (with
     the traceback only when ``DSH_DEBUG=1``, for developers).
     """
-    import click  # deferred: see the module docstring
-
     try:
         result = app(
             args=list(args) if args is not None else None,
@@ -73,19 +71,22 @@ def run_app(
         )
     except DshError as exc:
         return emit_error(exc.code, exc.message, render_error=render_error)
-    except click.UsageError as exc:
-        message = exc.format_message()
-        if exc.ctx is not None:
-            message += f" (see '{exc.ctx.command_path} --help')"
-        return emit_error(usage_error_code, message, render_error=render_error)
-    except click.ClickException as exc:
-        return emit_error(usage_error_code, exc.format_message(), render_error=render_error)
-    except (click.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         emit_error("interrupted", "interrupted", render_error=render_error)
         return 130
     except BrokenPipeError:  # the reader went away (`| head`); nothing left to tell it
         return 1
     except Exception as exc:
+        kinds = _click_kinds(exc)
+        if "Abort" in kinds:
+            emit_error("interrupted", "interrupted", render_error=render_error)
+            return 130
+        if "ClickException" in kinds:
+            message = str(exc.format_message())  # type: ignore[attr-defined]
+            ctx = getattr(exc, "ctx", None)
+            if "UsageError" in kinds and ctx is not None:
+                message += f" (see '{ctx.command_path} --help')"
+            return emit_error(usage_error_code, message, render_error=render_error)
         if os.environ.get("DSH_DEBUG") == "1":
             raise
         return emit_error(
@@ -94,6 +95,19 @@ def run_app(
             render_error=render_error,
         )
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _click_kinds(exc: BaseException) -> set[str]:
+    """Names of the Click exception classes ``exc`` derives from.
+
+    Matched by name because recent Typer releases vendor their own copy of Click
+    (``typer._click``): ``isinstance`` against an imported ``click`` would miss them.
+    """
+    return {
+        cls.__name__
+        for cls in type(exc).__mro__
+        if cls.__module__.split(".")[0] in ("click", "typer")
+    }
 
 
 def main_exit(code: int) -> None:
