@@ -5,6 +5,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
+export PATH := $(CURDIR)/.tools/bin:$(PATH)
 
 UV := $(shell command -v uv 2>/dev/null)
 ifeq ($(UV),)
