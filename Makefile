@@ -5,6 +5,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
+# Trust the platform certificate store too (corporate proxies, distro CA bundles).
+export UV_SYSTEM_CERTS := 1
+export UV_NATIVE_TLS := 1
 export PATH := $(CURDIR)/.tools/bin:$(PATH)
 
 UV := $(shell command -v uv 2>/dev/null)
