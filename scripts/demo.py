@@ -13,6 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from dsh_common.errors import DshError
+from dsh_common.paths import resolve_in_workspace, resolve_workspace
+from dsh_common.text import query_terms, segment_words
+
 ROOT = Path(__file__).resolve().parents[1]
 PRODUCT_DEMOS = [
     ("dsh-compound: lessons as fingerprinted Markdown", "packages/compound/bench/demo.py"),
@@ -26,10 +30,6 @@ def _banner(title: str) -> None:
 
 
 def foundations() -> None:
-    from dsh_common.errors import DshError
-    from dsh_common.paths import resolve_in_workspace, resolve_workspace
-    from dsh_common.text import query_terms, segment_words
-
     _banner("dsh-common: the foundations")
     query = "数据库连接池耗尽导致超时 connection pool"
     print(f"query: {query}")
