@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_common.errors import GitError, GitOutputTooLargeError, GitTimeoutError
+from dsh_common.errors import (
+    GitError,
+    GitOutputTooLargeError,
+    GitTimeoutError,
+    GitUnavailableError,
+)
 from dsh_common.git import GitRunner, hardened_env
 
 from .conftest import git
@@ -118,16 +123,19 @@ def test_per_command_timeout_kills_a_hung_git(tmp_path: Path) -> None:
     with pytest.raises(GitTimeoutError) as caught:
         runner.run(["status"])
     assert caught.value.code == "git-timeout"
+    assert caught.value.budget_exhausted is False
     assert runner.remaining_budget < runner.budget
 
 
 def test_total_budget_is_shared_across_commands(tmp_path: Path) -> None:
     runner = GitRunner(tmp_path, timeout=5, budget=0.4, git=_fake_git(tmp_path, "time.sleep(0.3)"))
     runner.run(["status"])
-    with pytest.raises(GitTimeoutError):
+    with pytest.raises(GitTimeoutError) as early:
         runner.run(["status"])  # 0.1 s left: killed early
-    with pytest.raises(GitTimeoutError, match="budget"):
+    assert early.value.budget_exhausted is True
+    with pytest.raises(GitTimeoutError, match="budget") as spent:
         runner.run(["status"])  # nothing left: not even started
+    assert spent.value.budget_exhausted is True
     assert runner.commands_run == 2
 
 
@@ -188,5 +196,6 @@ def test_rev_parse(repo: Path) -> None:
 
 
 def test_git_missing_is_a_typed_error(tmp_path: Path) -> None:
-    with pytest.raises(GitError, match="could not be started"):
+    with pytest.raises(GitUnavailableError, match="could not be started") as caught:
         GitRunner(tmp_path, git=str(tmp_path / "no-git-here")).run(["status"])
+    assert caught.value.code == "git-unavailable"

@@ -109,10 +109,21 @@ class GitError(DshError, RuntimeError):
         self.stderr = stderr
 
 
+class GitUnavailableError(GitError):
+    """The git executable could not be started (missing from PATH, not executable)."""
+
+    code = "git-unavailable"
+
+
 class GitTimeoutError(GitError, TimeoutError):
-    """One git command outlived its own timeout, or the runner's total budget ran out."""
+    """One git command outlived its own timeout, or the runner's total budget ran out.
+
+    ``budget_exhausted`` tells the two apart: True when the shared budget, not the
+    command's own timeout, was the limit that ended (or prevented) the command.
+    """
 
     code = "git-timeout"
+    budget_exhausted: bool = False
 
 
 class GitOutputTooLargeError(GitError):

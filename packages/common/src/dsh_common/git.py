@@ -25,7 +25,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_common.errors import GitError, GitOutputTooLargeError, GitTimeoutError
+from dsh_common.errors import (
+    GitError,
+    GitOutputTooLargeError,
+    GitTimeoutError,
+    GitUnavailableError,
+)
 
 #: Environment variables a caller may set for one command (alternate index, identity, dates).
 ALLOWED_ENV: frozenset[str] = frozenset(
@@ -172,10 +177,13 @@ class GitRunner:
         shown = [_redact(a) for a in argv]
         remaining = self.remaining_budget
         if remaining <= 0:
-            raise GitTimeoutError(
+            exhausted = GitTimeoutError(
                 f"git time budget of {self.budget:g}s is used up", argv=shown, exit_code=None
             )
-        limit = min(timeout if timeout is not None else self.timeout, remaining)
+            exhausted.budget_exhausted = True
+            raise exhausted
+        own_timeout = timeout if timeout is not None else self.timeout
+        limit = min(own_timeout, remaining)
         cap = max_output if max_output is not None else self.max_output
         started = time.monotonic()
         try:
@@ -189,7 +197,7 @@ class GitRunner:
                 close_fds=True,
             )
         except OSError as exc:
-            raise GitError(f"git could not be started: {exc}", argv=shown) from exc
+            raise GitUnavailableError(f"git could not be started: {exc}", argv=shown) from exc
         self.commands_run += 1
         try:
             stdout, stderr = _communicate_bounded(proc, input, started + limit, cap)
@@ -198,9 +206,11 @@ class GitRunner:
                 f"git printed more than {cap} bytes", argv=shown, exit_code=None
             ) from None
         except _Expired:
-            raise GitTimeoutError(
+            expired = GitTimeoutError(
                 f"git did not finish within {limit:.3g}s", argv=shown, exit_code=None
-            ) from None
+            )
+            expired.budget_exhausted = limit < own_timeout
+            raise expired from None
         finally:
             self._spent += time.monotonic() - started
         err_text = stderr.decode("utf-8", "replace")
