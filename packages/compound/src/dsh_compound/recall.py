@@ -1,0 +1,216 @@
+"""Recall: deterministic, CJK-aware keyword/substring scoring over the bounded corpus.
+
+Terms are the ICU word segments of the original query plus every two-character n-gram of
+each Chinese run, each NFKC-normalised and lowercased, at most 999 before de-duplication.
+A term scores a field's weight when it is a substring of that field's normalised text:
+title 8, tags 10, whenToUse 5, problem 3, rootCause 2, resolution 2, paths 1. Ties sort by
+ID. Scores measure lexical overlap, not semantic confidence.
+
+A long Chinese query yields hundreds of one- and two-character Han terms. Testing each with
+``in`` against every field would cost terms x characters; instead, when there are many,
+each field's Han unigrams and bigrams are gathered once and intersected with the term set
+in C. The two ways give the same score (a Han term of at most two characters occurs in a
+text exactly when it is one of that text's Han unigrams or bigrams); a property test checks.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from dsh_common import paths as common_paths
+from dsh_common.text import han_bigrams, han_runs, normalize, segment_words
+from dsh_compound.corpus import StoredRecord, scan_corpus
+from dsh_compound.errors import InvalidLimitError, InvalidQueryError, translate_common_errors
+from dsh_compound.evidence import FileStatusCache, evidence_report, evidence_warning
+from dsh_compound.limits import LIMITS, js_length, truncate
+
+#: Field weights per matching term, in the spec's order.
+FIELD_WEIGHTS: tuple[tuple[str, int], ...] = (
+    ("title", 8),
+    ("tags", 10),
+    ("whenToUse", 5),
+    ("problem", 3),
+    ("rootCause", 2),
+    ("resolution", 2),
+    ("paths", 1),
+)
+RETRIEVAL_METHOD = "lexical-nfkc-substring"
+
+# Above this many short Han terms, the gram-set intersection beats per-term ``in``.
+_GRAM_INDEX_THRESHOLD = 24
+# A separator no term can contain (terms are word-like segments or Han n-grams).
+_JOIN = "\x00"
+
+
+def validate_query(query: object) -> str:
+    """Return ``query`` if it is nonempty text of at most 500 JavaScript characters."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidQueryError("query must be nonempty text")
+    if js_length(query) > LIMITS.query_length:
+        raise InvalidQueryError(f"query is longer than {LIMITS.query_length} characters")
+    return query
+
+
+def validate_limit(limit: object) -> int:
+    """Return ``limit`` if it is an integer from 1 to 10 (text digits are accepted)."""
+    value: object = limit
+    if isinstance(limit, str):
+        text = limit.strip()
+        value = int(text) if text.isascii() and text.isdigit() else None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidLimitError(f"limit must be an integer from 1 to {LIMITS.max_limit}")
+    if not 1 <= value <= LIMITS.max_limit:
+        raise InvalidLimitError(f"limit must be from 1 to {LIMITS.max_limit}, not {value}")
+    return value
+
+
+def recall_terms(query: str) -> list[str]:
+    """The distinct normalised terms of ``query``, in first-seen order (<= 999 raw terms)."""
+    raw = segment_words(query) + han_bigrams(query)
+    normalized = [term for term in (normalize(t) for t in raw) if term]
+    return list(dict.fromkeys(normalized[: LIMITS.query_terms]))
+
+
+@dataclass(frozen=True)
+class _Terms:
+    short_han: frozenset[str]  # Han-only terms of one or two characters
+    long_han: tuple[str, ...]  # Han-only terms of three or more characters
+    other: tuple[str, ...]  # everything else (Latin words, digits, mixed)
+
+    @classmethod
+    def split(cls, terms: list[str]) -> _Terms:
+        short: set[str] = set()
+        long_han: list[str] = []
+        other: list[str] = []
+        for term in terms:
+            if han_runs(term) == [term]:
+                if len(term) <= 2:
+                    short.add(term)
+                else:
+                    long_han.append(term)
+            else:
+                other.append(term)
+        return cls(frozenset(short), tuple(long_han), tuple(other))
+
+
+def _han_grams(text: str) -> set[str]:
+    grams: set[str] = set()
+    for run in han_runs(text):
+        grams.update(run)
+        grams.update([run[i : i + 2] for i in range(len(run) - 1)])
+    return grams
+
+
+def searchable_fields(metadata: dict[str, Any]) -> list[tuple[str, int]]:
+    """``(normalised text, weight)`` for each scored field of a record."""
+    texts = {
+        "title": metadata["title"],
+        "tags": _JOIN.join(metadata["tags"]),
+        "whenToUse": metadata["whenToUse"],
+        "problem": metadata["problem"],
+        "rootCause": metadata["rootCause"],
+        "resolution": metadata["resolution"],
+        "paths": _JOIN.join(entry["path"] for entry in metadata["files"]),
+    }
+    return [(normalize(texts[name]), weight) for name, weight in FIELD_WEIGHTS]
+
+
+def _score(fields: list[tuple[str, int]], terms: _Terms, *, use_gram_index: bool) -> int:
+    score = 0
+    for text, weight in fields:
+        hits = 0
+        if use_gram_index:
+            grams = _han_grams(text)
+            hits += len(terms.short_han & grams)
+            hits += sum(1 for term in terms.long_han if term[:2] in grams and term in text)
+        else:
+            hits += sum(1 for term in terms.short_han if term in text)
+            hits += sum(1 for term in terms.long_han if term in text)
+        hits += sum(1 for term in terms.other if term in text)
+        score += hits * weight
+    return score
+
+
+def score_metadata(metadata: dict[str, Any], terms: list[str]) -> int:
+    """The recall score of one record's metadata for already-normalised ``terms``."""
+    split = _Terms.split(terms)
+    use_index = len(split.short_han) > _GRAM_INDEX_THRESHOLD
+    return _score(searchable_fields(metadata), split, use_gram_index=use_index)
+
+
+def summary_of(metadata: dict[str, Any]) -> str:
+    """A short, whitespace-collapsed summary: the problem, truncated."""
+    return truncate(" ".join(metadata["problem"].split()), LIMITS.summary_length)
+
+
+def self_reported_evidence(metadata: dict[str, Any], *, bounded: bool) -> dict[str, Any]:
+    """The verification claim as recorded (never executed), truncated when ``bounded``."""
+    verification = metadata["verification"]
+
+    def shown(text: str) -> str:
+        return truncate(text, LIMITS.evidence_string_length) if bounded else text
+
+    return {
+        "command": shown(verification["command"]),
+        "result": shown(verification["result"]),
+        "source": verification["source"],
+        "executedByHelper": verification["executedByHelper"],
+    }
+
+
+def _result(
+    workspace: common_paths.Workspace, stored: StoredRecord, score: int, cache: FileStatusCache
+) -> dict[str, Any]:
+    metadata = stored.parsed.metadata
+    report = evidence_report(workspace, metadata["files"], cache)
+    warnings: list[str] = []
+    if stored.parsed.content_status != "consistent":
+        warnings.append("contentStatus modified: the body differs from the metadata")
+    moved = evidence_warning(stored.id, report)
+    if moved is not None:
+        warnings.append(moved)
+    return {
+        "id": stored.id,
+        "title": metadata["title"],
+        "tags": list(metadata["tags"]),
+        "path": str(stored.path),
+        "digest": stored.digest,
+        "score": score,
+        "summary": summary_of(metadata),
+        "evidence": self_reported_evidence(metadata, bounded=True),
+        **report,
+        "contentStatus": stored.parsed.content_status,
+        "warnings": warnings,
+    }
+
+
+def recall(
+    workspace: str | os.PathLike[str], query: str, limit: int = LIMITS.default_limit
+) -> dict[str, Any]:
+    """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``."""
+    text = validate_query(query)
+    count = validate_limit(limit)
+    with translate_common_errors():
+        selected = common_paths.resolve_workspace(workspace)
+    scan = scan_corpus(selected)
+    terms = _Terms.split(recall_terms(text))
+    use_index = len(terms.short_han) > _GRAM_INDEX_THRESHOLD
+    scored: list[tuple[int, str, StoredRecord]] = []
+    for stored in scan.records:
+        fields = searchable_fields(stored.parsed.metadata)
+        score = _score(fields, terms, use_gram_index=use_index)
+        if score > 0:
+            scored.append((score, stored.id, stored))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    cache: FileStatusCache = {}
+    results = [_result(selected, stored, score, cache) for score, _, stored in scored[:count]]
+    return {
+        "query": text,
+        "results": results,
+        "warnings": scan.warnings.as_list(),
+        "retrievalMethod": RETRIEVAL_METHOD,
+        "scanned": scan.scanned,
+        "truncated": scan.truncated,
+    }
