@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 
 if TYPE_CHECKING:
-    from dsh_compound.capture import capture
     from dsh_compound.draft import read_draft_input, validate_draft, validate_id
-    from dsh_compound.inspect import check, inspect
-    from dsh_compound.recall import recall
     from dsh_compound.record import sha256
+    from dsh_compound.retrieval import recall
+    from dsh_compound.review import check, inspect
+    from dsh_compound.writing import capture
 
 __version__ = "0.1.0"
 
@@ -38,11 +38,11 @@ __all__ = [
 ]
 
 _LAZY = {
-    "capture": "dsh_compound.capture",
-    "check": "dsh_compound.inspect",
-    "inspect": "dsh_compound.inspect",
+    "capture": "dsh_compound.writing",
+    "check": "dsh_compound.review",
+    "inspect": "dsh_compound.review",
     "read_draft_input": "dsh_compound.draft",
-    "recall": "dsh_compound.recall",
+    "recall": "dsh_compound.retrieval",
     "sha256": "dsh_compound.record",
     "validate_draft": "dsh_compound.draft",
     "validate_id": "dsh_compound.draft",

@@ -46,8 +46,8 @@ def capture_command(
 ) -> None:
     """Save a draft as <id>.md; never overwrites unless --replace matches the digest."""
     from dsh_common.cli import emit_json
-    from dsh_compound.capture import capture
     from dsh_compound.draft import read_draft_input
+    from dsh_compound.writing import capture
 
     draft = read_draft_input(workspace, input)
     emit_json(capture(workspace, draft, replace=replace))
@@ -63,7 +63,7 @@ def recall_command(
 ) -> None:
     """Rank records by keyword/substring overlap with the query (English and Chinese)."""
     from dsh_common.cli import emit_json
-    from dsh_compound.recall import recall, validate_limit
+    from dsh_compound.retrieval import recall, validate_limit
 
     emit_json(recall(workspace, query, validate_limit(limit)))
 
@@ -75,7 +75,7 @@ def inspect_command(
 ) -> None:
     """Show one record in full: metadata, body, evidence status, content status, digest."""
     from dsh_common.cli import emit_json
-    from dsh_compound.inspect import inspect
+    from dsh_compound.review import inspect
 
     emit_json(inspect(workspace, id))
 
@@ -84,7 +84,7 @@ def inspect_command(
 def check_command(workspace: WorkspaceOption) -> None:
     """Report every record whose sources changed or whose body drifted; count the rest."""
     from dsh_common.cli import emit_json
-    from dsh_compound.inspect import check
+    from dsh_compound.review import check
 
     emit_json(check(workspace))
 
