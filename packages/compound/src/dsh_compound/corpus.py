@@ -9,6 +9,7 @@ and reading never creates anything.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,15 +55,22 @@ class WarningList:
         return [*kept, f"{self._total - len(kept)} more warnings were omitted"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class StoredRecord:
-    """One accepted record: where it is, its digest and its parsed content."""
+    """One accepted record: where it is, its bytes and its parsed content."""
 
     id: str
     path: Path
-    digest: str
-    size: int
+    data: bytes
     parsed: ParsedRecord
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of the actual file bytes (BOM included); computed only when asked for.
+
+        A scan reads up to 4 MiB but reports digests only for the few results it returns.
+        """
+        return sha256(self.data)
 
 
 @dataclass
@@ -105,7 +113,7 @@ def read_record(workspace: common_paths.Workspace, record_id: str) -> StoredReco
     location = corpus_path(workspace) / f"{record_id}{RECORD_SUFFIX}"
     data = read_record_bytes(location, record_id)
     parsed = parse_record(data, expected_id=record_id)
-    return StoredRecord(record_id, location, sha256(data), len(data), parsed)
+    return StoredRecord(record_id, location, data, parsed)
 
 
 def read_record_bytes(location: Path, record_id: str) -> bytes:
@@ -167,7 +175,7 @@ def scan_corpus(workspace: common_paths.Workspace) -> ScanResult:
             result.warnings.add(f"skipped {name}: {exc.message}")
             continue
         accepted_bytes += len(data)
-        stored = StoredRecord(record_id, directory / name, sha256(data), len(data), parsed)
+        stored = StoredRecord(record_id, directory / name, data, parsed)
         result.records.append(stored)
         if parsed.content_status != "consistent":
             result.warnings.add(modified_warning(record_id))

@@ -7,6 +7,7 @@ one error that lists every problem found, so an agent can fix its draft in one r
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
@@ -24,7 +25,7 @@ from dsh_compound.errors import (
     SymlinkRejectedError,
     translate_common_errors,
 )
-from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, js_length
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, exceeds_js_length
 
 _ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _BOM = b"\xef\xbb\xbf"
@@ -73,7 +74,7 @@ def _text(draft: dict[str, Any], field: str, limit: int, problems: list[str]) ->
         return ""
     if not value.strip():
         problems.append(f"{field} must not be empty")
-    elif js_length(value) > limit:
+    elif exceeds_js_length(value, limit):
         problems.append(f"{field} is longer than {limit} characters")
     return value
 
@@ -89,7 +90,7 @@ def _tags(draft: dict[str, Any], problems: list[str]) -> list[str]:
     for index, tag in enumerate(value):
         if not isinstance(tag, str) or not tag.strip():
             problems.append(f"tags[{index}] must be a nonempty string")
-        elif js_length(tag) > LIMITS.tag_length:
+        elif exceeds_js_length(tag, LIMITS.tag_length):
             problems.append(f"tags[{index}] is longer than {LIMITS.tag_length} characters")
         else:
             tags.append(tag)
@@ -132,8 +133,15 @@ def normalize_source_path(raw: str, workspace: common_paths.Workspace | None = N
     """
     with translate_common_errors():
         if workspace is None:
-            return common_paths.validate_relative_path(raw, forbidden_prefixes=[CORPUS_DIRECTORY])
+            return _validated_relative_path(raw)
         return common_paths.to_relative(workspace, raw, forbidden_prefixes=[CORPUS_DIRECTORY])
+
+
+@functools.lru_cache(maxsize=4096)
+def _validated_relative_path(raw: str) -> str:
+    # Purely lexical, so the answer for a given string never changes: a corpus scan sees
+    # the same few source paths in hundreds of records and validates each once.
+    return common_paths.validate_relative_path(raw, forbidden_prefixes=[CORPUS_DIRECTORY])
 
 
 def validate_draft(

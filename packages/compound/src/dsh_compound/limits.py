@@ -59,7 +59,21 @@ LIMITS = Limits()
 
 def js_length(text: str) -> int:
     """Length in UTF-16 code units, as JavaScript's ``String.prototype.length``."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+
+
+def exceeds_js_length(text: str, limit: int) -> bool:
+    """``js_length(text) > limit``, without encoding in the common cases.
+
+    A code point is one or two UTF-16 units, so ``len`` bounds the answer from both sides;
+    only a text between ``limit / 2`` and ``limit`` code points needs counting.
+    """
+    count = len(text)
+    if count > limit:
+        return True
+    if 2 * count <= limit or text.isascii():
+        return False
+    return js_length(text) > limit
 
 
 def truncate(text: str, limit: int) -> str:

@@ -126,7 +126,7 @@ def render_record(metadata: dict[str, Any]) -> bytes:
 
 
 def _comparable(text: str) -> str:
-    return text.replace("\r\n", "\n").strip()
+    return (text.replace("\r\n", "\n") if "\r" in text else text).strip()
 
 
 def content_status(metadata: dict[str, Any], body: str) -> str:
