@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dsh_compound import recall
 from dsh_compound.errors import InvalidLimitError, InvalidQueryError, SymlinkRejectedError
 from dsh_compound.limits import LIMITS
-from dsh_compound.retrieval import _score, _Terms, recall_terms, searchable_fields
+from dsh_compound.retrieval import _score, _Terms, recall_terms, searchable_text
 
 NEUTRAL = {
     "title": "Neutral title",
@@ -341,5 +341,5 @@ def test_gram_index_and_plain_substring_scores_agree(text: str, query: str) -> N
         "files": [{"path": "src/a.js", "sha256": "a" * 64}],
     }
     terms = _Terms.split(recall_terms(query))
-    fields = searchable_fields(metadata)
-    assert _score(fields, terms, use_gram_index=True) == _score(fields, terms, use_gram_index=False)
+    text = searchable_text(metadata)
+    assert _score(text, terms, use_gram_index=True) == _score(text, terms, use_gram_index=False)

@@ -40,8 +40,9 @@ RETRIEVAL_METHOD = "lexical-nfkc-substring"
 
 # Above this many short Han terms, the gram-set intersection beats per-term ``in``.
 _GRAM_INDEX_THRESHOLD = 24
-# A separator no term can contain (terms are word-like segments or Han n-grams).
+# Separators no term can contain (terms are word-like segments or Han n-grams).
 _JOIN = "\x00"
+_FIELD_SEPARATOR = "\x1e"
 
 
 def validate_query(query: object) -> str:
@@ -103,32 +104,47 @@ def _han_grams(text: str) -> set[str]:
     return grams
 
 
-def searchable_fields(metadata: dict[str, Any]) -> list[tuple[str, int]]:
-    """``(normalised text, weight)`` for each scored field of a record."""
-    texts = {
-        "title": metadata["title"],
-        "tags": _JOIN.join(metadata["tags"]),
-        "whenToUse": metadata["whenToUse"],
-        "problem": metadata["problem"],
-        "rootCause": metadata["rootCause"],
-        "resolution": metadata["resolution"],
-        "paths": _JOIN.join(entry["path"] for entry in metadata["files"]),
-    }
-    return [(normalize(texts[name]), weight) for name, weight in FIELD_WEIGHTS]
+def searchable_text(metadata: dict[str, Any]) -> str:
+    """The scored fields of a record, normalised once, joined by a field separator.
+
+    Tags and paths are joined with NUL inside their field. Both separators are control
+    characters that NFKC leaves alone and no term can contain, so normalising the joined
+    text equals joining the normalised fields, and no match can span two fields.
+    """
+    parts = [
+        metadata["title"],
+        _JOIN.join(metadata["tags"]),
+        metadata["whenToUse"],
+        metadata["problem"],
+        metadata["rootCause"],
+        metadata["resolution"],
+        _JOIN.join(entry["path"] for entry in metadata["files"]),
+    ]
+    return normalize(_FIELD_SEPARATOR.join(parts))
 
 
-def _score(fields: list[tuple[str, int]], terms: _Terms, *, use_gram_index: bool) -> int:
+def _score(text: str, terms: _Terms, *, use_gram_index: bool) -> int:
+    # Which terms occur anywhere in the record? Most records match few or none, and the
+    # whole-record test is one scan instead of seven.
+    if use_gram_index:
+        grams = _han_grams(text)
+        short: set[str] | list[str] = terms.short_han & grams
+        long_han = [t for t in terms.long_han if t[:2] in grams and t in text]
+    else:
+        short = [t for t in terms.short_han if t in text]
+        long_han = [t for t in terms.long_han if t in text]
+    other = [t for t in terms.other if t in text]
+    if not (short or long_han or other):
+        return 0
+    per_field_grams = isinstance(short, set) and len(short) > _GRAM_INDEX_THRESHOLD
     score = 0
-    for text, weight in fields:
-        hits = 0
-        if use_gram_index:
-            grams = _han_grams(text)
-            hits += len(terms.short_han & grams)
-            hits += sum(1 for term in terms.long_han if term[:2] in grams and term in text)
+    for field_text, (_, weight) in zip(text.split(_FIELD_SEPARATOR), FIELD_WEIGHTS, strict=True):
+        if per_field_grams:
+            hits = len(_han_grams(field_text).intersection(short))
         else:
-            hits += sum(1 for term in terms.short_han if term in text)
-            hits += sum(1 for term in terms.long_han if term in text)
-        hits += sum(1 for term in terms.other if term in text)
+            hits = sum(1 for t in short if t in field_text)
+        hits += sum(1 for t in long_han if t in field_text)
+        hits += sum(1 for t in other if t in field_text)
         score += hits * weight
     return score
 
@@ -137,7 +153,7 @@ def score_metadata(metadata: dict[str, Any], terms: list[str]) -> int:
     """The recall score of one record's metadata for already-normalised ``terms``."""
     split = _Terms.split(terms)
     use_index = len(split.short_han) > _GRAM_INDEX_THRESHOLD
-    return _score(searchable_fields(metadata), split, use_gram_index=use_index)
+    return _score(searchable_text(metadata), split, use_gram_index=use_index)
 
 
 def summary_of(metadata: dict[str, Any]) -> str:
@@ -199,8 +215,7 @@ def recall(
     use_index = len(terms.short_han) > _GRAM_INDEX_THRESHOLD
     scored: list[tuple[int, str, StoredRecord]] = []
     for stored in scan.records:
-        fields = searchable_fields(stored.parsed.metadata)
-        score = _score(fields, terms, use_gram_index=use_index)
+        score = _score(searchable_text(stored.parsed.metadata), terms, use_gram_index=use_index)
         if score > 0:
             scored.append((score, stored.id, stored))
     scored.sort(key=lambda item: (-item[0], item[1]))
