@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -44,15 +45,38 @@ def cli_path() -> str:
     return found
 
 
+#: CPU milliseconds per sample, filled by ``measure`` alongside the wall-clock samples.
+CPU_SAMPLES: dict[int, list[float]] = {}
+
+
+def _cpu_now() -> float:
+    # Own CPU plus that of finished children: covers library calls and whole processes.
+    own = time.process_time()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (own + children.ru_utime + children.ru_stime) * 1000
+
+
 def measure(run: Callable[[], Any], runs: int, warmup: int = 1) -> list[float]:
+    """Wall-clock milliseconds of ``runs`` calls; CPU milliseconds go to CPU_SAMPLES."""
     for _ in range(warmup):
         run()
-    samples = []
+    samples: list[float] = []
+    cpu: list[float] = []
     for _ in range(runs):
+        cpu_start = _cpu_now()
         start = time.perf_counter()
         run()
         samples.append((time.perf_counter() - start) * 1000)
+        cpu.append(_cpu_now() - cpu_start)
+    CPU_SAMPLES[id(samples)] = cpu
     return samples
+
+
+def merged(parts: list[list[float]]) -> list[float]:
+    """Concatenate single-run samples, keeping their CPU samples with them."""
+    wall = [value for part in parts for value in part]
+    CPU_SAMPLES[id(wall)] = [value for part in parts for value in CPU_SAMPLES[id(part)]]
+    return wall
 
 
 def p95(samples: list[float]) -> float:
@@ -82,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer runs, for a smoke test")
     args = parser.parse_args()
-    lib_runs, proc_runs = (5, 3) if args.quick else (30, 12)
+    lib_runs, proc_runs = (5, 5) if args.quick else (30, 20)
     dsh = cli_path()
     rows: list[tuple[str, str, list[float]]] = []
     notes: list[str] = []
@@ -96,7 +120,23 @@ def main() -> None:
             notes.append(f"corpus {records}: {records} records, {sizes[records][1]:,} bytes")
         ws500 = str(sizes[500][0])
 
-        baseline = measure(process(dsh, "--help"), proc_runs)
+        worst = worst_queries()["worst: 500 zh chars (rare)"]
+        # Whole processes are measured interleaved (help, typical, worst, help, ...) so
+        # that load from anything else on the machine hits the baseline and the recall
+        # processes alike.
+        pieces: dict[str, list[list[float]]] = {"help": [], "typical": [], "worst": []}
+        commands = {
+            "help": process(dsh, "--help"),
+            "typical": process(dsh, "recall", "--workspace", ws500, "--query", TYPICAL_ZH),
+            "worst": process(dsh, "recall", "--workspace", ws500, "--query", worst),
+        }
+        for command in commands.values():
+            command()  # warm the page cache and .pyc files
+        for _ in range(proc_runs):
+            for key, command in commands.items():
+                pieces[key].append(measure(command, 1, warmup=0))
+        interleaved = {key: merged(parts) for key, parts in pieces.items()}
+        baseline = interleaved["help"]
         rows.append(("`dsh-compound --help` process (baseline)", "-", baseline))
         for records, (root, _) in sizes.items():
             for label, query in (("typical en", TYPICAL_EN), ("typical zh", TYPICAL_ZH)):
@@ -107,23 +147,8 @@ def main() -> None:
             notes.append(f"{label}: {raw} terms before dedup, {len(recall_terms(query))} distinct")
             samples = measure(lambda q=query: recall(ws500, q, 10), lib_runs)
             rows.append((f"recall library, {label}", "500", samples))
-        rows.append(
-            (
-                "recall CLI process, typical zh",
-                "500",
-                measure(
-                    process(dsh, "recall", "--workspace", ws500, "--query", TYPICAL_ZH), proc_runs
-                ),
-            )
-        )
-        worst = worst_queries()["worst: 500 zh chars (rare)"]
-        rows.append(
-            (
-                "recall CLI process, worst (500 zh chars)",
-                "500",
-                measure(process(dsh, "recall", "--workspace", ws500, "--query", worst), proc_runs),
-            )
-        )
+        rows.append(("recall CLI process, typical zh", "500", interleaved["typical"]))
+        rows.append(("recall CLI process, worst (500 zh chars)", "500", interleaved["worst"]))
         rows.append(
             (
                 "check library (hashes every evidence file)",
@@ -164,17 +189,21 @@ def main() -> None:
         rows.append(("capture CLI process, new record", "100", measure(capture_cli, proc_runs)))
 
     base_median = statistics.median(baseline)
-    print("| operation | corpus | runs | median ms | p95 ms | vs `--help` process |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| operation | corpus | runs | median ms | p95 ms | median CPU ms | vs `--help` process |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, corpus, samples in rows:
         median = statistics.median(samples)
         versus = (
-            f"{median / base_median:.2f}x (+{median - base_median:.0f} ms)"
+            f"{median / base_median:.2f}x ({median - base_median:+.0f} ms)"
             if "process" in name and "baseline" not in name
             else ("1.00x" if "baseline" in name else "-")
         )
+        cpu = statistics.median(CPU_SAMPLES[id(samples)])
         print(
-            f"| {name} | {corpus} | {len(samples)} | {median:.1f} | {p95(samples):.1f} | {versus} |"
+            f"| {name} | {corpus} | {len(samples)} | {median:.1f} | {p95(samples):.1f} "
+            f"| {cpu:.1f} | {versus} |"
         )
     print()
     for note in notes:
