@@ -328,7 +328,7 @@ def test_scan_stops_at_4_mib_of_accepted_record_data(workspace: Path, write_reco
 @settings(max_examples=60, deadline=None)
 @given(
     text=st.text(alphabet="数据库连接池超时登录测试环境的了是 abcAB", min_size=0, max_size=40),
-    query=st.text(alphabet="数据库连接池超时登录测试环境的了是 abc", min_size=1, max_size=40),
+    query=st.text(alphabet="数据库连接池超时登录测试环境的了是 abc", min_size=1, max_size=120),
 )
 def test_gram_index_and_plain_substring_scores_agree(text: str, query: str) -> None:
     metadata = {
@@ -343,3 +343,22 @@ def test_gram_index_and_plain_substring_scores_agree(text: str, query: str) -> N
     terms = _Terms.split(recall_terms(query))
     text = searchable_text(metadata)
     assert _score(text, terms, use_gram_index=True) == _score(text, terms, use_gram_index=False)
+
+
+def test_gram_index_agrees_when_many_short_han_terms_match_per_field() -> None:
+    text = "数据库连接池耗尽导致登录超时测试环境的配置错误缓存失效重试退避死锁事务"
+    metadata = {
+        "title": text[:20],
+        "tags": [text[5:15], "login"],
+        "problem": text,
+        "rootCause": text[::-1],
+        "resolution": text[10:],
+        "whenToUse": text[:30],
+        "files": [{"path": "src/数据库.js", "sha256": "a" * 64}],
+    }
+    terms = _Terms.split(recall_terms(text + " login"))
+    assert len(terms.short_han) > 24
+    searchable = searchable_text(metadata)
+    indexed = _score(searchable, terms, use_gram_index=True)
+    assert indexed == _score(searchable, terms, use_gram_index=False)
+    assert indexed > 0

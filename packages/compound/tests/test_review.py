@@ -24,7 +24,7 @@ def test_inspect_returns_the_complete_record(workspace: Path, draft: Any) -> Non
     result = inspect(workspace, "login-timeout")
     assert result["digest"] == captured["digest"]
     assert result["metadata"] == captured["metadata"]
-    assert result["body"].startswith("\n# Login requests time out")
+    assert result["body"].startswith("# Login requests time out")
     assert result["evidence"]["command"] == draft["verification"]["command"]
     assert result["evidenceStatus"] == "unchanged"
     assert result["contentStatus"] == "consistent"

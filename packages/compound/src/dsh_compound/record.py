@@ -212,4 +212,6 @@ def parse_record(data: bytes, *, expected_id: str | None = None) -> ParsedRecord
         raise _malformed(exc.message) from exc
     metadata = validate_metadata(value, expected_id=expected_id)
     body = lines[3] if len(lines) > 3 else ""
+    # The blank line after the closing marker separates; it is not part of the body.
+    body = body[1:] if body.startswith("\n") else body[2:] if body.startswith("\r\n") else body
     return ParsedRecord(metadata=metadata, body=body, content_status=content_status(metadata, body))

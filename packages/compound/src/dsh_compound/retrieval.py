@@ -128,7 +128,7 @@ def _score(text: str, terms: _Terms, *, use_gram_index: bool) -> int:
     # whole-record test is one scan instead of seven.
     if use_gram_index:
         grams = _han_grams(text)
-        short: set[str] | list[str] = terms.short_han & grams
+        short: frozenset[str] | list[str] = terms.short_han & grams
         long_han = [t for t in terms.long_han if t[:2] in grams and t in text]
     else:
         short = [t for t in terms.short_han if t in text]
@@ -136,7 +136,7 @@ def _score(text: str, terms: _Terms, *, use_gram_index: bool) -> int:
     other = [t for t in terms.other if t in text]
     if not (short or long_han or other):
         return 0
-    per_field_grams = isinstance(short, set) and len(short) > _GRAM_INDEX_THRESHOLD
+    per_field_grams = isinstance(short, frozenset) and len(short) > _GRAM_INDEX_THRESHOLD
     score = 0
     for field_text, (_, weight) in zip(text.split(_FIELD_SEPARATOR), FIELD_WEIGHTS, strict=True):
         if per_field_grams:
