@@ -324,3 +324,36 @@ def test_read_draft_input_rejects_malformed_json(workspace: Path, content: bytes
     path.write_bytes(content)
     with pytest.raises(InvalidDraftError):
         read_draft_input(workspace, path)
+
+
+@given(
+    st.lists(
+        st.sampled_from(["a", "..", ".", "", "CON", ".git", "b c", "x.", "é", "\\"]),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_accepted_paths_never_escape_or_name_internal_directories(parts: list[str]) -> None:
+    raw = "/".join(parts)
+    try:
+        clean = validate_draft(
+            {**DRAFT_BASE, "files": [raw]},
+        )["files"][0]
+    except (InvalidPathError, InvalidDraftError):
+        return
+    components = clean.split("/")
+    assert ".." not in components and "" not in components and "." not in components
+    assert not clean.startswith("/")
+    assert all(c.casefold() != ".git" and c.upper() != "CON" for c in components)
+
+
+DRAFT_BASE: dict[str, Any] = {
+    "id": "x",
+    "title": "t",
+    "tags": ["t"],
+    "problem": "p",
+    "rootCause": "r",
+    "resolution": "r",
+    "whenToUse": "w",
+    "verification": {"command": "c", "result": "r"},
+}

@@ -305,3 +305,27 @@ def test_workspace_under_a_symlinked_ancestor_writes_to_the_canonical_corpus(
     result = capture(lexical, {**draft, "files": [str(lexical / "src/login.js")]})
     assert result["metadata"]["files"][0]["path"] == "src/login.js"
     assert (corpus_of(workspace) / "login-timeout.md").exists()
+
+
+def test_failed_replace_leaves_no_lock_or_temporary_file(
+    workspace: Path, draft: Any, corpus_of: Any, tmp_path: Path
+) -> None:
+    first = capture(workspace, draft)
+    with pytest.raises(DigestMismatchError):
+        capture(workspace, draft, replace="f" * 64)
+    os.link(first["path"], tmp_path / "other-link.md")
+    with pytest.raises(HardLinkedRecordError):
+        capture(workspace, draft, replace=first["digest"])
+    assert os.listdir(corpus_of(workspace)) == ["login-timeout.md"]
+
+
+def test_a_windows_style_draft_with_bom_and_backslashes_captures(
+    workspace: Path, corpus_of: Any, make_draft: Any
+) -> None:
+    from dsh_compound import read_draft_input
+
+    path = workspace / "draft.json"
+    text = json.dumps(make_draft(files=["src\\login.js"]), ensure_ascii=False)
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode("utf-8"))
+    result = capture(workspace, read_draft_input(workspace, path))
+    assert result["metadata"]["files"][0]["path"] == "src/login.js"
