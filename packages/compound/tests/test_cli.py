@@ -130,3 +130,34 @@ def test_console_script_is_installed(workspace: Path) -> None:
         check=False,
     )
     assert json.loads(result.stdout)["results"] == []
+
+
+def test_cli_start_up_does_not_load_icu_or_the_library() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, dsh_compound.cli; "
+        "print(sorted(m for m in ('icu', 'dsh_compound.retrieval', 'dsh_compound.writing') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_inspect_and_check_do_not_load_icu(workspace: Path, write_record: Any) -> None:
+    import subprocess
+    import sys
+
+    write_record(workspace)
+    probe = (
+        "import sys; from dsh_compound import inspect, check; "
+        f"inspect({str(workspace)!r}, 'login-timeout'); check({str(workspace)!r}); "
+        "print('icu' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"

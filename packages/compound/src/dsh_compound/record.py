@@ -30,7 +30,7 @@ from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps, loads
 from dsh_compound.draft import strip_bom, validate_draft
 from dsh_compound.errors import CompoundError, MalformedRecordError
-from dsh_compound.limits import SCHEMA_VERSION
+from dsh_compound.limits import LIMITS, SCHEMA_VERSION, truncate
 
 FRONT_MATTER_KEY = "dsh_compound"
 VERIFICATION_NOTICE = (
@@ -215,3 +215,23 @@ def parse_record(data: bytes, *, expected_id: str | None = None) -> ParsedRecord
     # The blank line after the closing marker separates; it is not part of the body.
     body = body[1:] if body.startswith("\n") else body[2:] if body.startswith("\r\n") else body
     return ParsedRecord(metadata=metadata, body=body, content_status=content_status(metadata, body))
+
+
+def summary_of(metadata: dict[str, Any]) -> str:
+    """A short, whitespace-collapsed summary: the problem, truncated."""
+    return truncate(" ".join(metadata["problem"].split()), LIMITS.summary_length)
+
+
+def self_reported_evidence(metadata: dict[str, Any], *, bounded: bool) -> dict[str, Any]:
+    """The verification claim as recorded (never executed), truncated when ``bounded``."""
+    verification = metadata["verification"]
+
+    def shown(text: str) -> str:
+        return truncate(text, LIMITS.evidence_string_length) if bounded else text
+
+    return {
+        "command": shown(verification["command"]),
+        "result": shown(verification["result"]),
+        "source": verification["source"],
+        "executedByHelper": verification["executedByHelper"],
+    }

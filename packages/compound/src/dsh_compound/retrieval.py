@@ -24,7 +24,8 @@ from dsh_common.text import han_bigrams, han_runs, normalize, segment_words
 from dsh_compound.corpus import StoredRecord, scan_corpus
 from dsh_compound.errors import InvalidLimitError, InvalidQueryError, translate_common_errors
 from dsh_compound.evidence import FileStatusCache, evidence_report, evidence_warning
-from dsh_compound.limits import LIMITS, js_length, truncate
+from dsh_compound.limits import LIMITS, js_length
+from dsh_compound.record import self_reported_evidence, summary_of
 
 #: Field weights per matching term, in the spec's order.
 FIELD_WEIGHTS: tuple[tuple[str, int], ...] = (
@@ -154,26 +155,6 @@ def score_metadata(metadata: dict[str, Any], terms: list[str]) -> int:
     split = _Terms.split(terms)
     use_index = len(split.short_han) > _GRAM_INDEX_THRESHOLD
     return _score(searchable_text(metadata), split, use_gram_index=use_index)
-
-
-def summary_of(metadata: dict[str, Any]) -> str:
-    """A short, whitespace-collapsed summary: the problem, truncated."""
-    return truncate(" ".join(metadata["problem"].split()), LIMITS.summary_length)
-
-
-def self_reported_evidence(metadata: dict[str, Any], *, bounded: bool) -> dict[str, Any]:
-    """The verification claim as recorded (never executed), truncated when ``bounded``."""
-    verification = metadata["verification"]
-
-    def shown(text: str) -> str:
-        return truncate(text, LIMITS.evidence_string_length) if bounded else text
-
-    return {
-        "command": shown(verification["command"]),
-        "result": shown(verification["result"]),
-        "source": verification["source"],
-        "executedByHelper": verification["executedByHelper"],
-    }
 
 
 def _result(

@@ -16,7 +16,7 @@ from dsh_compound.evidence import (
     evidence_report,
     evidence_warning,
 )
-from dsh_compound.retrieval import self_reported_evidence, summary_of
+from dsh_compound.record import self_reported_evidence, summary_of
 
 CONSISTENT = "consistent"
 MODIFIED = "modified"
