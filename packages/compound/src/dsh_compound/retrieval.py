@@ -101,7 +101,8 @@ def _han_grams(text: str) -> set[str]:
     grams: set[str] = set()
     for run in han_runs(text):
         grams.update(run)
-        grams.update([run[i : i + 2] for i in range(len(run) - 1)])
+        # map(str.__add__) pairs neighbours at C speed: every two-character n-gram.
+        grams.update(map(str.__add__, run, run[1:]))
     return grams
 
 
@@ -125,27 +126,33 @@ def searchable_text(metadata: dict[str, Any]) -> str:
 
 
 def _score(text: str, terms: _Terms, *, use_gram_index: bool) -> int:
-    # Which terms occur anywhere in the record? Most records match few or none, and the
-    # whole-record test is one scan instead of seven.
-    if use_gram_index:
-        grams = _han_grams(text)
-        short: frozenset[str] | list[str] = terms.short_han & grams
-        long_han = [t for t in terms.long_han if t[:2] in grams and t in text]
-    else:
-        short = [t for t in terms.short_han if t in text]
-        long_han = [t for t in terms.long_han if t in text]
+    # Terms that occur nowhere in the record cannot occur in a field: one scan of the
+    # whole record settles most terms for most records.
     other = [t for t in terms.other if t in text]
+    fields = text.split(_FIELD_SEPARATOR)
+    if use_gram_index:
+        return _score_with_grams(fields, terms, other)
+    short = [t for t in terms.short_han if t in text]
+    long_han = [t for t in terms.long_han if t in text]
     if not (short or long_han or other):
         return 0
-    per_field_grams = isinstance(short, frozenset) and len(short) > _GRAM_INDEX_THRESHOLD
+    present = short + long_han + other
     score = 0
-    for field_text, (_, weight) in zip(text.split(_FIELD_SEPARATOR), FIELD_WEIGHTS, strict=True):
-        if per_field_grams:
-            hits = len(_han_grams(field_text).intersection(short))
-        else:
-            hits = sum(1 for t in short if t in field_text)
-        hits += sum(1 for t in long_han if t in field_text)
-        hits += sum(1 for t in other if t in field_text)
+    for field_text, (_, weight) in zip(fields, FIELD_WEIGHTS, strict=True):
+        score += weight * sum(1 for t in present if t in field_text)
+    return score
+
+
+def _score_with_grams(fields: list[str], terms: _Terms, other: list[str]) -> int:
+    score = 0
+    for field_text, (_, weight) in zip(fields, FIELD_WEIGHTS, strict=True):
+        hits = sum(1 for t in other if t in field_text)
+        grams = _han_grams(field_text)
+        if grams:
+            # Set intersection in C: a short Han term occurs in the field exactly when it
+            # is one of the field's Han unigrams or bigrams.
+            hits += len(terms.short_han.intersection(grams))
+            hits += sum(1 for t in terms.long_han if t[:2] in grams and t in field_text)
         score += hits * weight
     return score
 
