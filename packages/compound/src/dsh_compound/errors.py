@@ -120,7 +120,7 @@ class RecordTooLargeError(CompoundError, OSError):
 
 
 class MalformedRecordError(CompoundError, ValueError):
-    """A record's front matter or metadata cannot be parsed or breaks the schema."""
+    """A record cannot be read as a regular file, or its front matter breaks schema 1."""
 
     code = "malformed-record"
 
