@@ -209,3 +209,9 @@ def test_parse_keeps_unknown_metadata_keys() -> None:
         '{"schemaVersion":1,', '{"schemaVersion":1,"future":true,', 1
     )
     assert parse_record(text.encode()).metadata["future"] is True
+
+
+def test_parse_rejects_invalid_utf8_in_the_front_matter() -> None:
+    data = GOLDEN.read_bytes().replace("登录".encode(), b"\xff\xfe", 1)
+    with pytest.raises(MalformedRecordError):
+        parse_record(data)

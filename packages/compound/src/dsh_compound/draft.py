@@ -54,6 +54,8 @@ def validate_id(value: object) -> str:
     """
     if not isinstance(value, str):
         raise InvalidIdError("id must be a string")
+    if _is_valid_id(value):
+        return value
     if not value:
         raise InvalidIdError("id must not be empty")
     if len(value) > LIMITS.id_length:
@@ -67,12 +69,22 @@ def validate_id(value: object) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
+def _is_valid_id(value: str) -> bool:
+    # A scan validates each record's ID twice (file name and metadata); remember the good.
+    return (
+        len(value) <= LIMITS.id_length
+        and bool(_ID_PATTERN.match(value))
+        and not common_paths.is_windows_device_name(value)
+    )
+
+
 def _text(draft: dict[str, Any], field: str, limit: int, problems: list[str]) -> str:
     value = draft.get(field)
     if not isinstance(value, str):
         problems.append(f"{field} must be a string")
         return ""
-    if not value.strip():
+    if not value or value.isspace():
         problems.append(f"{field} must not be empty")
     elif exceeds_js_length(value, limit):
         problems.append(f"{field} is longer than {limit} characters")
@@ -88,7 +100,7 @@ def _tags(draft: dict[str, Any], problems: list[str]) -> list[str]:
         problems.append(f"tags must have {LIMITS.tags_min} to {LIMITS.tags_max} entries")
     tags: list[str] = []
     for index, tag in enumerate(value):
-        if not isinstance(tag, str) or not tag.strip():
+        if not isinstance(tag, str) or not tag or tag.isspace():
             problems.append(f"tags[{index}] must be a nonempty string")
         elif exceeds_js_length(tag, LIMITS.tag_length):
             problems.append(f"tags[{index}] is longer than {LIMITS.tag_length} characters")

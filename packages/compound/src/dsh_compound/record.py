@@ -85,7 +85,8 @@ def build_metadata(
 
 def _one_line(text: str) -> str:
     # A heading or list item must stay one line, or a title could inject its own sections.
-    return " ".join(text.splitlines())
+    # Every character splitlines() breaks on is non-printable, so printable text is as is.
+    return text if text.isprintable() else " ".join(text.splitlines())
 
 
 def _fenced(text: str) -> str:
@@ -193,27 +194,32 @@ def validate_metadata(value: object, *, expected_id: str | None = None) -> dict[
 
 def parse_record(data: bytes, *, expected_id: str | None = None) -> ParsedRecord:
     """Parse record bytes (one leading BOM and CRLF line endings accepted) or raise."""
-    try:
-        text = strip_bom(data).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _malformed("not UTF-8") from exc
-    lines = text.split("\n", 3)
+    # Work on bytes up to the body: orjson parses UTF-8 bytes directly (and rejects invalid
+    # UTF-8), so the front matter is never decoded twice.
+    lines = strip_bom(data).split(b"\n", 3)
     if len(lines) < 3:
         raise _malformed("missing front matter")
-    opening, field, closing = (line.removesuffix("\r") for line in lines[:3])
-    if opening != "---" or closing != "---":
+    opening, field, closing = (line.removesuffix(b"\r") for line in lines[:3])
+    if opening != b"---" or closing != b"---":
         raise _malformed("front matter must be three lines between '---' markers")
-    key, separator, raw_json = field.partition(":")
-    if key != FRONT_MATTER_KEY or not separator:
+    key, separator, raw_json = field.partition(b":")
+    if key != FRONT_MATTER_KEY.encode() or not separator:
         raise _malformed(f"front matter must hold exactly one field, {FRONT_MATTER_KEY!r}")
     try:
         value = loads(raw_json.strip(), what="front matter")
     except DshError as exc:
         raise _malformed(exc.message) from exc
     metadata = validate_metadata(value, expected_id=expected_id)
-    body = lines[3] if len(lines) > 3 else ""
+    raw_body = lines[3] if len(lines) > 3 else b""
     # The blank line after the closing marker separates; it is not part of the body.
-    body = body[1:] if body.startswith("\n") else body[2:] if body.startswith("\r\n") else body
+    if raw_body.startswith(b"\n"):
+        raw_body = raw_body[1:]
+    elif raw_body.startswith(b"\r\n"):
+        raw_body = raw_body[2:]
+    try:
+        body = raw_body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _malformed("the body is not UTF-8") from exc
     return ParsedRecord(metadata=metadata, body=body, content_status=content_status(metadata, body))
 
 
