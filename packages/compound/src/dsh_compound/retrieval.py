@@ -15,7 +15,10 @@ text exactly when it is one of that text's Han unigrams or bigrams); a property 
 
 from __future__ import annotations
 
+import functools
 import os
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +41,9 @@ FIELD_WEIGHTS: tuple[tuple[str, int], ...] = (
     ("paths", 1),
 )
 RETRIEVAL_METHOD = "lexical-nfkc-substring"
+
+# One Han character: the same ranges as dsh_common.text's Chinese runs (a test pins this).
+_HAN_CHAR = re.compile("[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 # Above this many short Han terms, the gram-set intersection beats per-term ``in``.
 _GRAM_INDEX_THRESHOLD = 24
@@ -81,6 +87,18 @@ class _Terms:
     long_han: tuple[str, ...]  # Han-only terms of three or more characters
     other: tuple[str, ...]  # everything else (Latin words, digits, mixed)
 
+    @functools.cached_property
+    def unigram_keys(self) -> frozenset[int]:
+        return frozenset(_gram_key(t) for t in self.short_han if len(t) == 1)
+
+    @functools.cached_property
+    def bigram_keys(self) -> frozenset[int]:
+        return frozenset(_gram_key(t) for t in self.short_han if len(t) == 2)
+
+    @functools.cached_property
+    def long_han_keyed(self) -> tuple[tuple[int, str], ...]:
+        return tuple((_gram_key(t[:2]), t) for t in self.long_han)
+
     @classmethod
     def split(cls, terms: list[str]) -> _Terms:
         short: set[str] = set()
@@ -97,11 +115,40 @@ class _Terms:
         return cls(frozenset(short), tuple(long_han), tuple(other))
 
 
+# One code point per 4 bytes in the machine's byte order, so that memoryview.cast sees
+# each character ("I") and each pair of neighbours ("Q") as one machine integer.
+_NATIVE_UTF32 = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"
+
+
+def _gram_key(gram: str) -> int:
+    """The integer a one- or two-character gram has in :func:`_gram_keys` sets."""
+    raw = memoryview(gram.encode(_NATIVE_UTF32))
+    return int(raw.cast("I")[0] if len(gram) == 1 else raw.cast("Q")[0])
+
+
+def _gram_keys(text: str) -> tuple[set[int], set[int]]:
+    """Every character and every pair of neighbouring characters of ``text``, as integers.
+
+    Encoding to UTF-32 and reinterpreting the bytes as 4- and 8-byte integers enumerates
+    all unigrams and bigrams in C, without creating a string per position - about three
+    times faster than slicing. Pairs at even offsets come from the whole buffer, pairs at
+    odd offsets from the buffer shifted by one character. Non-Han grams are included and
+    harmless: they can never equal a Han term's key.
+    """
+    raw = memoryview(text.encode(_NATIVE_UTF32))
+    unigrams = set(raw.cast("I"))
+    even = len(raw) // 8 * 8
+    odd = (len(raw) - 4) // 8 * 8 if len(raw) >= 4 else 0
+    bigrams = set(raw[:even].cast("Q"))
+    bigrams.update(raw[4 : 4 + odd].cast("Q"))
+    return unigrams, bigrams
+
+
 def _han_grams(text: str) -> set[str]:
+    """Han unigrams and bigrams of ``text`` as strings (reference for the key version)."""
     grams: set[str] = set()
     for run in han_runs(text):
         grams.update(run)
-        # map(str.__add__) pairs neighbours at C speed: every two-character n-gram.
         grams.update(map(str.__add__, run, run[1:]))
     return grams
 
@@ -145,14 +192,18 @@ def _score(text: str, terms: _Terms, *, use_gram_index: bool) -> int:
 
 def _score_with_grams(fields: list[str], terms: _Terms, other: list[str]) -> int:
     score = 0
+    unigram_keys = terms.unigram_keys
+    bigram_keys = terms.bigram_keys
+    long_han = terms.long_han_keyed
     for field_text, (_, weight) in zip(fields, FIELD_WEIGHTS, strict=True):
         hits = sum(1 for t in other if t in field_text)
-        grams = _han_grams(field_text)
-        if grams:
-            # Set intersection in C: a short Han term occurs in the field exactly when it
-            # is one of the field's Han unigrams or bigrams.
-            hits += len(terms.short_han.intersection(grams))
-            hits += sum(1 for t in terms.long_han if t[:2] in grams and t in field_text)
+        if _HAN_CHAR.search(field_text):
+            # Set intersections in C: a short Han term occurs in the field exactly when it
+            # is one of the field's unigrams or bigrams.
+            unigrams, bigrams = _gram_keys(field_text)
+            hits += len(unigram_keys.intersection(unigrams))
+            hits += len(bigram_keys.intersection(bigrams))
+            hits += sum(1 for key, t in long_han if key in bigrams and t in field_text)
         score += hits * weight
     return score
 
