@@ -8,9 +8,10 @@ ID. Scores measure lexical overlap, not semantic confidence.
 
 A long Chinese query yields hundreds of one- and two-character Han terms. Testing each with
 ``in`` against every field would cost terms x characters; instead, when there are many,
-each field's Han unigrams and bigrams are gathered once and intersected with the term set
-in C. The two ways give the same score (a Han term of at most two characters occurs in a
-text exactly when it is one of that text's Han unigrams or bigrams); a property test checks.
+each field's unigrams and bigrams are enumerated once - as UTF-32 machine integers, so no
+string is created per position - and intersected with the term set in C. The two ways give
+the same score (a Han term of at most two characters occurs in a text exactly when it is
+one of that text's unigrams or bigrams); property tests check.
 """
 
 from __future__ import annotations
@@ -142,15 +143,6 @@ def _gram_keys(text: str) -> tuple[set[int], set[int]]:
     bigrams = set(raw[:even].cast("Q"))
     bigrams.update(raw[4 : 4 + odd].cast("Q"))
     return unigrams, bigrams
-
-
-def _han_grams(text: str) -> set[str]:
-    """Han unigrams and bigrams of ``text`` as strings (reference for the key version)."""
-    grams: set[str] = set()
-    for run in han_runs(text):
-        grams.update(run)
-        grams.update(map(str.__add__, run, run[1:]))
-    return grams
 
 
 def searchable_text(metadata: dict[str, Any]) -> str:
