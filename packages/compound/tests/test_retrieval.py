@@ -364,19 +364,6 @@ def test_gram_index_agrees_when_many_short_han_terms_match_per_field() -> None:
     assert indexed > 0
 
 
-def test_han_character_class_matches_dsh_common_runs() -> None:
-    from dsh_common.text import han_runs
-    from dsh_compound.retrieval import _HAN_CHAR
-
-    boundaries = [
-        0x3006, 0x3007, 0x3008, 0x33FF, 0x3400, 0x4DBF, 0x4DC0, 0x4DFF, 0x4E00, 0x9FFF,
-        0xA000, 0xF8FF, 0xF900, 0xFAFF, 0xFB00, 0x1FFFF, 0x20000, 0x3134F, 0x31350,
-    ]  # fmt: skip
-    for code in boundaries:
-        char = chr(code)
-        assert bool(_HAN_CHAR.search(char)) == (han_runs(char) == [char]), hex(code)
-
-
 def test_astral_ideographs_score_the_same_both_ways() -> None:
     text = "𠀀𠀁𠀂数据𠀃库"
     metadata = {

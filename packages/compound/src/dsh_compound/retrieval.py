@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -43,8 +42,6 @@ FIELD_WEIGHTS: tuple[tuple[str, int], ...] = (
 )
 RETRIEVAL_METHOD = "lexical-nfkc-substring"
 
-# One Han character: the same ranges as dsh_common.text's Chinese runs (a test pins this).
-_HAN_CHAR = re.compile("[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 
 # Above this many short Han terms, the gram-set intersection beats per-term ``in``.
 _GRAM_INDEX_THRESHOLD = 24
@@ -189,7 +186,9 @@ def _score_with_grams(fields: list[str], terms: _Terms, other: list[str]) -> int
     long_han = terms.long_han_keyed
     for field_text, (_, weight) in zip(fields, FIELD_WEIGHTS, strict=True):
         hits = sum(1 for t in other if t in field_text)
-        if _HAN_CHAR.search(field_text):
+        # An ASCII field cannot contain a Han term; any other field is enumerated in full
+        # (grams that are not Han are harmless: no Han term's key can equal them).
+        if not field_text.isascii():
             # Set intersections in C: a short Han term occurs in the field exactly when it
             # is one of the field's unigrams or bigrams.
             unigrams, bigrams = _gram_keys(field_text)
