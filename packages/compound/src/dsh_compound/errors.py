@@ -1,0 +1,185 @@
+"""The errors of dsh-compound, one stable kebab-case ``code`` each.
+
+Every foreseeable failure is a :class:`CompoundError`. Errors raised by dsh-common (path
+validation, bounded reads, locks) are translated at the library boundary into the leaves
+below, so a caller that catches ``CompoundError`` catches everything this package reports,
+and the CLI prints the same codes whichever layer noticed the problem.
+
+The codes are a contract (README "Error codes"); a test pins the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dsh_common import errors as common_errors
+from dsh_common.errors import DshError
+
+
+class CompoundError(DshError):
+    """Root of every dsh-compound failure."""
+
+    code = "compound-error"
+
+
+class InvalidWorkspaceError(CompoundError, ValueError):
+    """The workspace root is missing, not a directory, or unusable."""
+
+    code = "invalid-workspace"
+
+
+class InvalidPathError(CompoundError, ValueError):
+    """A source, input or corpus path breaks the workspace path rules."""
+
+    code = "invalid-path"
+
+
+class SymlinkRejectedError(CompoundError, ValueError):
+    """A path component, the workspace root or a record is a symbolic link."""
+
+    code = "symlink-rejected"
+
+
+class InputNotFoundError(CompoundError, FileNotFoundError):
+    """The draft input file does not exist."""
+
+    code = "input-not-found"
+
+
+class DraftTooLargeError(CompoundError, ValueError):
+    """The draft input file is larger than 32 KiB."""
+
+    code = "draft-too-large"
+
+
+class InvalidDraftError(CompoundError, ValueError):
+    """The draft is not valid JSON, not an object, or breaks a field rule."""
+
+    code = "invalid-draft"
+
+
+class InvalidIdError(CompoundError, ValueError):
+    """An ID is not a lowercase kebab-case slug of at most 100 characters, or a device name."""
+
+    code = "invalid-id"
+
+
+class SourceNotFoundError(CompoundError, FileNotFoundError):
+    """A draft source file does not exist."""
+
+    code = "source-not-found"
+
+
+class SourceNotRegularError(CompoundError, OSError):
+    """A draft source file is a directory, FIFO, device or other non-regular file."""
+
+    code = "source-not-regular"
+
+
+class SourceTooLargeError(CompoundError, OSError):
+    """A draft source file is larger than 8 MiB."""
+
+    code = "source-too-large"
+
+
+class RecordExistsError(CompoundError, FileExistsError):
+    """Capture without ``--replace`` found a record with that ID."""
+
+    code = "record-exists"
+
+
+class RecordNotFoundError(CompoundError, FileNotFoundError):
+    """Inspect or ``--replace`` names a record that does not exist."""
+
+    code = "record-not-found"
+
+
+class InvalidDigestError(CompoundError, ValueError):
+    """A ``--replace`` digest is not 64 lowercase hexadecimal characters."""
+
+    code = "invalid-digest"
+
+
+class DigestMismatchError(CompoundError, ValueError):
+    """The record's current digest differs from the ``--replace`` digest (lost CAS)."""
+
+    code = "digest-mismatch"
+
+
+class HardLinkedRecordError(CompoundError, OSError):
+    """The record to replace has more than one hard link."""
+
+    code = "hard-linked-record"
+
+
+class RecordTooLargeError(CompoundError, OSError):
+    """A record is larger than 64 KiB."""
+
+    code = "record-too-large"
+
+
+class MalformedRecordError(CompoundError, ValueError):
+    """A record cannot be read as a regular file, or its front matter breaks schema 1."""
+
+    code = "malformed-record"
+
+
+class InvalidCorpusError(CompoundError, OSError):
+    """The corpus path exists but is not a directory."""
+
+    code = "invalid-corpus"
+
+
+class LockHeldError(CompoundError, OSError):
+    """Another capture holds ``<id>.lock`` (or a crashed one left it; never auto-removed)."""
+
+    code = "lock-held"
+
+
+class InvalidQueryError(CompoundError, ValueError):
+    """A recall query is empty, not text, or longer than 500 characters."""
+
+    code = "invalid-query"
+
+
+class InvalidLimitError(CompoundError, ValueError):
+    """A recall limit is not an integer from 1 to 10."""
+
+    code = "invalid-limit"
+
+
+#: The dsh-common leaves we translate, and what they become here.
+_TRANSLATION: dict[type[DshError], type[CompoundError]] = {
+    common_errors.WorkspaceError: InvalidWorkspaceError,
+    common_errors.InvalidPathError: InvalidPathError,
+    common_errors.SymlinkRejectedError: SymlinkRejectedError,
+    common_errors.LockHeldError: LockHeldError,
+}
+
+
+@contextmanager
+def translate_common_errors() -> Iterator[None]:
+    """Re-raise dsh-common's path/lock errors as this package's leaves (same message)."""
+    try:
+        yield
+    except CompoundError:
+        raise
+    except DshError as exc:
+        target = _TRANSLATION.get(type(exc))
+        if target is None:
+            raise
+        raise target(exc.message, details=exc.details) from exc
+
+
+#: Codes the CLI itself can print besides the ones above (from ``dsh_common.cli.run_app``).
+CLI_ONLY_CODES = ("invalid-arguments", "internal-error", "interrupted")
+
+
+def all_error_classes() -> list[type[CompoundError]]:
+    """Every leaf class, in definition order (for the README table and its test)."""
+    return [
+        cls
+        for cls in globals().values()
+        if isinstance(cls, type) and issubclass(cls, CompoundError) and cls is not CompoundError
+    ]

@@ -1,0 +1,101 @@
+"""Inspect one record in full, and check the whole bounded corpus for drift."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dsh_common import paths as common_paths
+from dsh_compound.corpus import modified_warning, read_record, scan_corpus
+from dsh_compound.draft import validate_id
+from dsh_compound.errors import translate_common_errors
+from dsh_compound.evidence import (
+    STATUS_PRECEDENCE,
+    UNCHANGED,
+    FileStatusCache,
+    evidence_report,
+    evidence_warning,
+)
+from dsh_compound.record import self_reported_evidence, summary_of
+
+CONSISTENT = "consistent"
+MODIFIED = "modified"
+
+
+def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
+    """The complete record ``id``: metadata, body, fresh evidence and content status."""
+    validate_id(id)
+    with translate_common_errors():
+        selected = common_paths.resolve_workspace(workspace)
+    stored = read_record(selected, id)
+    metadata = stored.parsed.metadata
+    report = evidence_report(selected, metadata["files"])
+    warnings: list[str] = []
+    if stored.parsed.content_status != CONSISTENT:
+        warnings.append(modified_warning(id))
+    moved = evidence_warning(id, report)
+    if moved is not None:
+        warnings.append(moved)
+    return {
+        "id": id,
+        "path": str(stored.path),
+        "digest": stored.digest,
+        "metadata": metadata,
+        "body": stored.parsed.body,
+        "summary": summary_of(metadata),
+        "evidence": self_reported_evidence(metadata, bounded=False),
+        **report,
+        "contentStatus": stored.parsed.content_status,
+        "warnings": warnings,
+    }
+
+
+def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
+    """Evidence and content status of every record in the bounded corpus.
+
+    Records that need attention are listed in full under ``needsReview``; records whose
+    evidence is ``unchanged`` and content ``consistent`` are only counted and named under
+    ``unchangedConsistent``.
+    """
+    with translate_common_errors():
+        selected = common_paths.resolve_workspace(workspace)
+    scan = scan_corpus(selected)
+    cache: FileStatusCache = {}
+    needs_review: list[dict[str, Any]] = []
+    clean_ids: list[str] = []
+    evidence_counts = dict.fromkeys(STATUS_PRECEDENCE, 0)
+    content_counts = {CONSISTENT: 0, MODIFIED: 0}
+    for stored in scan.records:
+        metadata = stored.parsed.metadata
+        report = evidence_report(selected, metadata["files"], cache)
+        status = stored.parsed.content_status
+        evidence_counts[report["evidenceStatus"]] += 1
+        content_counts[status] += 1
+        if report["evidenceStatus"] == UNCHANGED and status == CONSISTENT:
+            clean_ids.append(stored.id)
+            continue
+        warnings: list[str] = []
+        if status != CONSISTENT:
+            warnings.append(modified_warning(stored.id))
+        moved = evidence_warning(stored.id, report)
+        if moved is not None:
+            warnings.append(moved)
+        needs_review.append(
+            {
+                "id": stored.id,
+                "title": metadata["title"],
+                "path": str(stored.path),
+                "digest": stored.digest,
+                **report,
+                "contentStatus": status,
+                "warnings": warnings,
+            }
+        )
+    return {
+        "needsReview": needs_review,
+        "unchangedConsistent": {"count": len(clean_ids), "ids": clean_ids},
+        "counts": {"evidenceStatus": evidence_counts, "contentStatus": content_counts},
+        "warnings": scan.warnings.as_list(),
+        "scanned": scan.scanned,
+        "truncated": scan.truncated,
+    }
