@@ -203,3 +203,32 @@ class ContextFailedError(MemoryRepoError, RuntimeError):
 
 
 # -- partner section: front matter, search index, usage (append leaves below) -------------
+
+
+# Front matter (schema v0.4). Codes from memory-repo-facts.md §2.4 and the 0.8.3 changelog;
+# appended by the search/front-matter owner.
+
+
+class InvalidMetadataError(MemoryRepoError, ValueError):
+    """Front matter is malformed: a field has the wrong type or value, a line is unparsable,
+    or a block scalar is used. The more specific failures below are subclasses."""
+
+    code = "invalid-metadata"
+
+
+class InvalidSchemaVersionError(InvalidMetadataError):
+    """``schema_version`` is missing or not ``1``."""
+
+    code = "invalid-schema-version"
+
+
+class InvalidIdError(InvalidMetadataError):
+    """``id`` is missing or does not match ``[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)?``."""
+
+    code = "invalid-id"
+
+
+class FlowStyleMetadataError(InvalidMetadataError):
+    """A list is written flow-style (``tags: [a, b]``) instead of as a block list."""
+
+    code = "flow-style-metadata"
