@@ -13,6 +13,7 @@ import sys
 from typing import Annotated, Any
 
 import typer
+
 from dsh_common.cli import emit_json, run_app
 
 app = typer.Typer(
