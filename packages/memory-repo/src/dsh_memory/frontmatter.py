@@ -200,12 +200,18 @@ def today_utc() -> str:
 
 
 def validate(
-    metadata: Mapping[str, Any], *, path: str | None = None, today: str | None = None
+    metadata: Mapping[str, Any],
+    *,
+    path: str | None = None,
+    today: str | None = None,
+    complete_dates: bool = True,
 ) -> Metadata:
     """Check a raw front matter mapping and complete the documented defaults.
 
     Unknown keys are dropped (the earlier tool ignores them too). Provenance fields that are
-    absent come back as ``None``.
+    absent come back as ``None``. Missing ``created_at``/``updated_at`` default to ``today``
+    (UTC) - or stay ``None`` with ``complete_dates=False``, for readers such as the search
+    index whose results must not depend on the day a file was read.
     """
     where = path or "front matter"
     raw = dict(metadata)
@@ -245,7 +251,7 @@ def validate(
                 and _single_line(value)
             ):
                 raise InvalidMetadataError(f"{where} has an invalid {field}")
-    day = today or today_utc()
+    day = (today or today_utc()) if complete_dates else None
     normalised: Metadata = {
         "schema_version": SCHEMA_VERSION,
         "id": record_id,
@@ -266,12 +272,15 @@ def _single_line(value: str) -> bool:
     return "\n" not in value and "\r" not in value
 
 
-def parse(text: str, *, path: str | None = None, today: str | None = None) -> Metadata | None:
+def parse(
+    text: str, *, path: str | None = None, today: str | None = None, complete_dates: bool = True
+) -> Metadata | None:
     """Normalised metadata of a record, or ``None`` when it has no front matter (legacy)."""
     block, _body = split(text)
     if block is None:
         return None
-    return validate(_parse_block(block, path or "front matter"), path=path, today=today)
+    raw = _parse_block(block, path or "front matter")
+    return validate(raw, path=path, today=today, complete_dates=complete_dates)
 
 
 def _render_scalar(value: str) -> str:
