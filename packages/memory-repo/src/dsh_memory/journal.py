@@ -51,9 +51,13 @@ def utc_iso(moment: _dt.datetime | None = None) -> str:
     return (moment or _dt.datetime.now(_dt.UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def new_run_id(operation: str) -> str:
-    """Host operations are ``<stamp>-<operation>-<pid>`` (sync runs use 8 hex instead)."""
-    return f"{utc_stamp()}-{operation}-{os.getpid()}"
+def new_run_id(root: Path, operation: str) -> str:
+    """Host operations are ``<stamp>-<operation>-<pid>`` (sync runs use 8 hex instead).
+
+    One process can run two operations within a second: a ``-<4 hex>`` suffix then keeps
+    the second from overwriting the first's record.
+    """
+    return unique_run_id(root, f"{utc_stamp()}-{operation}-{os.getpid()}")
 
 
 def is_valid_run_id(run_id: object) -> bool:
@@ -176,7 +180,17 @@ def journaled_run_ids(tx: GitTransactions) -> list[str]:
         name = entry.path.rsplit("/", 1)[-1]
         if entry.path.count("/") == 2 and name.endswith(".json"):
             ids.append(name[: -len(".json")])
-    return sorted(set(ids), reverse=True)
+
+    # Newest first by the second-resolution stamp in the id; two runs in one second are
+    # ordered by when their record was written (the id's suffix says nothing about time).
+    def order(run_id: str) -> tuple[str, int, str]:
+        try:
+            written = os.lstat(tx.root / run_record_path(run_id)).st_mtime_ns
+        except OSError:
+            written = 0
+        return (run_id[:16], written, run_id)
+
+    return sorted(set(ids), key=order, reverse=True)
 
 
 def unique_run_id(root: Path, base: str) -> str:

@@ -122,7 +122,7 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     if _empty(root, live, head_files) and not tx.payload_dirty_paths():
         return {"alreadyEmpty": True, "clearedFileCount": 0,
                 "recoveryCommit": None, "clearCommit": None}  # fmt: skip
-    run_id = journal.new_run_id("clear")
+    run_id = journal.new_run_id(root, "clear")
     clock = journal.RunClock()
     with operation_lock(root, "clear", run_id, on_interrupted=_journal_interrupted(tx)) as run:
         try:
@@ -193,7 +193,7 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         return result
     tx = GitTransactions(layout)
     head = tx.require_head()
-    run_id = journal.new_run_id("migrate")
+    run_id = journal.new_run_id(root, "migrate")
     clock = journal.RunClock()
     with operation_lock(root, "migrate", run_id, on_interrupted=_journal_interrupted(tx)) as run:
         if not legacy:

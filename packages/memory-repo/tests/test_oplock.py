@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from dsh_memory.errors import OperationInProgressError
+from dsh_memory.oplock import operation_lock, read_operation_lock
+
+
+def test_lock_file_has_earlier_tools_format_and_mode(memory_root: Path) -> None:
+    with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
+        lock = memory_root / ".sync" / "operation.lock"
+        data = json.loads(lock.read_text())
+        assert set(data) == {"operation", "pid", "runId", "startedAt"}
+        assert data["operation"] == "clear"
+        assert data["pid"] == os.getpid()
+        assert stat.S_IMODE(lock.stat().st_mode) == 0o600
+
+
+def test_active_run_records_phase(memory_root: Path) -> None:
+    with operation_lock(memory_root, "migrate", "20260101T000000Z-migrate-1") as run:
+        run.set_phase("validating")
+        active = json.loads((memory_root / ".sync" / "active-run.json").read_text())
+        assert active["phase"] == "validating"
+        assert active["status"] == "running"
+
+
+def test_lock_and_active_run_removed_after_run(memory_root: Path) -> None:
+    with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
+        pass
+    assert read_operation_lock(memory_root) is None
+    assert not (memory_root / ".sync" / "active-run.json").exists()
+
+
+def test_second_writer_is_refused(memory_root: Path) -> None:
+    with (
+        operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"),
+        pytest.raises(OperationInProgressError),
+        operation_lock(memory_root, "migrate", "20260101T000000Z-migrate-2"),
+    ):
+        pass
+
+
+def test_lock_and_active_run_are_git_ignored(memory_root: Path) -> None:
+    import subprocess
+
+    with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=memory_root,
+                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert status == ""
