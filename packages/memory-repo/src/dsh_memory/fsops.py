@@ -73,7 +73,9 @@ def _split(relative: str) -> tuple[str, str]:
     return parent, name
 
 
-def replace_file(root: Path, relative: str, data: bytes, *, mode: int = 0o644) -> None:
+def replace_file(
+    root: Path, relative: str, data: bytes, *, mode: int = 0o644, durable: bool = True
+) -> None:
     """Make ``root/relative`` a new regular file holding ``data`` (temp file + rename).
 
     The old directory entry (a file, possibly hard-linked) is replaced, not written
@@ -89,14 +91,26 @@ def replace_file(root: Path, relative: str, data: bytes, *, mode: int = 0o644) -
                 handle.write(data)
                 handle.flush()
                 os.fchmod(handle.fileno(), mode)
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temp, dir_fd=dir_fd)
             raise
-        with contextlib.suppress(OSError):
-            os.fsync(dir_fd)
+        if durable:
+            with contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+
+
+def sync_directories(root: Path, relative_dirs: set[str]) -> None:
+    """fsync each directory once after a batch of non-durable writes."""
+    for relative_dir in sorted(relative_dirs):
+        try:
+            with directory_fd(root, relative_dir) as dir_fd, contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+        except (FileNotFoundError, UnsafeLayoutError):
+            continue
 
 
 def remove_file(root: Path, relative: str) -> bool:

@@ -215,7 +215,8 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
             run.set_phase("finalizing")
             for record, data in zip(legacy, contents, strict=True):
                 mode = fsops.file_mode(root, record.path) or 0o644
-                fsops.replace_file(root, record.path, data, mode=mode)
+                fsops.replace_file(root, record.path, data, mode=mode, durable=False)
+            fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
         except (CheckpointFailedError, CommitFailedError) as exc:
             _journal_failure(tx, run, clock, exc)
             raise
