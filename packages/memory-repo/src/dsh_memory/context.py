@@ -89,6 +89,12 @@ def context(
             (record, None) for record in records if is_visible(record, checked_scope, instant)
         ]
     selected = _usage_order(entries, usage)[:checked_limit]
+    if any(record.partial for record, _score in selected):
+        full = {
+            record.path: record
+            for record in search_index.complete_records(root, [r for r, _s in selected])
+        }
+        selected = [(full[record.path], score) for record, score in selected if record.path in full]
     updated = record_usage(root, [record.path for record, _score in selected], instant)
     results = []
     for record, score in selected:

@@ -336,6 +336,17 @@ def _now(now: _dt.datetime | None) -> _dt.datetime:
     return now if now is not None else _dt.datetime.now(_dt.UTC)
 
 
+def expiry_date(value: object) -> str | None:
+    """The calendar day (ISO) an ``expires_at`` value means, or None if it is not a date.
+
+    A record is expired exactly when this day is on or before today's UTC date.
+    """
+    if not isinstance(value, str):
+        return None
+    day = _calendar_date(value)
+    return None if day is None else day.isoformat()
+
+
 def expiry_instant(metadata: Mapping[str, Any]) -> _dt.datetime | None:
     """``expires_at`` as ``YYYY-MM-DDT00:00:00Z``, or None when the record never expires."""
     value = metadata.get("expires_at")

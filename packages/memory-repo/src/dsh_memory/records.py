@@ -64,6 +64,8 @@ class Record:
     source_rollouts: list[str] = field(default_factory=list)
     content_hash: str | None = None
     body: str = ""
+    #: True for a record listed from the index without its body and metadata lists.
+    partial: bool = False
 
     @property
     def folder(self) -> str:

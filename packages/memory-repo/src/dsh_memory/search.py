@@ -43,9 +43,20 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common import text
-from dsh_memory import frontmatter
 from dsh_memory.errors import SearchInvalidRequestError
 from dsh_memory.records import SCOPES, Record
+from dsh_memory.scoring import is_visible, ranked_matches, score_record
+
+__all__ = [
+    "citation",
+    "is_visible",
+    "matching_records",
+    "query_terms",
+    "ranked_matches",
+    "score_record",
+    "search",
+    "snippet",
+]
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 20
@@ -76,25 +87,6 @@ def query_terms(query: str) -> list[str]:
         expansion.extend(text.han_bigrams(token))
         terms.extend(dict.fromkeys(expansion))
     return terms
-
-
-def score_record(record: Record, terms: list[str]) -> int:
-    """The earlier tool's per-term score of one record."""
-    searchable = record.searchable().lower()
-    record_id = record.scoring_id().lower()
-    record_type = (record.type or "").lower()
-    body = record.body.lower()
-    score = 0
-    for term in terms:
-        if term in searchable:
-            score += 1
-            if term in record_id:
-                score += 3
-            if record_type == term:
-                score += 2
-            if term in body:
-                score += 1
-    return score
 
 
 def snippet(body: str, terms: list[str]) -> str:
@@ -145,13 +137,6 @@ def validate_scope(scope: object, error: type[Exception] = SearchInvalidRequestE
     return scope
 
 
-def is_visible(record: Record, scope: str, now: _dt.datetime) -> bool:
-    """Valid, in scope and not expired: the records search and context may return."""
-    if not record.valid or record.folder not in SCOPES[scope]:
-        return False
-    return not frontmatter.is_expired({"expires_at": record.expires_at}, now)
-
-
 def search_result(record: Record, score: int, terms: list[str]) -> dict[str, Any]:
     return {
         "path": record.path,
@@ -167,21 +152,6 @@ def search_result(record: Record, score: int, terms: list[str]) -> dict[str, Any
     }
 
 
-def ranked_matches(
-    records: list[Record], terms: list[str], scope: str, now: _dt.datetime
-) -> list[tuple[Record, int]]:
-    """Visible records with a positive score, best first (score desc, path asc)."""
-    scored = []
-    for record in records:
-        if not is_visible(record, scope, now):
-            continue
-        score = score_record(record, terms)
-        if score > 0:
-            scored.append((record, score))
-    scored.sort(key=lambda pair: (-pair[1], pair[0].path))
-    return scored
-
-
 def matching_records(
     root: Path,
     terms: list[str],
@@ -190,12 +160,15 @@ def matching_records(
     use_index: bool = True,
     now: _dt.datetime | None = None,
 ) -> tuple[list[tuple[Record, int]], dict[str, Any]]:
-    """All matches in rank order and how they were found (``retrieval``)."""
+    """All matches in rank order and how they were found (``retrieval``).
+
+    Records served by the index are *partial* (path and id only);
+    ``search_index.complete_records`` fills in the ones a caller returns.
+    """
     from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
 
     instant = now or _dt.datetime.now(_dt.UTC)
-    candidates, retrieval = search_index.candidate_records(root, terms, scope, use_index=use_index)
-    return ranked_matches(candidates, terms, scope, instant), retrieval
+    return search_index.ranked_candidates(root, terms, scope, instant, use_index=use_index)
 
 
 def search(
@@ -220,11 +193,19 @@ def search(
     checked_scope = validate_scope(scope)
     terms = query_terms(checked_query)
     matches, retrieval = matching_records(root, terms, checked_scope, use_index=use_index, now=now)
+    from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
+
+    top = matches[:checked_limit]
+    completed = search_index.complete_records(root, [record for record, _score in top])
+    full = {record.path: record for record in completed}
+    results = [
+        search_result(full[record.path], score, terms)
+        for record, score in top
+        if record.path in full
+    ]
     return {
         "query": checked_query,
         "count": len(matches),
-        "results": [
-            search_result(record, score, terms) for record, score in matches[:checked_limit]
-        ],
+        "results": results,
         "retrieval": retrieval,
     }

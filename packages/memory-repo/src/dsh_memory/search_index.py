@@ -13,11 +13,17 @@ promise. The search then scores only those candidates with the same code a scan 
 index changes speed, never results.
 
 Freshness: the index stores the payload fingerprint (``records.fingerprint``: every record
-path with its size, mtime, ctime and inode from ``lstat``; about 10 ms for 10,000 files,
-no git process). When the fingerprint differs the index is brought up to date - the old file
-is copied to ``.sync/.search-index.<pid>.<uuid>.tmp``, changed records are replaced,
-unchanged ones kept, and the copy is renamed over the index (atomic: readers see the old or
-the new file, never a half-written one). A missing index is built the same way.
+path with its size, mtime, ctime and inode from ``lstat``) and, for payloads of 3,000
+records or more in a git repository, the cheaper git-based key of ``payload_state`` (walking
+10,000 files costs ~50 ms; two git processes ~20 ms). Each search recomputes the key and
+compares. When it differs the index is brought up to date - the old file is copied to
+``.sync/.search-index.<pid>.<uuid>.tmp``, changed records are replaced, unchanged ones kept,
+and the copy is renamed over the index (atomic: readers see the old or the new file, never
+a half-written one). A missing index is built the same way.
+
+Scoring: for up to 64 terms SQLite also scores the candidates (the rules of
+``dsh_memory.scoring`` written with ``instr`` over lowercased columns), so only the returned
+records are decoded in Python; with more terms Python scores the candidates.
 
 Degradation: when the index cannot be read (corrupt file, wrong schema, a symlink in its
 place), it is rebuilt; when it cannot be written (no ``.sync``, read-only disk) or SQLite
@@ -27,6 +33,7 @@ fails anywhere, search falls back to scanning the files - with the same results.
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import os
 import re
 import sqlite3
@@ -38,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common import jsonio
+from dsh_memory import frontmatter, payload_state
 from dsh_memory.records import (
     RECORD_FOLDERS,
     SCOPES,
@@ -47,9 +55,10 @@ from dsh_memory.records import (
     load_record,
     walk_payload,
 )
+from dsh_memory.scoring import ranked_matches
 
 INDEX_NAME = "search-index.sqlite"
-INDEX_SCHEMA_VERSION = "1"
+INDEX_SCHEMA_VERSION = "5"
 TMP_PREFIX = ".search-index."
 TMP_SUFFIX = ".tmp"
 GIT_EXCLUDE_ENTRIES = (".sync/search-index.sqlite", ".sync/.search-index.*.tmp")
@@ -57,6 +66,9 @@ GIT_EXCLUDE_ENTRIES = (".sync/search-index.sqlite", ".sync/.search-index.*.tmp")
 MAX_GRAMS_PER_TERM = 12
 #: Terms per FTS5 statement; more are run in batches and the row ids united.
 TERMS_PER_STATEMENT = 32
+#: Below this many records walking the payload (~1.5 us per file) is cheaper than the two
+#: git processes of the fast key (~15-20 ms), and it detects every change.
+FAST_KEY_MIN_RECORDS = 3000
 #: Abandoned temporaries older than this are removed by the next rebuild.
 STALE_TMP_SECONDS = 600
 
@@ -70,23 +82,27 @@ def index_path(root: Path) -> Path:
 _GRAM_TAGS = {1: "u", 2: "b", 3: "t"}
 
 
+_ENCODED: dict[str, str] = {}
+
+
 def _encode(gram: str) -> str:
     # ASCII letters and digits only, so the "ascii" tokenizer keeps each gram one token.
-    return _GRAM_TAGS[len(gram)] + "x".join(f"{ord(char):x}" for char in gram)
+    token = _ENCODED.get(gram)
+    if token is None:
+        token = _GRAM_TAGS[len(gram)] + "x".join(f"{ord(char):x}" for char in gram)
+        if len(_ENCODED) < 1_000_000:
+            _ENCODED[gram] = token
+    return token
 
 
 def document_grams(searchable_lower: str) -> str:
     """The record's distinct 1-, 2- and 3-character grams of letters/numbers, encoded."""
     grams: set[str] = set()
     for run in _RUN_SPLIT.split(searchable_lower):
-        length = len(run)
-        for start in range(length):
-            grams.add(run[start])
-            if start + 1 < length:
-                grams.add(run[start : start + 2])
-            if start + 2 < length:
-                grams.add(run[start : start + 3])
-    return " ".join(sorted(_encode(gram) for gram in grams))
+        grams.update(run)
+        grams.update([run[start : start + 2] for start in range(len(run) - 1)])
+        grams.update([run[start : start + 3] for start in range(len(run) - 2)])
+    return " ".join(sorted(map(_encode, grams)))
 
 
 def term_grams(term: str) -> list[str]:
@@ -112,7 +128,14 @@ CREATE TABLE records (
     path TEXT NOT NULL UNIQUE,
     folder TEXT NOT NULL,
     signature TEXT NOT NULL,
-    gram_text TEXT NOT NULL,
+    valid INTEGER NOT NULL,
+    record_id TEXT,
+    expires_at TEXT,
+    expires_on TEXT,
+    s_all TEXT NOT NULL,
+    s_id TEXT NOT NULL,
+    s_type TEXT NOT NULL,
+    s_body TEXT NOT NULL,
     data TEXT NOT NULL
 );
 CREATE INDEX records_folder ON records(folder);
@@ -161,7 +184,8 @@ def _existing_index(path: Path) -> bool:
     return stat.S_ISREG(info.st_mode)
 
 
-def _fresh_fingerprint(path: Path) -> str | None:
+def _index_meta(path: Path) -> dict[str, str] | None:
+    """The index's meta table, or None when there is no usable index of this schema."""
     if not _existing_index(path):
         return None
     try:
@@ -171,7 +195,52 @@ def _fresh_fingerprint(path: Path) -> str | None:
         return None
     if meta.get("schema_version") != INDEX_SCHEMA_VERSION:
         return None
-    return meta.get("fingerprint")
+    return meta
+
+
+def _is_fresh(root: Path, meta: dict[str, str] | None) -> bool:
+    """Whether the index still matches the payload (git fast key, else the full walk)."""
+    if meta is None:
+        return False
+    stored_key = meta.get("fast_key")
+    if stored_key and int(meta.get("record_count", "0")) >= FAST_KEY_MIN_RECORDS:
+        directories = jsonio.loads(meta.get("directories", "[]"), what="index directories")
+        untracked = jsonio.loads(meta.get("untracked", "[]"), what="index untracked")
+        current_key = payload_state.fast_key(root, directories, untracked)
+        if current_key is not None:
+            return current_key == stored_key
+    return meta.get("fingerprint") == fingerprint(walk_payload(root, RECORD_FOLDERS))
+
+
+def _payload_snapshot(root: Path) -> tuple[list[PayloadEntry], dict[str, str]]:
+    """Records to index and the freshness meta describing exactly that state.
+
+    The git fast key is computed *after* the walk and confirmed by a second walk, so a
+    change racing the build can only make the stored key stale (a rebuild next time), never
+    make a missed change look fresh.
+    """
+    entries = walk_payload(root, RECORD_FOLDERS)
+    meta = {"fingerprint": fingerprint(entries), "record_count": str(len(entries))}
+    if len(entries) < FAST_KEY_MIN_RECORDS:
+        return entries, meta
+    for _attempt in range(3):
+        tracked = payload_state.tracked_records(root)
+        if tracked is None:
+            return entries, meta
+        directories = payload_state.payload_directories(root)
+        untracked = [entry.path for entry in entries if entry.path not in tracked]
+        key = payload_state.fast_key(root, directories, untracked)
+        if key is None:
+            return entries, meta
+        again = walk_payload(root, RECORD_FOLDERS)
+        if fingerprint(again) == meta["fingerprint"]:
+            meta["fast_key"] = key
+            meta["directories"] = jsonio.dumps(directories)
+            meta["untracked"] = jsonio.dumps(untracked)
+            return entries, meta
+        entries = again
+        meta = {"fingerprint": fingerprint(entries), "record_count": str(len(entries))}
+    return entries, meta
 
 
 def _remove_stale_temporaries(sync: Path) -> None:
@@ -210,8 +279,23 @@ def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
     for record in records:
         grams = document_grams(record.searchable().lower()) if record.valid else ""
         cursor = connection.execute(
-            "INSERT INTO records(path, folder, signature, gram_text, data) VALUES (?, ?, ?, ?, ?)",
-            (record.path, record.folder, record.signature, grams, jsonio.dumps(record.to_row())),
+            "INSERT INTO records(path, folder, signature, valid, record_id, expires_at,"
+            " expires_on, s_all, s_id, s_type, s_body, data)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.path,
+                record.folder,
+                record.signature,
+                int(record.valid),
+                record.id,
+                record.expires_at,
+                frontmatter.expiry_date(record.expires_at),
+                record.searchable().lower(),
+                record.scoring_id().lower(),
+                (record.type or "").lower(),
+                record.body.lower(),
+                jsonio.dumps(record.to_row()),
+            ),
         )
         if grams:
             connection.execute(
@@ -222,18 +306,20 @@ def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
 def _apply_changes(connection: sqlite3.Connection, root: Path, entries: list[PayloadEntry]) -> int:
     """Bring the tables in line with ``entries``; returns how many records were (re)read."""
     wanted = {entry.path: entry for entry in entries}
-    stale: list[tuple[int, str, str]] = []
-    for rowid, path, signature, grams in connection.execute(
-        "SELECT rowid, path, signature, gram_text FROM records"
+    stale: list[tuple[int, Record]] = []
+    for rowid, path, signature, data in connection.execute(
+        "SELECT rowid, path, signature, data FROM records"
     ):
         entry = wanted.get(path)
         if entry is not None and entry.signature == signature:
             del wanted[path]
         else:
-            stale.append((rowid, path, grams))
-    for rowid, _path, grams in stale:
-        if grams:
-            # Contentless FTS5: a row is removed by replaying the text it was indexed with.
+            stale.append((rowid, Record.from_row(path, signature, jsonio.loads(data))))
+    for rowid, record in stale:
+        if record.valid:
+            # Contentless FTS5: a row is removed by replaying the text it was indexed with,
+            # which the stored record reproduces exactly.
+            grams = document_grams(record.searchable().lower())
             connection.execute(
                 "INSERT INTO grams(grams, rowid, g) VALUES ('delete', ?, ?)", (rowid, grams)
             )
@@ -243,15 +329,13 @@ def _apply_changes(connection: sqlite3.Connection, root: Path, entries: list[Pay
     return len(wanted)
 
 
-def update_index(root: Path, entries: list[PayloadEntry] | None = None) -> str:
+def update_index(root: Path) -> str:
     """Make ``.sync/search-index.sqlite`` match the payload; returns the new fingerprint.
 
     Raises :class:`IndexUnavailable` when the index cannot be written.
     """
     sync = _sync_directory(root)
-    if entries is None:
-        entries = walk_payload(root)
-    current = fingerprint(entries)
+    entries, meta = _payload_snapshot(root)
     path = index_path(root)
     _remove_stale_temporaries(sync)
     try:
@@ -259,7 +343,7 @@ def update_index(root: Path, entries: list[PayloadEntry] | None = None) -> str:
     except OSError as exc:
         raise IndexUnavailable(f"cannot create an index temporary: {exc}") from exc
     try:
-        reuse = _fresh_fingerprint(path) is not None
+        reuse = _index_meta(path) is not None
         if reuse:
             _copy_into(path, temporary)
         with _connect(temporary, readonly=False) as connection:
@@ -270,10 +354,10 @@ def update_index(root: Path, entries: list[PayloadEntry] | None = None) -> str:
                 connection.executescript(_SCHEMA)
             connection.execute("BEGIN")
             _apply_changes(connection, root, entries)
-            connection.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?),"
-                " ('fingerprint', ?)",
-                (INDEX_SCHEMA_VERSION, current),
+            connection.execute("DELETE FROM meta")
+            connection.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?)",
+                [("schema_version", INDEX_SCHEMA_VERSION), *meta.items()],
             )
             connection.execute("COMMIT")
         os.chmod(temporary, 0o600)
@@ -283,7 +367,15 @@ def update_index(root: Path, entries: list[PayloadEntry] | None = None) -> str:
             os.unlink(temporary)
         raise IndexUnavailable(f"cannot write the search index: {exc}") from exc
     _ensure_git_exclude(root)
-    return current
+    return meta["fingerprint"]
+
+
+def refresh_index(root: Path) -> str:
+    """Bring the index up to date if needed: ``"fresh"`` or ``"rebuilt"``."""
+    if _is_fresh(root, _index_meta(index_path(root))):
+        return "fresh"
+    update_index(root)
+    return "rebuilt"
 
 
 def _ensure_git_exclude(root: Path) -> None:
@@ -323,51 +415,150 @@ def _scan(root: Path, folders: tuple[str, ...]) -> list[Record]:
     return [record for record in loaded if record is not None]
 
 
-def candidate_records(
-    root: Path, terms: list[str], scope: str, *, use_index: bool = True
-) -> tuple[list[Record], dict[str, Any]]:
-    """Records that may match ``terms`` in ``scope`` (a superset), and how they were found."""
+#: More terms than this are scored in Python over the candidates (SQLite caps expression depth).
+MAX_SQL_TERMS = 64
+
+
+def _score_expression(count: int) -> str:
+    # The scoring rules of dsh_memory.scoring, term by term, evaluated by SQLite: instr() on
+    # the lowercased columns is the same substring test as Python's "in".
+    parts = [
+        f"(CASE WHEN instr(s_all, :t{i}) > 0 THEN 1 + 3 * (instr(s_id, :t{i}) > 0)"
+        f" + 2 * (s_type = :t{i}) + (instr(s_body, :t{i}) > 0) ELSE 0 END)"
+        for i in range(count)
+    ]
+    return " + ".join(parts)
+
+
+def _rank_in_index(
+    path: Path, terms: list[str], folders: tuple[str, ...], today: str
+) -> list[tuple[Record, int]]:
+    """Visible matches scored by SQLite, best first, as partial records."""
+    parameters: dict[str, str] = {"today": today}
+    matches = []
+    for batch_start in range(0, len(terms), TERMS_PER_STATEMENT):
+        key = f"m{batch_start}"
+        parameters[key] = _match_expression(terms[batch_start : batch_start + TERMS_PER_STATEMENT])
+        matches.append(f"SELECT rowid FROM grams WHERE grams MATCH :{key}")  # noqa: S608
+    for index, term in enumerate(terms):
+        parameters[f"t{index}"] = term
+    folder_names = []
+    for index, folder in enumerate(folders):
+        parameters[f"f{index}"] = folder
+        folder_names.append(f":f{index}")
+    # Only named placeholders are interpolated below; every value is a bound parameter.
+    sql = (
+        f"SELECT path, signature, record_id, score FROM (SELECT path, signature, record_id,"  # noqa: S608
+        f" {_score_expression(len(terms))} AS score FROM records"
+        f" WHERE rowid IN ({' UNION '.join(matches)})"
+        f" AND folder IN ({', '.join(folder_names)}) AND valid = 1"
+        " AND (expires_on IS NULL OR expires_on > :today))"
+        " WHERE score > 0 ORDER BY score DESC, path ASC"
+    )
+    with _connect(path, readonly=True) as connection:
+        rows = connection.execute(sql, parameters).fetchall()
+    return [
+        (Record(path=p, signature=sig, valid=True, id=rid, partial=True), score)
+        for p, sig, rid, score in rows
+    ]
+
+
+def ranked_candidates(
+    root: Path, terms: list[str], scope: str, now: _dt.datetime, *, use_index: bool = True
+) -> tuple[list[tuple[Record, int]], dict[str, Any]]:
+    """Every visible record scoring above zero, best first, and how they were found.
+
+    With a usable index, SQLite narrows by grams and scores; otherwise (or with
+    ``use_index=False``) every file in scope is read and scored in Python. Both give the
+    same list.
+    """
     folders = SCOPES[scope]
     if not use_index:
-        return _scan(root, folders), {"mode": "scan", "indexState": "disabled"}
+        scanned = _scan(root, folders)
+        return ranked_matches(scanned, terms, scope, now), {
+            "mode": "scan",
+            "indexState": "disabled",
+        }
     path = index_path(root)
-    entries = walk_payload(root, RECORD_FOLDERS)
-    state = "fresh"
+    unique_terms = list(dict.fromkeys(terms))
     try:
-        if _fresh_fingerprint(path) != fingerprint(entries):
-            update_index(root, entries)
-            state = "rebuilt"
-        return _query_index(path, terms, folders), {"mode": "index", "indexState": state}
+        state = refresh_index(root)
+        if len(terms) <= MAX_SQL_TERMS:
+            today = now.astimezone(_dt.UTC).date().isoformat()
+            ranked = _rank_in_index(path, terms, folders, today)
+        else:
+            candidates = _query_index(path, unique_terms, folders)
+            ranked = ranked_matches(candidates, terms, scope, now)
+        return ranked, {"mode": "index", "indexState": state}
     except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
-        return _scan(root, folders), {"mode": "scan", "indexState": "unavailable"}
+        scanned = _scan(root, folders)
+        return ranked_matches(scanned, terms, scope, now), {
+            "mode": "scan",
+            "indexState": "unavailable",
+        }
 
 
 def _all_indexed(path: Path, folders: tuple[str, ...]) -> list[Record]:
+    """Every record in ``folders`` *without its body*: enough to filter and order them."""
     placeholders = ", ".join("?" for _ in folders)
     with _connect(path, readonly=True) as connection:
         # Only "?" placeholders are interpolated: the folders are bound parameters.
-        sql = f"SELECT path, signature, data FROM records WHERE folder IN ({placeholders})"  # noqa: S608
+        sql = (
+            "SELECT path, signature, valid, record_id, expires_at FROM records"  # noqa: S608
+            f" WHERE folder IN ({placeholders})"
+        )
         rows = connection.execute(sql, folders).fetchall()
     return [
-        Record.from_row(record_path, signature, jsonio.loads(data, what="search index row"))
-        for record_path, signature, data in rows
+        Record(path=p, signature=sig, valid=bool(ok), id=rid, expires_at=exp, partial=True)
+        for p, sig, ok, rid, exp in rows
     ]
+
+
+def complete_records(root: Path, records: list[Record]) -> list[Record]:
+    """Full records (body, tags, provenance) for records ``scope_records`` left partial."""
+    partial = [record.path for record in records if record.partial]
+    if not partial:
+        return records
+    full: dict[str, Record] = {}
+    try:
+        with _connect(index_path(root), readonly=True) as connection:
+            for record_path in partial:
+                row = connection.execute(
+                    "SELECT signature, data FROM records WHERE path = ?", (record_path,)
+                ).fetchone()
+                if row is not None:
+                    data = jsonio.loads(row[1], what="search index row")
+                    full[record_path] = Record.from_row(record_path, row[0], data)
+    except (sqlite3.Error, ValueError):
+        full = {}
+    completed = []
+    for record in records:
+        if not record.partial:
+            completed.append(record)
+        elif record.path in full:
+            completed.append(full[record.path])
+        else:
+            # The index changed underneath us: read the file itself.
+            loaded = load_record(root, PayloadEntry(record.path, record.signature))
+            if loaded is not None:
+                completed.append(loaded)
+    return completed
 
 
 def scope_records(
     root: Path, scope: str, *, use_index: bool = True
 ) -> tuple[list[Record], dict[str, Any]]:
-    """Every record in ``scope`` (valid or not), from the index when it is usable."""
+    """Every record in ``scope`` (valid or not), from the index when it is usable.
+
+    Records from the index are *partial* (no body); :func:`complete_records` fills in the
+    few a caller keeps.
+    """
     folders = SCOPES[scope]
     if not use_index:
         return _scan(root, folders), {"mode": "scan", "indexState": "disabled"}
     path = index_path(root)
-    entries = walk_payload(root, RECORD_FOLDERS)
-    state = "fresh"
     try:
-        if _fresh_fingerprint(path) != fingerprint(entries):
-            update_index(root, entries)
-            state = "rebuilt"
+        state = refresh_index(root)
         return _all_indexed(path, folders), {"mode": "index", "indexState": state}
     except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
         return _scan(root, folders), {"mode": "scan", "indexState": "unavailable"}
