@@ -163,3 +163,46 @@ def test_clear_is_journaled_as_applied_run(
     assert runs[0]["status"] == "applied"
     assert runs[0]["apply_commit"] == value["clearCommit"]
     assert MemoryService().status()["value"]["empty"] is True
+
+
+def test_clear_refuses_symlinked_payload_folder_and_touches_nothing_outside(
+    memory_root: Path, tmp_path: Path, run_git: Callable[..., str]
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.md").write_text("keep\n")
+    head = _head(run_git, memory_root)
+    (memory_root / "archive").rmdir()
+    (memory_root / "archive").symlink_to(outside)
+    assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "unsafe-layout"}
+    assert (outside / "keep.md").read_text() == "keep\n"
+    assert _head(run_git, memory_root) == head
+
+
+def test_clear_of_non_repository_is_repo_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    result = MemoryService(tmp_path / "plain").clear("DELETE_MEMORY")
+    assert result == {"ok": False, "error": {"code": "repo-unavailable"}}
+
+
+def test_clear_with_oversized_dirty_file_is_checkpoint_failed(
+    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+) -> None:
+    head = _seed(memory_root, write_file, commit)
+    big = memory_root / "handbook" / "huge.md"
+    big.write_bytes(b"x" * (8 * 1024 * 1024 + 1))
+    assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "checkpoint-failed"}
+    # Only the journal moved: the failed run is recorded, the payload is as it was.
+    assert run_git(memory_root, "diff", "--name-only", head, "HEAD").split() == [
+        ".sync/last-run.json",
+        f".sync/runs/{_failed_run_id()}.json",
+    ]
+    assert big.exists()
+    assert (memory_root / "handbook" / "a.md").exists()
+
+
+def _failed_run_id() -> str:
+    run = MemoryService().runs(status="failed")["value"]["runs"][0]
+    assert run["error_code"] == "checkpoint-failed"
+    run_id: str = run["run_id"]
+    return run_id

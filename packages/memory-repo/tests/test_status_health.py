@@ -106,3 +106,21 @@ def test_health_reports_unreadable_journal(memory_root: Path) -> None:
 
 def test_health_of_missing_root_is_repo_unavailable(tmp_path: Path) -> None:
     assert MemoryService(tmp_path / "none").health()["error"] == {"code": "repo-unavailable"}
+
+
+def test_health_reports_live_lock_as_active(memory_root: Path) -> None:
+    from dsh_memory.oplock import operation_lock
+
+    with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
+        value = MemoryService().health()["value"]
+    assert value["operationLock"]["active"] is True
+    assert value["operationLock"]["operation"] == "clear"
+    assert value["activeRun"]["state"] == "running"
+    assert value["needsManualRecovery"] is False
+
+
+def test_service_call_dispatches_spec_names(memory_root: Path) -> None:
+    service = MemoryService()
+    assert service.call("getSettings") == {"ok": True, "value": {"enabled": True}}
+    assert service.call("migrateLegacy", {"dryRun": True})["value"]["status"] == "no_change"
+    assert service.call("nope")["error"] == {"code": "unknown-method"}
