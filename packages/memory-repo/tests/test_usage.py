@@ -170,3 +170,11 @@ def test_concurrent_processes_lose_no_update(root: Path) -> None:
     records = usage.read_usage(root)["records"]
     assert records["handbook/shared.md"]["usage_count"] == 60
     assert all(records[f"rollouts/w{index}.md"]["usage_count"] == 15 for index in range(4))
+
+
+def test_non_utf8_git_exclude_is_kept_and_extended(root: Path) -> None:
+    (root / ".git/info/exclude").write_bytes(b"caf\xe9\n")
+    usage.record_usage(root, ["handbook/a.md"])
+    data = (root / ".git/info/exclude").read_bytes()
+    assert data.startswith(b"caf\xe9\n")
+    assert b".sync/usage.json\n" in data

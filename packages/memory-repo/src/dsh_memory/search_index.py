@@ -46,6 +46,7 @@ from typing import Any
 
 from dsh_common import jsonio
 from dsh_memory import frontmatter, payload_state
+from dsh_memory.errors import MemoryRepoError
 from dsh_memory.records import (
     RECORD_FOLDERS,
     SCOPES,
@@ -381,7 +382,8 @@ def refresh_index(root: Path) -> str:
 def _ensure_git_exclude(root: Path) -> None:
     from dsh_memory.usage import ensure_git_exclude  # noqa: PLC0415 - shared helper
 
-    with contextlib.suppress(OSError):
+    # Best effort: the index works without the entries (.sync/.gitignore also lists it).
+    with contextlib.suppress(OSError, MemoryRepoError):
         ensure_git_exclude(root, GIT_EXCLUDE_ENTRIES)
 
 

@@ -139,16 +139,16 @@ def ensure_git_exclude(root: Path, entries: Iterable[str]) -> None:
         raise UnsafeLayoutError(".git/info is not a directory")
     exclude = info / "exclude"
     try:
-        current = read_bounded(exclude, MAX_USAGE_BYTES).decode("utf-8")
+        # Bytes, not text: the user's exclude file need not be UTF-8, and is kept as it is.
+        current = read_bounded(exclude, MAX_USAGE_BYTES)
     except FileNotFoundError:
-        current = ""
-    lines = current.splitlines()
-    missing = [entry for entry in entries if entry not in lines]
+        current = b""
+    lines = [line.rstrip(b"\r") for line in current.split(b"\n")]
+    missing = [entry.encode("utf-8") for entry in entries if entry.encode("utf-8") not in lines]
     if not missing:
         return
-    separator = "" if current == "" or current.endswith("\n") else "\n"
-    updated = current + separator + "\n".join(missing) + "\n"
-    atomic_write(exclude, updated.encode("utf-8"), mode=0o600)
+    separator = b"" if current == b"" or current.endswith(b"\n") else b"\n"
+    atomic_write(exclude, current + separator + b"\n".join(missing) + b"\n", mode=0o600)
 
 
 def _queue(root: Path) -> threading.Lock:
