@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dsh_memory import search_index
-from dsh_memory.search import search
+from dsh_memory.search import query_terms, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from corpus import record_text
@@ -165,3 +165,14 @@ def test_indexed_and_scanned_results_are_identical(
     assert without_retrieval(search(memory, query, 20, scope)) == without_retrieval(
         search(memory, query, 20, scope, use_index=False)
     )
+
+
+def test_query_with_more_terms_than_sql_scores_matches_a_scan(root: Path) -> None:
+    query = " ".join(f"word{index}" for index in range(70)) + " 缓存雪崩的预防 lock"
+    indexed = search(root, query, 20, "all")
+    assert indexed["retrieval"]["mode"] == "index"
+    assert len(set(query_terms(query))) > search_index.MAX_SQL_TERMS
+    assert without_retrieval(indexed) == without_retrieval(
+        search(root, query, 20, "all", use_index=False)
+    )
+    assert indexed["count"] >= 2

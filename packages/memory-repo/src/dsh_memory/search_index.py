@@ -91,7 +91,7 @@ def _encode(gram: str) -> str:
     token = _ENCODED.get(gram)
     if token is None:
         token = _GRAM_TAGS[len(gram)] + "x".join(f"{ord(char):x}" for char in gram)
-        if len(_ENCODED) < 1_000_000:
+        if len(_ENCODED) < 200_000:  # bounded: a few MB of short strings at most
             _ENCODED[gram] = token
     return token
 
