@@ -27,7 +27,6 @@ from dsh_memory.errors import ContextInvalidRequestError
 from dsh_memory.records import Record
 from dsh_memory.search import (
     citation,
-    is_visible,
     matching_records,
     query_terms,
     validate_limit,
@@ -84,10 +83,15 @@ def context(
         )
         entries: list[tuple[Record, int | None]] = [(record, score) for record, score in matches]
     else:
-        records, _retrieval = search_index.scope_records(root, checked_scope, use_index=use_index)
-        entries = [
-            (record, None) for record in records if is_visible(record, checked_scope, instant)
-        ]
+        records, _retrieval = search_index.context_candidates(
+            root,
+            checked_scope,
+            instant,
+            list(usage["records"]),
+            checked_limit,
+            use_index=use_index,
+        )
+        entries = [(record, None) for record in records]
     selected = _usage_order(entries, usage)[:checked_limit]
     if any(record.partial for record, _score in selected):
         full = {

@@ -56,10 +56,10 @@ from dsh_memory.records import (
     load_record,
     walk_payload,
 )
-from dsh_memory.scoring import ranked_matches
+from dsh_memory.scoring import is_visible, ranked_matches
 
 INDEX_NAME = "search-index.sqlite"
-INDEX_SCHEMA_VERSION = "5"
+INDEX_SCHEMA_VERSION = "6"
 TMP_PREFIX = ".search-index."
 TMP_SUFFIX = ".tmp"
 GIT_EXCLUDE_ENTRIES = (".sync/search-index.sqlite", ".sync/.search-index.*.tmp")
@@ -140,6 +140,7 @@ CREATE TABLE records (
     data TEXT NOT NULL
 );
 CREATE INDEX records_folder ON records(folder);
+CREATE INDEX records_order ON records(record_id, path);
 CREATE VIRTUAL TABLE grams USING fts5(g, content='', detail='none', tokenize='ascii');
 """
 
@@ -500,24 +501,45 @@ def ranked_candidates(
         }
 
 
-def _all_indexed(path: Path, folders: tuple[str, ...]) -> list[Record]:
-    """Every record in ``folders`` *without its body*: enough to filter and order them."""
-    placeholders = ", ".join("?" for _ in folders)
+def _visible_indexed(
+    path: Path, folders: tuple[str, ...], today: str, used_paths: list[str], unused_limit: int
+) -> list[Record]:
+    """Visible records that have usage, plus the first ``unused_limit`` by (id, path).
+
+    Records without usage all tie on the usage keys and are ordered by logical id then path,
+    so no record past the first ``unused_limit`` of them can reach a top-``unused_limit``
+    list: the context never needs the other thousands decoded.
+    """
+    parameters: dict[str, object] = {
+        "today": today,
+        "used": jsonio.dumps(used_paths),
+        "unused_limit": unused_limit,
+    }
+    names = []
+    for index, folder in enumerate(folders):
+        parameters[f"f{index}"] = folder
+        names.append(f":f{index}")
+    # Only named placeholders are interpolated; every value is a bound parameter.
+    visible = (
+        "SELECT path, signature, record_id FROM records"  # noqa: S608
+        f" WHERE folder IN ({', '.join(names)}) AND valid = 1"
+        " AND (expires_on IS NULL OR expires_on > :today)"
+    )
     with _connect(path, readonly=True) as connection:
-        # Only "?" placeholders are interpolated: the folders are bound parameters.
-        sql = (
-            "SELECT path, signature, valid, record_id, expires_at FROM records"  # noqa: S608
-            f" WHERE folder IN ({placeholders})"
-        )
-        rows = connection.execute(sql, folders).fetchall()
+        used_sql = visible + " AND path IN (SELECT value FROM json_each(:used))"  # noqa: S608
+        used = connection.execute(used_sql, parameters).fetchall()
+        unused = connection.execute(
+            visible + " ORDER BY record_id, path LIMIT :unused_limit", parameters
+        ).fetchall()
+    rows = {row[0]: row for row in [*used, *unused]}
     return [
-        Record(path=p, signature=sig, valid=bool(ok), id=rid, expires_at=exp, partial=True)
-        for p, sig, ok, rid, exp in rows
+        Record(path=p, signature=sig, valid=True, id=rid, partial=True)
+        for p, sig, rid in rows.values()
     ]
 
 
 def complete_records(root: Path, records: list[Record]) -> list[Record]:
-    """Full records (body, tags, provenance) for records ``scope_records`` left partial."""
+    """Full records (body, tags, provenance) for the partial records the index returned."""
     partial = [record.path for record in records if record.partial]
     if not partial:
         return records
@@ -547,20 +569,30 @@ def complete_records(root: Path, records: list[Record]) -> list[Record]:
     return completed
 
 
-def scope_records(
-    root: Path, scope: str, *, use_index: bool = True
+def context_candidates(
+    root: Path,
+    scope: str,
+    now: _dt.datetime,
+    used_paths: list[str],
+    limit: int,
+    *,
+    use_index: bool = True,
 ) -> tuple[list[Record], dict[str, Any]]:
-    """Every record in ``scope`` (valid or not), from the index when it is usable.
+    """The visible records a query-less context read must order (see ``_visible_indexed``).
 
-    Records from the index are *partial* (no body); :func:`complete_records` fills in the
-    few a caller keeps.
+    From the index they are partial (no body); :func:`complete_records` fills in the few a
+    caller keeps. The scan returns every visible record, complete.
     """
     folders = SCOPES[scope]
-    if not use_index:
-        return _scan(root, folders), {"mode": "scan", "indexState": "disabled"}
-    path = index_path(root)
-    try:
-        state = refresh_index(root)
-        return _all_indexed(path, folders), {"mode": "index", "indexState": state}
-    except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
-        return _scan(root, folders), {"mode": "scan", "indexState": "unavailable"}
+    if use_index:
+        try:
+            state = refresh_index(root)
+            today = now.astimezone(_dt.UTC).date().isoformat()
+            records = _visible_indexed(index_path(root), folders, today, used_paths, limit)
+            return records, {"mode": "index", "indexState": state}
+        except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
+            retrieval = {"mode": "scan", "indexState": "unavailable"}
+    else:
+        retrieval = {"mode": "scan", "indexState": "disabled"}
+    visible = [record for record in _scan(root, folders) if is_visible(record, scope, now)]
+    return visible, retrieval
