@@ -206,3 +206,18 @@ def _failed_run_id() -> str:
     assert run["error_code"] == "checkpoint-failed"
     run_id: str = run["run_id"]
     return run_id
+
+
+def test_clear_checkpoints_git_ignored_payload_files_it_deletes(
+    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+) -> None:
+    _seed(memory_root, write_file, commit)
+    write_file(memory_root, "handbook/.gitignore", "*.draft\n")
+    commit(memory_root)
+    write_file(memory_root, "handbook/idea.draft", "ignored but precious\n")
+    value = MemoryService().clear("DELETE_MEMORY")["value"]
+    recovery = value["recoveryCommit"]
+    assert run_git(memory_root, "show", f"{recovery}:handbook/idea.draft") == (
+        "ignored but precious\n"
+    )
+    assert not (memory_root / "handbook" / "idea.draft").exists()

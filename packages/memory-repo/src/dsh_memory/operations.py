@@ -126,7 +126,12 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     clock = journal.RunClock()
     with operation_lock(root, "clear", run_id, on_interrupted=_journal_interrupted(tx)) as run:
         try:
-            recovery, dirty = tx.recovery_point(head, "DPSK memory recovery checkpoint")
+            # Live files HEAD does not track and status does not report are ignored by a
+            # .gitignore; clear deletes them, so the checkpoint must hold them as well.
+            untracked = set(live) - set(head_files) - set(tx.payload_dirty_paths())
+            recovery, dirty = tx.recovery_point(
+                head, "DPSK memory recovery checkpoint", also=untracked
+            )
             run.set_phase("validating")
             recovery_files = tx.tree_files(recovery)
             cleared = [

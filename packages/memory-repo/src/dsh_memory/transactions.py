@@ -239,13 +239,17 @@ class GitTransactions:
 
     # -- the recovery point ----------------------------------------------------------------
 
-    def recovery_point(self, head: str, message: str) -> tuple[str, list[str]]:
+    def recovery_point(
+        self, head: str, message: str, *, also: Iterable[str] = ()
+    ) -> tuple[str, list[str]]:
         """HEAD when the payload is clean; else a checkpoint commit of the live payload.
 
-        Returns the recovery commit and the dirty payload paths it captured.
+        ``also`` names further live paths to capture - clear passes files Git ignores,
+        which it is about to delete and which must therefore be recoverable too.
+        Returns the recovery commit and the payload paths it captured.
         """
         try:
-            dirty = self.payload_dirty_paths()
+            dirty = sorted(set(self.payload_dirty_paths()) | set(also))
         except DshError as exc:
             raise CheckpointFailedError(f"could not read payload status: {exc}") from exc
         if not dirty:
