@@ -52,3 +52,38 @@ def test_lock_and_active_run_are_git_ignored(memory_root: Path) -> None:
         status = subprocess.run(["git", "status", "--porcelain"], cwd=memory_root,
                                 capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert status == ""
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    with subprocess.Popen([sys.executable, "-c", "pass"]) as child:
+        child.wait()
+    return child.pid
+
+
+def _dead_lock(root: Path, age_seconds: float) -> Path:
+    lock = root / ".sync" / "operation.lock"
+    owner = {"operation": "sync", "pid": _dead_pid(), "runId": "r", "startedAt": "t"}
+    lock.write_text(json.dumps(owner))
+    old = lock.stat().st_mtime - age_seconds
+    os.utime(lock, (old, old))
+    return lock
+
+
+def test_dead_owners_old_lock_without_active_run_is_taken_over(memory_root: Path) -> None:
+    _dead_lock(memory_root, 7 * 3600)
+    with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
+        data = json.loads((memory_root / ".sync" / "operation.lock").read_text())
+        assert data["operation"] == "clear"
+
+
+def test_dead_owners_recent_lock_is_not_taken_over(memory_root: Path) -> None:
+    lock = _dead_lock(memory_root, 60)
+    with (
+        pytest.raises(OperationInProgressError),
+        operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"),
+    ):
+        pass
+    assert json.loads(lock.read_text())["operation"] == "sync"
