@@ -20,7 +20,7 @@ from typing import Any
 
 from dsh_common.errors import LockHeldError
 from dsh_common.jsonio import dumps
-from dsh_common.locks import acquire_lock, pid_alive, read_lock_owner
+from dsh_common.locks import acquire_lock, break_dead_lock, pid_alive, read_lock_owner
 from dsh_memory import fsops
 from dsh_memory.errors import InterruptedRunError, OperationInProgressError, UnsafeLayoutError
 from dsh_memory.journal import read_json_file, utc_iso
@@ -128,9 +128,11 @@ def operation_lock(
             and _lock_age_seconds(root) > STALE_AFTER_SECONDS
         ):
             # The earlier tool's staleRecovered path: dead owner, old lock, no run left.
-            with contextlib.suppress(FileNotFoundError):
-                (root / LOCK_FILE).unlink()
-            lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
+            try:
+                break_dead_lock(root / LOCK_FILE)  # re-checks that the owner is dead
+                lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
+            except LockHeldError:
+                raise OperationInProgressError("another writer took the lock") from None
         else:
             holder = current.get("operation") if current else "another process"
             raise OperationInProgressError(f"{holder} holds the memory operation lock") from None
