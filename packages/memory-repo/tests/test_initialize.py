@@ -59,3 +59,20 @@ def test_init_keeps_an_existing_summary(tmp_path: Path, run_git: Callable[..., s
     (root / "summary.md").write_text("kept\n")
     initialize_repository(root)
     assert run_git(root, "show", "HEAD:summary.md") == "kept\n"
+
+
+def test_init_under_a_file_is_init_failed(tmp_path: Path) -> None:
+    from dsh_memory.service import MemoryService
+
+    (tmp_path / "file").write_text("x")
+    result = MemoryService(tmp_path / "file" / "mem").init()
+    assert result == {"ok": False, "error": {"code": "init-failed"}}
+
+
+def test_init_on_symlinked_root_is_unsafe_layout(tmp_path: Path) -> None:
+    from dsh_memory.service import MemoryService
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert MemoryService(tmp_path / "link").init()["error"] == {"code": "unsafe-layout"}
+    assert not (tmp_path / "real" / ".git").exists()

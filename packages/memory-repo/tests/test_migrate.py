@@ -157,3 +157,30 @@ def test_interrupted_run_is_journaled_once(memory_root: Path, write_file: Write)
     MemoryService().migrate_legacy(False)
     assert len(MemoryService().runs()["value"]["runs"]) == 1
     assert MemoryService().health()["value"]["interruptedRun"]["status"] == "interrupted"
+
+
+def test_migrate_with_index_lock_is_commit_failed(
+    memory_root: Path, write_file: Write, run_git: Callable[..., str]
+) -> None:
+    write_file(memory_root, "handbook/old.md", "body\n")
+    head = run_git(memory_root, "rev-parse", "HEAD")
+    (memory_root / ".git" / "index.lock").write_text("")
+    assert MemoryService().migrate_legacy(False)["error"] == {"code": "commit-failed"}
+    assert run_git(memory_root, "rev-parse", "HEAD") == head
+    assert (memory_root / "handbook/old.md").read_text() == "body\n"
+
+
+def test_migrate_while_lock_held_is_operation_in_progress(
+    memory_root: Path, write_file: Write
+) -> None:
+    write_file(memory_root, "handbook/old.md", "body\n")
+    (memory_root / ".sync" / "operation.lock").write_text(
+        f'{{"operation":"sync","pid":{os.getpid()},"runId":"r","startedAt":"t"}}'
+    )
+    assert MemoryService().migrate_legacy(False)["error"] == {"code": "operation-in-progress"}
+    assert (memory_root / "handbook/old.md").read_text() == "body\n"
+
+
+def test_migrate_on_unsafe_layout_is_refused(memory_root: Path, tmp_path: Path) -> None:
+    (memory_root / "rollouts" / "x.md").symlink_to(tmp_path / "elsewhere.md")
+    assert MemoryService().migrate_legacy(True)["error"] == {"code": "unsafe-layout"}
