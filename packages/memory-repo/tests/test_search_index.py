@@ -176,3 +176,19 @@ def test_query_with_more_terms_than_sql_scores_matches_a_scan(root: Path) -> Non
         search(root, query, 20, "all", use_index=False)
     )
     assert indexed["count"] >= 2
+
+
+def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Path) -> None:
+    import sqlite3
+
+    (root / "handbook/empty.md").write_text("")
+    search(root, "cache")
+    (root / "handbook/empty.md").write_text("now about kiwi\n")
+    assert [result["path"] for result in search(root, "kiwi")["results"]] == ["handbook/empty.md"]
+    write(root, "rollouts/lock.md", note("infra/lock", "changed again\n"))
+    search(root, "kiwi")
+    connection = sqlite3.connect(search_index.index_path(root))
+    try:
+        connection.execute("INSERT INTO grams(grams) VALUES ('integrity-check')")
+    finally:
+        connection.close()

@@ -308,20 +308,22 @@ def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
 def _apply_changes(connection: sqlite3.Connection, root: Path, entries: list[PayloadEntry]) -> int:
     """Bring the tables in line with ``entries``; returns how many records were (re)read."""
     wanted = {entry.path: entry for entry in entries}
-    stale: list[tuple[int, Record]] = []
-    for rowid, path, signature, data in connection.execute(
-        "SELECT rowid, path, signature, data FROM records"
-    ):
+    stale: list[tuple[int, str, str]] = []
+    for rowid, path, signature in connection.execute("SELECT rowid, path, signature FROM records"):
         entry = wanted.get(path)
         if entry is not None and entry.signature == signature:
             del wanted[path]
         else:
-            stale.append((rowid, Record.from_row(path, signature, jsonio.loads(data))))
-    for rowid, record in stale:
-        if record.valid:
-            # Contentless FTS5: a row is removed by replaying the text it was indexed with,
-            # which the stored record reproduces exactly.
-            grams = document_grams(record.searchable().lower())
+            stale.append((rowid, path, signature))
+    for rowid, path, signature in stale:
+        (data,) = connection.execute(
+            "SELECT data FROM records WHERE rowid = ?", (rowid,)
+        ).fetchone()
+        record = Record.from_row(path, signature, jsonio.loads(data, what="search index row"))
+        # Contentless FTS5: a row is removed by replaying the text it was indexed with, which
+        # the stored record reproduces exactly (and a row indexed with nothing was never added).
+        grams = document_grams(record.searchable().lower()) if record.valid else ""
+        if grams:
             connection.execute(
                 "INSERT INTO grams(grams, rowid, g) VALUES ('delete', ?, ?)", (rowid, grams)
             )
