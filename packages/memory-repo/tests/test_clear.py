@@ -221,3 +221,52 @@ def test_clear_checkpoints_git_ignored_payload_files_it_deletes(
         "ignored but precious\n"
     )
     assert not (memory_root / "handbook" / "idea.draft").exists()
+
+
+def test_clear_racing_a_symlink_swap_never_touches_outside(
+    memory_root: Path, write_file: Write, commit: Callable[..., str], tmp_path: Path
+) -> None:
+    import threading
+
+    for index in range(200):
+        write_file(memory_root, f"archive/n{index}.md", f"{index}\n")
+    commit(memory_root)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for index in range(200):
+        (outside / f"n{index}.md").write_text("precious\n")
+    stop = threading.Event()
+    real = tmp_path / "real-archive"
+
+    def swap() -> None:
+        # Once clear holds the lock (the layout inspection has passed), keep swapping
+        # archive/ for a symlink to `outside` and back until clear finishes.
+        lock = memory_root / ".sync" / "operation.lock"
+        while not stop.is_set() and not lock.exists():
+            pass
+        while not stop.is_set():
+            try:
+                os.rename(memory_root / "archive", real)
+                (memory_root / "archive").symlink_to(outside)
+                (memory_root / "archive").unlink()
+                os.rename(real, memory_root / "archive")
+            except OSError:
+                continue
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        result = MemoryService().clear("DELETE_MEMORY")
+    finally:
+        stop.set()
+        swapper.join()
+    if not (memory_root / "archive").exists() and real.exists():
+        os.rename(real, memory_root / "archive")
+    assert result["ok"] or result["error"]["code"] in {
+        "unsafe-layout",
+        "repo-unavailable",
+        "checkpoint-failed",
+        "commit-failed",
+        "clear-failed",
+    }
+    assert sorted(p.read_text() for p in outside.iterdir()) == ["precious\n"] * 200

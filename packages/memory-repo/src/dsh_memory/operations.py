@@ -15,7 +15,8 @@ The functions raise :mod:`dsh_memory.errors`; the service turns them into envelo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from dsh_common.errors import DshError, GitError
@@ -31,6 +32,7 @@ from dsh_memory.errors import (
     RollbackInvalidConfirmationError,
     RollbackNotApplicableError,
     RollbackRunNotFoundError,
+    UnsafeLayoutError,
 )
 from dsh_memory.oplock import OperationRun, operation_lock
 from dsh_memory.payload import scan_payload
@@ -87,6 +89,37 @@ def _journal_failure(
         pass
 
 
+def _finalize(
+    tx: GitTransactions,
+    run: OperationRun,
+    clock: journal.RunClock,
+    entry: dict[str, Any],
+    update_work_tree: Callable[[], None],
+) -> str:
+    """Write the work tree, then journal the run; return the journal commit.
+
+    HEAD already holds the apply commit here, so the run is journaled as ``applied`` even
+    when the work-tree step fails (a swapped symlink, a full disk): the record then carries
+    the error code and the phase, the payload shows as dirty in ``health()``, and the error
+    is raised after the journal commit.
+    """
+    run.set_phase("finalizing")
+    failure: BaseException | None = None
+    try:
+        update_work_tree()
+    except (DshError, OSError) as exc:
+        failure = exc
+        entry["error_code"] = exc.code if isinstance(exc, DshError) else "finalize-failed"
+        entry["phase"] = "finalizing"
+    else:
+        run.set_phase("complete")
+    entry["duration_ms"] = clock.duration_ms()
+    journal_commit = journal.journal_run(tx, entry)
+    if failure is not None:
+        raise failure
+    return journal_commit
+
+
 def _apply(
     tx: GitTransactions,
     run: OperationRun,
@@ -132,6 +165,7 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
             recovery, dirty = tx.recovery_point(
                 head, "DPSK memory recovery checkpoint", also=untracked
             )
+            _unchanged_since(root, live)
             run.set_phase("validating")
             recovery_files = tx.tree_files(recovery)
             cleared = [
@@ -142,15 +176,6 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
             changes[SUMMARY_FILE] = Blob(FILE_MODE, _empty_blob(tx))
             commit = _apply(tx, run, head=head, recovery=recovery, dirty=dirty,
                             changes=changes, message="DPSK memory cleared")  # fmt: skip
-            run.set_phase("finalizing")
-            # Every live payload file goes, tracked or not; summary.md becomes a new empty
-            # file (a rename over the old entry: a hard link elsewhere keeps its content).
-            for path in sorted(set(live) | set(changes)):
-                if path != SUMMARY_FILE:
-                    fsops.remove_file(root, path)
-            fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
-            for name in RECORD_DIRS:
-                fsops.prune_empty_directories(root, name)
         except (CheckpointFailedError, CommitFailedError) as exc:
             _journal_failure(tx, run, clock, exc)
             raise
@@ -159,12 +184,32 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
         entry = journal.make_record(
             run_id=run_id, operation="clear", status="applied", started_at=clock.started_at,
             changed_paths=sorted(changes), recovery_commit=recovery, apply_commit=commit,
-            duration_ms=clock.duration_ms(),
         )  # fmt: skip
-        run.set_phase("complete")
-        journal.journal_run(tx, entry)
+
+        def remove_payload() -> None:
+            # Every live payload file goes, tracked or not; summary.md becomes a new empty
+            # file (a rename over the old entry: a hard link elsewhere keeps its content).
+            for path in sorted(set(live) | set(changes)):
+                if path != SUMMARY_FILE:
+                    fsops.remove_file(root, path)
+            fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
+            for name in RECORD_DIRS:
+                fsops.prune_empty_directories(root, name)
+
+        _finalize(tx, run, clock, entry, remove_payload)
     return {"alreadyEmpty": False, "clearedFileCount": len(cleared),
             "recoveryCommit": recovery, "clearCommit": commit}  # fmt: skip
+
+
+def _unchanged_since(root: Path, live: list[str]) -> None:
+    """The payload's file list must be what the recovery point was taken from.
+
+    A folder renamed away or swapped for a symlink while the checkpoint was read would
+    otherwise be recorded as deleted files; the lock keeps cooperating writers out, so any
+    change here is a race to refuse (``unsafe-layout``), not a state to commit.
+    """
+    if live_payload_files(root) != live:
+        raise UnsafeLayoutError("the payload changed while its recovery point was taken")
 
 
 def _empty_blob(tx: GitTransactions) -> str:
@@ -208,7 +253,9 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
             result["journalCommit"] = journal.journal_run(tx, entry)
             return result
         try:
+            live = live_payload_files(root)
             recovery, dirty = tx.recovery_point(head, f"DPSK memory recovery checkpoint: {run_id}")
+            _unchanged_since(root, live)
             run.set_phase("validating")
             contents = [(r.front_matter + r.text).encode("utf-8") for r in legacy]
             oids = tx.write_blobs(contents)
@@ -217,11 +264,6 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
             }
             commit = _apply(tx, run, head=head, recovery=recovery, dirty=dirty, changes=changes,
                             message=f"DPSK memory sync applied: {run_id}")  # fmt: skip
-            run.set_phase("finalizing")
-            for record, data in zip(legacy, contents, strict=True):
-                mode = fsops.file_mode(root, record.path) or 0o644
-                fsops.replace_file(root, record.path, data, mode=mode, durable=False)
-            fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
         except (CheckpointFailedError, CommitFailedError) as exc:
             _journal_failure(tx, run, clock, exc)
             raise
@@ -232,11 +274,20 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         entry = journal.make_record(
             run_id=run_id, operation="migrate", status="applied", started_at=clock.started_at,
             changed_paths=paths, recovery_commit=recovery, apply_commit=commit,
-            duration_ms=clock.duration_ms(),
         )  # fmt: skip
-        run.set_phase("complete")
+
+        def write_records() -> None:
+            for record, data in zip(legacy, contents, strict=True):
+                mode = fsops.file_mode(root, record.path) or 0o644
+                fsops.replace_file(root, record.path, data, mode=mode, durable=False)
+            fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
+
+        try:
+            journal_commit = _finalize(tx, run, clock, entry, write_records)
+        except OSError as exc:
+            raise MigrationFailedError.from_os_error(exc, f"migration failed: {exc}") from exc
         result.update(status="applied", migratedCount=len(legacy), recoveryCommit=recovery,
-                      applyCommit=commit, journalCommit=journal.journal_run(tx, entry))  # fmt: skip
+                      applyCommit=commit, journalCommit=journal_commit)  # fmt: skip
     return result
 
 
