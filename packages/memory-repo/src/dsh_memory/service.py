@@ -99,6 +99,10 @@ class MemoryService:
             return self._failure(_FALLBACK_CODES[method], exc.message)
         except OSError as exc:
             return self._failure(_FALLBACK_CODES[method], str(exc))
+        except (ValueError, UnicodeError, RuntimeError) as exc:
+            # The envelope contract: a method answers, it does not raise. Anything we did not
+            # foresee becomes the method's catch-all code, with the detail for people.
+            return self._failure(_FALLBACK_CODES[method], f"unexpected {type(exc).__name__}: {exc}")
 
     def _failure(self, code: str, message: str) -> Envelope:
         self.last_error_message = message
