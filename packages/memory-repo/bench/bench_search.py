@@ -95,11 +95,28 @@ def bench_size(count: int) -> list[str]:
         no_query_index = timed(lambda: context(root, None, 10, "all"))
         no_query_scan = timed(lambda: context(root, None, 10, "all", use_index=False), runs=3)
         rows.append(_row(count, "context (no query)", no_query_index, no_query_scan))
+        rows.append(_refresh_row(root, count))
         rows.append(
             f"| {count:,} | index build (first search) | {build_ms:.1f} | - | - | - |"
             f" {index_bytes / 1024 / 1024:.1f} MiB |"
         )
     return rows
+
+
+def _refresh_row(root: Path, count: int) -> str:
+    """A search right after one record was edited: the incremental index update."""
+    target = sorted((root / "handbook").rglob("*.md"))[0]
+    original = target.read_text(encoding="utf-8")
+    samples = []
+    for run in range(RUNS):
+        target.write_text(original + f"edited {run}\n", encoding="utf-8")
+        start = time.perf_counter()
+        value = search(root, "edited", 20, "all")
+        samples.append((time.perf_counter() - start) * 1000)
+        assert value["retrieval"]["indexState"] == "rebuilt", value["retrieval"]
+    median = statistics.median(samples)
+    name = "search after editing 1 record"
+    return f"| {count:,} | {name} | {median:.1f} | {p95(samples):.1f} | - | - | - |"
 
 
 def _row(count: int, name: str, index_samples: list[float], scan_samples: list[float]) -> str:
