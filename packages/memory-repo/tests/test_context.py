@@ -119,3 +119,16 @@ def test_invalid_usage_sidecar_fails_and_is_untouched(root: Path) -> None:
     with pytest.raises(UsageInvalidError):
         context(root)
     assert (root / ".sync/usage.json").read_text() == "{}"
+
+
+def test_busy_usage_lock_fails_the_read_with_usage_busy(root: Path) -> None:
+    import os
+
+    from dsh_memory.errors import UsageBusyError
+
+    lock = root / ".sync/usage.lock"
+    lock.mkdir()
+    (lock / "owner.json").write_text(json.dumps({"pid": os.getpid(), "started_at": "x"}))
+    with pytest.raises(UsageBusyError):
+        context(root, "alpha")
+    assert not (root / ".sync/usage.json").exists()

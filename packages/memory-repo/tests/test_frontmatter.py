@@ -288,3 +288,17 @@ def test_expired_record_never_wins() -> None:
 def test_all_expired_means_no_winner() -> None:
     records = [_record("a", "active", "2026-08-01", expires="2026-01-01")]
     assert frontmatter.resolve_topic_conflict(records, NOON) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(block=st.text(max_size=200))
+def test_parser_only_ever_fails_with_a_metadata_error(block: str) -> None:
+    try:
+        frontmatter.parse(f"---\nschema_version: 1\nid: a\n{block}\n---\nbody")
+    except InvalidMetadataError as exc:
+        assert exc.code in {
+            "invalid-metadata",
+            "invalid-schema-version",
+            "invalid-id",
+            "flow-style-metadata",
+        }

@@ -199,3 +199,24 @@ def test_invalid_request_writes_nothing(root: Path) -> None:
     with pytest.raises(SearchInvalidRequestError):
         search(root, "alpha", "99")
     assert list((root / ".sync").iterdir()) == []
+
+
+def test_symlinked_record_is_never_followed(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\nschema_version: 1\nid: secret\n---\nalpha secret\n")
+    (root / "handbook").mkdir()
+    (root / "handbook/link.md").symlink_to(outside)
+    assert search(root, "secret", use_index=False)["count"] == 0
+    assert search(root, "secret")["count"] == 0
+
+
+def test_search_writes_nothing_but_its_index(root: Path) -> None:
+    record(root, "handbook/a.md", "alpha\n", record_id="a")
+    search(root, "alpha")
+    assert sorted(path.name for path in (root / ".sync").iterdir()) == ["search-index.sqlite"]
+
+
+def test_oversized_record_is_skipped(root: Path) -> None:
+    record(root, "handbook/big.md", "alpha " * 200_000, record_id="big")
+    record(root, "handbook/a.md", "alpha\n", record_id="a")
+    assert paths(search(root, "alpha")) == ["handbook/a.md"]
