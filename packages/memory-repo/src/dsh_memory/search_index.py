@@ -80,14 +80,13 @@ def index_path(root: Path) -> Path:
     return root / ".sync" / INDEX_NAME
 
 
-_GRAM_TAGS = {1: "u", 2: "b", 3: "t"}
-
-
 _ENCODED: dict[str, str] = {}
+_GRAM_TAGS = ("", "u", "b", "t")
 
 
 def _encode(gram: str) -> str:
-    # ASCII letters and digits only, so the "ascii" tokenizer keeps each gram one token.
+    """``u``/``b``/``t`` + the hex code points joined by ``x``: ASCII letters and digits
+    only, so the ``ascii`` tokenizer keeps each gram one token (and the mapping is 1:1)."""
     token = _ENCODED.get(gram)
     if token is None:
         token = _GRAM_TAGS[len(gram)] + "x".join(f"{ord(char):x}" for char in gram)
@@ -97,13 +96,17 @@ def _encode(gram: str) -> str:
 
 
 def document_grams(searchable_lower: str) -> str:
-    """The record's distinct 1-, 2- and 3-character grams of letters/numbers, encoded."""
+    """The record's distinct 1-, 2- and 3-character grams of letters/numbers, encoded.
+
+    The order of the tokens does not matter to FTS5 with ``detail=none`` (only which tokens
+    a row has), which is also all a contentless ``delete`` needs to be given back.
+    """
     grams: set[str] = set()
-    for run in _RUN_SPLIT.split(searchable_lower):
+    for run in set(_RUN_SPLIT.split(searchable_lower)):
         grams.update(run)
         grams.update([run[start : start + 2] for start in range(len(run) - 1)])
         grams.update([run[start : start + 3] for start in range(len(run) - 2)])
-    return " ".join(sorted(map(_encode, grams)))
+    return " ".join(map(_encode, grams))
 
 
 def term_grams(term: str) -> list[str]:
