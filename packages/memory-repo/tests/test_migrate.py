@@ -184,3 +184,18 @@ def test_migrate_while_lock_held_is_operation_in_progress(
 def test_migrate_on_unsafe_layout_is_refused(memory_root: Path, tmp_path: Path) -> None:
     (memory_root / "rollouts" / "x.md").symlink_to(tmp_path / "elsewhere.md")
     assert MemoryService().migrate_legacy(True)["error"] == {"code": "unsafe-layout"}
+
+
+def test_documented_manual_recovery_after_interrupted_run(
+    memory_root: Path, write_file: Write
+) -> None:
+    write_file(memory_root, "handbook/old.md", "body\n")
+    _kill_mid_run(memory_root)
+    assert MemoryService().migrate_legacy(False)["error"] == {"code": "interrupted-run"}
+    # README "Safety rules": inspect health, then remove the dead run's two files.
+    (memory_root / ".sync" / "active-run.json").unlink()
+    (memory_root / ".sync" / "operation.lock").unlink()
+    assert MemoryService().migrate_legacy(False)["value"]["status"] == "applied"
+    health = MemoryService().health()["value"]
+    assert health["needsManualRecovery"] is False
+    assert health["interruptedRun"] is None
