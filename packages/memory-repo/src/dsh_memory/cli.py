@@ -1,0 +1,211 @@
+"""``dsh-memory``: one subcommand per ``memory`` method; parse, call, print.
+
+A successful envelope goes to stdout (exit 0), a failed one to stderr (exit 1). Option
+values are taken as strings and handed to the method (``"21"`` becomes 21, ``"true"``
+becomes True; anything else is passed through as given), so malformed or out-of-range
+values come back as the method's own ``*-invalid-request`` code, never as a parser error.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from dsh_common.cli import emit_json, run_app
+
+app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="The DPSK memory repository: status, health, clear, migration, runs, rollback, "
+    "search and context. Prints the memory API's JSON envelope.",
+)
+
+RootOption = Annotated[
+    str | None,
+    typer.Option("--root", help="Memory root (default $DSH_MEMORY_ROOT, $DSH_HOME/storages/memory,"
+                 " ~/.dsh/storages/memory)."),
+]  # fmt: skip
+
+_INTEGER = re.compile(r"^-?[0-9]+$")
+
+
+def render_error(code: str, message: str) -> dict[str, Any]:
+    """The spec's failed envelope, with a message for people."""
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
+def _integer_or_raw(value: str | None) -> object:
+    if value is None:
+        return None
+    return int(value) if _INTEGER.fullmatch(value.strip()) else value
+
+
+def _boolean_or_raw(value: str | None) -> object:
+    if value is None:
+        return None
+    return {"true": True, "false": False}.get(value.strip().lower(), value)
+
+
+def _service(ctx: typer.Context) -> Any:
+    from dsh_memory.service import MemoryService
+
+    root = ctx.obj.get("root") if isinstance(ctx.obj, dict) else None
+    return MemoryService(root)
+
+
+def _emit(service: Any, envelope: dict[str, Any]) -> None:
+    if envelope.get("ok"):
+        emit_json(envelope)
+        return
+    error = dict(envelope["error"])
+    if service.last_error_message:
+        error["message"] = service.last_error_message
+    emit_json({"ok": False, "error": error}, stream=sys.stderr)
+    raise typer.Exit(1)
+
+
+@app.callback()
+def main_options(ctx: typer.Context, root: RootOption = None) -> None:
+    """Options shared by every command."""
+    ctx.obj = {"root": root}
+
+
+@app.command("init")
+def init_command(ctx: typer.Context) -> None:
+    """Create the memory repository (idempotent: a rerun leaves HEAD unchanged)."""
+    service = _service(ctx)
+    _emit(service, service.init())
+
+
+@app.command("get-settings")
+def get_settings_command(ctx: typer.Context) -> None:
+    """Print memory.enabled from the host settings file."""
+    service = _service(ctx)
+    _emit(service, service.get_settings())
+
+
+@app.command("set-enabled")
+def set_enabled_command(
+    ctx: typer.Context,
+    enabled: Annotated[str | None, typer.Option("--enabled", help="true or false.")] = None,
+) -> None:
+    """Persist memory.enabled in the host settings file."""
+    service = _service(ctx)
+    _emit(service, service.set_enabled(_boolean_or_raw(enabled)))
+
+
+@app.command("status")
+def status_command(ctx: typer.Context) -> None:
+    """Metadata-only repository status (counts, dirtiness, last run, pending preview)."""
+    service = _service(ctx)
+    _emit(service, service.status())
+
+
+@app.command("health")
+def health_command(ctx: typer.Context) -> None:
+    """Lock, active run, journal and recovery health of the repository."""
+    service = _service(ctx)
+    _emit(service, service.health())
+
+
+@app.command("clear")
+def clear_command(
+    ctx: typer.Context,
+    confirmation: Annotated[
+        str | None, typer.Option("--confirmation", help="Must be exactly DELETE_MEMORY.")
+    ] = None,
+) -> None:
+    """Clear the payload in one commit, after a recovery point."""
+    service = _service(ctx)
+    _emit(service, service.clear(confirmation))
+
+
+@app.command("legacy-records")
+def legacy_records_command(ctx: typer.Context) -> None:
+    """List records without front matter (metadata only)."""
+    service = _service(ctx)
+    _emit(service, service.legacy_records())
+
+
+@app.command("migrate-legacy")
+def migrate_legacy_command(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        str | None, typer.Option("--dry-run", help="true to plan only, false to apply.")
+    ] = None,
+) -> None:
+    """Give legacy records deterministic front matter (dry run or apply)."""
+    service = _service(ctx)
+    _emit(service, service.migrate_legacy(_boolean_or_raw(dry_run)))
+
+
+@app.command("runs")
+def runs_command(
+    ctx: typer.Context,
+    limit: Annotated[str | None, typer.Option("--limit", help="How many (default 20).")] = None,
+    operation: Annotated[str | None, typer.Option("--operation", help="Exact match.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help="Exact match.")] = None,
+) -> None:
+    """Journaled runs, newest first."""
+    service = _service(ctx)
+    _emit(service, service.runs(_integer_or_raw(limit), operation, status))
+
+
+@app.command("rollback")
+def rollback_command(
+    ctx: typer.Context,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="The run to undo.")] = None,
+    confirmation: Annotated[
+        str | None, typer.Option("--confirmation", help="Must be exactly ROLLBACK_MEMORY.")
+    ] = None,
+) -> None:
+    """Undo a whole applied run with a new rollback commit."""
+    service = _service(ctx)
+    _emit(service, service.rollback(run_id, confirmation))
+
+
+@app.command("search")
+def search_command(
+    ctx: typer.Context,
+    query: Annotated[str | None, typer.Option("--query", help="Words to find.")] = None,
+    limit: Annotated[str | None, typer.Option("--limit", help="Default 20.")] = None,
+    scope: Annotated[
+        str | None, typer.Option("--scope", help="active (default), archive or all.")
+    ] = None,
+) -> None:
+    """Full-text search over the records, with citations."""
+    service = _service(ctx)
+    _emit(service, service.search(query, _integer_or_raw(limit), scope))
+
+
+@app.command("context")
+def context_command(
+    ctx: typer.Context,
+    query: Annotated[str | None, typer.Option("--query", help="Optional words.")] = None,
+    limit: Annotated[str | None, typer.Option("--limit", help="1-20, default 10.")] = None,
+    scope: Annotated[
+        str | None, typer.Option("--scope", help="active (default), archive or all.")
+    ] = None,
+) -> None:
+    """Bounded records for an agent's context; records usage."""
+    service = _service(ctx)
+    _emit(service, service.context(query, _integer_or_raw(limit), scope))
+
+
+@app.command("prompt-section")
+def prompt_section_command(ctx: typer.Context) -> None:
+    """Print the memory system-prompt section (nothing when memory is disabled)."""
+    service = _service(ctx)
+    sys.stdout.write(service.prompt_section())
+    sys.stdout.flush()
+
+
+def main() -> None:
+    sys.exit(run_app(app, prog_name="dsh-memory", render_error=render_error))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""Every foreseeable dsh-memory failure, one class per stable spec code.
+
+The ``memory`` API never lets these escape: :class:`dsh_memory.service.MemoryService` turns
+each into the spec's ``{"ok": false, "error": {"code": ...}}`` envelope. Library callers
+that use the lower-level modules (``root``, ``transactions``, ``journal`` ...) catch them
+directly. Codes are the spec's (docs/spec memory-repo.md) and, where it is silent, the
+earlier tool's (memory-repo-facts.md); ``runs-invalid-request`` and ``init-failed`` are our
+own additions for inputs and operations the spec gives no code to.
+"""
+
+from __future__ import annotations
+
+import errno as _errno
+
+from dsh_common.errors import DshError
+
+
+class MemoryRepoError(DshError):
+    """Root of every dsh-memory failure."""
+
+    code = "memory-repo-error"
+
+
+# -- settings ------------------------------------------------------------------------------
+
+
+class SettingsUnavailableError(MemoryRepoError, OSError):
+    """The host settings file cannot be read or parsed."""
+
+    code = "settings-unavailable"
+
+
+class SettingsInvalidRequestError(MemoryRepoError, ValueError):
+    """``setEnabled`` got something other than a boolean."""
+
+    code = "settings-invalid-request"
+
+
+class SettingsWriteFailedError(MemoryRepoError, OSError):
+    """The host settings file could not be written."""
+
+    code = "settings-write-failed"
+
+
+# -- repository and layout -----------------------------------------------------------------
+
+
+class RepoUnavailableError(MemoryRepoError, OSError):
+    """The configured memory root is not an accessible Git repository."""
+
+    code = "repo-unavailable"
+
+
+class UnsafeLayoutError(MemoryRepoError, ValueError):
+    """The root or a payload/operational path is a symlink, or the root is not the top level."""
+
+    code = "unsafe-layout"
+
+
+class InitFailedError(MemoryRepoError, OSError):
+    """``init`` could not create or commit the repository (our own code)."""
+
+    code = "init-failed"
+
+
+# -- transactions and the operation lock ---------------------------------------------------
+
+
+class CheckpointFailedError(MemoryRepoError, RuntimeError):
+    """The recovery checkpoint commit could not be built."""
+
+    code = "checkpoint-failed"
+
+
+class CommitFailedError(MemoryRepoError, RuntimeError):
+    """The live index/HEAD update could not be completed safely (HEAD moved, git failed)."""
+
+    code = "commit-failed"
+
+
+class OperationInProgressError(MemoryRepoError, OSError):
+    """Another writer holds ``.sync/operation.lock``."""
+
+    code = "operation-in-progress"
+
+
+class InterruptedRunError(MemoryRepoError, RuntimeError):
+    """An earlier process died mid-run; the repository needs an explicit recovery."""
+
+    code = "interrupted-run"
+
+
+# -- clear ---------------------------------------------------------------------------------
+
+
+class ClearFailedError(MemoryRepoError, RuntimeError):
+    """Wrong confirmation, or clear staging failed safely."""
+
+    code = "clear-failed"
+
+
+# -- legacy migration ----------------------------------------------------------------------
+
+
+class MigrationInvalidRequestError(MemoryRepoError, ValueError):
+    """``dryRun`` missing or not a boolean."""
+
+    code = "migration-invalid-request"
+
+
+class MigrationFailedError(MemoryRepoError, OSError):
+    """A filesystem error during migration: the code is ``migration-<errno name>``.
+
+    The earlier tool reports ``migration-<errno>`` (``migration-eacces``, ...); without an
+    errno the code is ``migration-failed``.
+    """
+
+    code = "migration-failed"
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, message: str) -> MigrationFailedError:
+        name = _errno.errorcode.get(exc.errno or 0)
+        code = f"migration-{name.lower()}" if name else cls.code
+        return cls(message, code=code)
+
+
+# -- runs and rollback ---------------------------------------------------------------------
+
+
+class RunsInvalidRequestError(MemoryRepoError, ValueError):
+    """``runs`` got a malformed limit or filter (our own code: the spec names none)."""
+
+    code = "runs-invalid-request"
+
+
+class RollbackInvalidConfirmationError(MemoryRepoError, ValueError):
+    """The confirmation is not exactly ``ROLLBACK_MEMORY``."""
+
+    code = "rollback-invalid-confirmation"
+
+
+class RollbackRunNotFoundError(MemoryRepoError, LookupError):
+    """No journaled run has that id."""
+
+    code = "rollback-run-not-found"
+
+
+class RollbackNotApplicableError(MemoryRepoError, ValueError):
+    """The run is not ``applied``, lacks commits, or changed nothing."""
+
+    code = "rollback-not-applicable"
+
+
+class RollbackConflictError(MemoryRepoError, RuntimeError):
+    """Newer payload writes happened after the run's apply commit."""
+
+    code = "rollback-conflict"
+
+
+class RollbackFailedError(MemoryRepoError, RuntimeError):
+    """The rollback commit could not be completed safely."""
+
+    code = "rollback-failed"
+
+
+# -- search and context --------------------------------------------------------------------
+
+
+class SearchInvalidRequestError(MemoryRepoError, ValueError):
+    """Missing/blank query, no tokens, or a bad limit/scope."""
+
+    code = "search-invalid-request"
+
+
+class SearchFailedError(MemoryRepoError, RuntimeError):
+    """Search could not read the payload."""
+
+    code = "search-failed"
+
+
+class ContextInvalidRequestError(MemoryRepoError, ValueError):
+    """Blank query, or a limit outside 1-20, or a bad scope."""
+
+    code = "context-invalid-request"
+
+
+class UsageInvalidError(MemoryRepoError, ValueError):
+    """``.sync/usage.json`` is malformed, too large or not owner-only data."""
+
+    code = "usage-invalid"
+
+
+class UsageBusyError(MemoryRepoError, OSError):
+    """The usage sidecar lock is held by a live process."""
+
+    code = "usage-busy"
+
+
+class ContextFailedError(MemoryRepoError, RuntimeError):
+    """Context could not read the payload or record usage."""
+
+    code = "context-failed"
+
+
+# -- partner section: front matter, search index, usage (append leaves below) -------------
+
+
+# Front matter (schema v0.4). Codes from memory-repo-facts.md §2.4 and the 0.8.3 changelog;
+# appended by the search/front-matter owner.
+
+
+class InvalidMetadataError(MemoryRepoError, ValueError):
+    """Front matter is malformed: a field has the wrong type or value, a line is unparsable,
+    or a block scalar is used. The more specific failures below are subclasses."""
+
+    code = "invalid-metadata"
+
+
+class InvalidSchemaVersionError(InvalidMetadataError):
+    """``schema_version`` is missing or not ``1``."""
+
+    code = "invalid-schema-version"
+
+
+class InvalidIdError(InvalidMetadataError):
+    """``id`` is missing or does not match ``[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)?``."""
+
+    code = "invalid-id"
+
+
+class FlowStyleMetadataError(InvalidMetadataError):
+    """A list is written flow-style (``tags: [a, b]``) instead of as a block list."""
+
+    code = "flow-style-metadata"

@@ -1,0 +1,127 @@
+"""``dsh-memory init``: create the memory repository, or leave a complete one untouched.
+
+The first commit holds the scaffold only (README.md, an empty summary.md, ``.last-sync`` and
+``.sync/.gitignore``) with the earlier tool's exact message "Initialize DPSK memory
+repository". It is made with the same plumbing as every other write (alternate index,
+``commit-tree``, ``update-ref HEAD <new> <zero>``), so it cannot clobber a HEAD that
+appeared meanwhile. Re-running init creates whatever scaffold is missing on disk but never
+commits again once HEAD exists: HEAD is unchanged on a rerun.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from dsh_common.errors import DshError, GitError
+from dsh_common.git import GitRunner
+from dsh_memory.errors import InitFailedError, UnsafeLayoutError
+from dsh_memory.root import (
+    LAST_SYNC_FILE,
+    README_FILE,
+    RECORD_DIRS,
+    SUMMARY_FILE,
+    SYNC_DIR,
+    SYNC_GITIGNORE_LINES,
+    check_root_directory,
+    inspect_layout,
+)
+from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
+
+INITIAL_COMMIT_MESSAGE = "Initialize DPSK memory repository"
+
+README_TEXT = """# DPSK memory
+
+This Git repository is the local memory of your coding agents, managed by `dsh-memory`.
+
+- `summary.md` - a short navigation summary that is shown to the agent (untrusted context).
+- `handbook/` - durable records: preferences, facts, decisions, procedures, constraints.
+- `rollouts/` - per-session notes that handbook records cite as provenance.
+- `archive/` - records kept for reference but excluded from default search.
+- `.sync/` - the run journal (`runs/`, `last-run.json`) and private, Git-ignored state
+  (operation lock, active run, previews, usage sidecar, search index).
+
+Every change is a Git commit made by `dsh-memory` with a recovery point before it, so any
+run can be inspected (`dsh-memory runs`) and rolled back (`dsh-memory rollback`). Do not
+rewrite this repository's history.
+"""
+
+
+def _scaffold_files() -> dict[str, tuple[bytes, int]]:
+    gitignore = "".join(line + "\n" for line in SYNC_GITIGNORE_LINES)
+    return {
+        README_FILE: (README_TEXT.encode("utf-8"), 0o644),
+        SUMMARY_FILE: (b"", 0o600),
+        LAST_SYNC_FILE: (b"", 0o600),
+        f"{SYNC_DIR}/.gitignore": (gitignore.encode("utf-8"), 0o600),
+    }
+
+
+def _create_if_absent(path: Path, data: bytes, mode: int) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(path, mode)
+    return True
+
+
+def _make_private_dir(path: Path) -> None:
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UnsafeLayoutError(f"{path} is a symbolic link or not a directory")
+
+
+def initialize_repository(root: Path) -> dict[str, Any]:
+    """Create (or complete) the memory repository at ``root``.
+
+    Returns ``{"root", "created", "headCommit"}``: ``created`` is true when this call made
+    the first commit.
+    """
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            root.mkdir(mode=0o700)
+    except OSError as exc:
+        raise InitFailedError(f"memory root {root} cannot be created: {exc}") from exc
+    check_root_directory(root)
+    git = GitRunner(root)
+    try:
+        if not (root / ".git").exists():
+            git.run(["init", "-q", "--initial-branch=main"])
+    except GitError as exc:
+        raise InitFailedError(f"git init failed in {root}: {exc}") from exc
+    layout = inspect_layout(root, git=git)
+    try:
+        os.chmod(root, 0o700)
+        for name in (*RECORD_DIRS, SYNC_DIR):
+            _make_private_dir(root / name)
+        for relative, (data, mode) in _scaffold_files().items():
+            _create_if_absent(root / relative, data, mode)
+    except OSError as exc:
+        raise InitFailedError(f"memory scaffold cannot be written: {exc}") from exc
+    tx = GitTransactions(layout)
+    head = tx.head()
+    if head is not None:
+        return {"root": str(root), "created": False, "headCommit": head}
+    try:
+        files = _scaffold_files()
+        paths = sorted(files)
+        # The committed content is what is on disk now (a pre-existing file is kept).
+        contents = [(root / path).read_bytes() for path in paths]
+        oids = tx.write_blobs(contents)
+        tree = tx.build_tree(
+            None, {p: Blob(FILE_MODE, o) for p, o in zip(paths, oids, strict=True)}
+        )
+        commit = tx.commit_tree(tree, [], INITIAL_COMMIT_MESSAGE)
+    except (DshError, OSError) as exc:
+        raise InitFailedError(f"the first commit could not be made: {exc}") from exc
+    tx.advance_head(commit, None, paths)
+    return {"root": str(root), "created": True, "headCommit": commit}

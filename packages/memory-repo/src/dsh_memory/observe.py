@@ -1,0 +1,155 @@
+"""Read-only answers: status, health, runs and legacyRecords.
+
+All of them are metadata only - counts, paths, ids, commit ids, run records - never a
+memory document, diff, transcript or credential.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dsh_common.errors import DshError
+from dsh_common.git import GitRunner
+from dsh_memory import journal
+from dsh_memory.errors import MigrationFailedError, RunsInvalidRequestError
+from dsh_memory.frontmatter import SCHEMA_VERSION
+from dsh_memory.oplock import read_active_run, read_operation_lock
+from dsh_memory.payload import metadata_summary, scan_payload
+from dsh_memory.previews import pending_previews
+from dsh_memory.root import Layout, inspect_layout
+from dsh_memory.transactions import GitTransactions
+
+MAX_RUNS_LIMIT = 1000
+
+
+def _last_run_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    changed = record.get("changed_path_count")
+    if not isinstance(changed, int):
+        paths = record.get("changed_paths")
+        changed = len(paths) if isinstance(paths, list) else 0
+    return {
+        "runId": record.get("run_id"),
+        "status": record.get("status"),
+        "changedFileCount": changed,
+        "applyCommit": record.get("apply_commit"),
+    }
+
+
+def status(layout: Layout) -> dict[str, Any]:
+    """``memory.status()`` with the v0.2, v0.3 and v0.8.3 metadata fields."""
+    tx = GitTransactions(layout)
+    scan = scan_payload(layout.root)
+    dirty = tx.payload_dirty_paths()
+    try:
+        last_run = journal.read_last_run(layout.root)
+    except (OSError, ValueError):
+        last_run = None
+    previews = pending_previews(layout.root)
+    return {
+        "empty": not scan.data_files,
+        "dataFileCount": len(scan.data_files),
+        "targetDirty": bool(dirty),
+        "recoverable": True,
+        "schemaVersion": SCHEMA_VERSION,
+        "legacyFileCount": len(scan.legacy),
+        "pendingMigration": bool(scan.legacy),
+        "lastRun": _last_run_summary(last_run),
+        "pendingPreview": previews[0] if previews else None,
+        **metadata_summary(scan),
+    }
+
+
+def health(root: Path) -> dict[str, Any]:
+    """``memory.health()``: lock, active run, journal readability, recovery need."""
+    git = GitRunner(root)
+    try:
+        git.run(["--version"])
+        git_available = True
+    except DshError:
+        git_available = False
+    layout = inspect_layout(root, git=git)
+    tx = GitTransactions(layout)
+    scan = scan_payload(root)
+    payload_dirty = bool(tx.payload_dirty_paths())
+    active = read_active_run(root)
+    journal_readable = True
+    interrupted: dict[str, Any] | None = None
+    try:
+        last_run = journal.read_last_run(root)
+        for run_id in journal.journaled_run_ids(tx)[:1]:
+            journal.read_run(root, run_id)
+    except (OSError, ValueError):
+        journal_readable = False
+        last_run = None
+    if last_run is not None and last_run.get("status") == "interrupted":
+        interrupted = last_run
+    previews = pending_previews(root)
+    needs_recovery = (
+        payload_dirty
+        or (active is not None and active.get("state") == "interrupted")
+        or interrupted is not None
+        or not journal_readable
+    )
+    return {
+        "memoryRoot": str(root),
+        "rootSafe": True,
+        "gitAvailable": git_available,
+        "dataFileCount": len(scan.data_files),
+        "payloadDirty": payload_dirty,
+        "operationLock": read_operation_lock(root),
+        "activeRun": active,
+        "interruptedRun": interrupted,
+        "pendingPreview": previews[0] if previews else None,
+        "pendingPreviewCount": len(previews),
+        "journalReadable": journal_readable,
+        "needsManualRecovery": needs_recovery,
+    }
+
+
+def _optional_filter(value: object, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise RunsInvalidRequestError(f"{name} must be a non-empty string")
+    return value
+
+
+def list_runs(layout: Layout, limit: object, operation: object, run_status: object) -> Any:
+    """``memory.runs()``: newest first; as in the earlier tool the limit applies first."""
+    if limit is None:
+        limit = 20
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_RUNS_LIMIT:
+        raise RunsInvalidRequestError(f"limit must be an integer from 1 to {MAX_RUNS_LIMIT}")
+    wanted_operation = _optional_filter(operation, "operation")
+    wanted_status = _optional_filter(run_status, "status")
+    tx = GitTransactions(layout)
+    runs: list[dict[str, Any]] = []
+    for run_id in journal.journaled_run_ids(tx)[:limit]:
+        try:
+            record = journal.read_run(layout.root, run_id)
+        except (OSError, ValueError):
+            continue
+        if record is None:
+            continue
+        if wanted_operation is not None and record.get("operation") != wanted_operation:
+            continue
+        if wanted_status is not None and record.get("status") != wanted_status:
+            continue
+        runs.append(record)
+    return {"runs": runs}
+
+
+def legacy_records(layout: Layout) -> dict[str, Any]:
+    """``memory.legacyRecords()``: metadata of records without front matter, by path."""
+    try:
+        legacy = scan_payload(layout.root).legacy
+    except OSError as exc:
+        raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
+    return {
+        "count": len(legacy),
+        "pendingMigration": bool(legacy),
+        "records": [record.describe() for record in legacy],
+    }

@@ -1,0 +1,360 @@
+"""The three payload writers: clear, legacy migration and rollback.
+
+Each one runs under the operation lock with the active-run phases
+staging -> validating -> applying -> finalizing, and commits in the same order:
+
+1. the recovery point - the current HEAD when the payload is clean (no redundant commit),
+   else a checkpoint commit holding the live dirty payload;
+2. the apply commit, whose parent is the recovery point, moved into HEAD with one
+   ``update-ref HEAD <new> <old>`` compare-and-swap;
+3. the work tree, written after the commit is safe, through descriptor-anchored helpers;
+4. the journal commit (``.sync`` only).
+
+The functions raise :mod:`dsh_memory.errors`; the service turns them into envelopes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from dsh_common.errors import DshError, GitError
+from dsh_memory import fsops, journal
+from dsh_memory.errors import (
+    CheckpointFailedError,
+    ClearFailedError,
+    CommitFailedError,
+    MigrationFailedError,
+    MigrationInvalidRequestError,
+    RollbackConflictError,
+    RollbackFailedError,
+    RollbackInvalidConfirmationError,
+    RollbackNotApplicableError,
+    RollbackRunNotFoundError,
+    UnsafeLayoutError,
+)
+from dsh_memory.oplock import OperationRun, operation_lock
+from dsh_memory.payload import scan_payload
+from dsh_memory.root import RECORD_DIRS, SUMMARY_FILE, Layout, live_payload_files
+from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
+
+CLEAR_CONFIRMATION = "DELETE_MEMORY"
+ROLLBACK_CONFIRMATION = "ROLLBACK_MEMORY"
+EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+
+
+def _journal_interrupted(tx: GitTransactions) -> Any:
+    """Callback for the lock: record a dead process's run as ``interrupted`` (once)."""
+
+    def record(active: dict[str, Any]) -> None:
+        run_id = active.get("run_id")
+        if not journal.is_valid_run_id(run_id):
+            return
+        existing = journal.read_run(tx.root, str(run_id))
+        if existing is not None and existing.get("status") == "interrupted":
+            return
+        entry = journal.make_record(
+            run_id=str(run_id),
+            operation=str(active.get("operation") or "unknown"),
+            status="interrupted",
+            started_at=str(active.get("started_at") or journal.utc_iso()),
+            phase=str(active.get("phase") or "staging"),
+            error_code="interrupted-run",
+        )
+        try:
+            journal.journal_run(tx, entry)
+        except (DshError, OSError):
+            pass  # the interruption is still reported through health()
+
+    return record
+
+
+def _journal_failure(
+    tx: GitTransactions, run: OperationRun, clock: journal.RunClock, exc: DshError
+) -> None:
+    """Best effort: a failed run leaves a ``failed`` record when a commit is possible."""
+    entry = journal.make_record(
+        run_id=run.run_id,
+        operation=run.operation,
+        status="failed",
+        started_at=clock.started_at,
+        phase=run.phase,
+        error_code=exc.code,
+        duration_ms=clock.duration_ms(),
+    )
+    try:
+        journal.journal_run(tx, entry)
+    except (DshError, OSError):
+        pass
+
+
+def _finalize(
+    tx: GitTransactions,
+    run: OperationRun,
+    clock: journal.RunClock,
+    entry: dict[str, Any],
+    update_work_tree: Callable[[], None],
+) -> str:
+    """Write the work tree, then journal the run; return the journal commit.
+
+    HEAD already holds the apply commit here, so the run is journaled as ``applied`` even
+    when the work-tree step fails (a swapped symlink, a full disk): the record then carries
+    the error code and the phase, the payload shows as dirty in ``health()``, and the error
+    is raised after the journal commit.
+    """
+    run.set_phase("finalizing")
+    failure: BaseException | None = None
+    try:
+        update_work_tree()
+    except (DshError, OSError) as exc:
+        failure = exc
+        entry["error_code"] = exc.code if isinstance(exc, DshError) else "finalize-failed"
+        entry["phase"] = "finalizing"
+    else:
+        run.set_phase("complete")
+    entry["duration_ms"] = clock.duration_ms()
+    journal_commit = journal.journal_run(tx, entry)
+    if failure is not None:
+        raise failure
+    return journal_commit
+
+
+def _apply(
+    tx: GitTransactions,
+    run: OperationRun,
+    *,
+    head: str,
+    recovery: str,
+    dirty: Iterable[str],
+    changes: dict[str, Blob | None],
+    message: str,
+) -> str:
+    """Build the apply commit on ``recovery`` and move HEAD to it (CAS from ``head``)."""
+    run.set_phase("applying")
+    try:
+        tree = tx.build_tree(recovery, changes)
+        commit = tx.commit_tree(tree, [recovery], message)
+    except (GitError, OSError) as exc:
+        raise CommitFailedError(f"the commit could not be built: {exc}") from exc
+    tx.advance_head(commit, head, set(dirty) | set(changes))
+    return commit
+
+
+# -- clear ---------------------------------------------------------------------------------
+
+
+def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
+    if confirmation != CLEAR_CONFIRMATION:
+        raise ClearFailedError("clear needs the exact confirmation DELETE_MEMORY")
+    tx = GitTransactions(layout)
+    head = tx.require_head()
+    root = layout.root
+    live = live_payload_files(root)
+    head_files = tx.tree_files(head)
+    if _empty(root, live, head_files) and not tx.payload_dirty_paths():
+        return {"alreadyEmpty": True, "clearedFileCount": 0,
+                "recoveryCommit": None, "clearCommit": None}  # fmt: skip
+    run_id = journal.new_run_id(root, "clear")
+    clock = journal.RunClock()
+    with operation_lock(root, "clear", run_id, on_interrupted=_journal_interrupted(tx)) as run:
+        try:
+            # Live files HEAD does not track and status does not report are ignored by a
+            # .gitignore; clear deletes them, so the checkpoint must hold them as well.
+            untracked = set(live) - set(head_files) - set(tx.payload_dirty_paths())
+            recovery, dirty = tx.recovery_point(
+                head, "DPSK memory recovery checkpoint", also=untracked
+            )
+            _unchanged_since(root, live)
+            run.set_phase("validating")
+            recovery_files = tx.tree_files(recovery)
+            cleared = [
+                p for p, blob in recovery_files.items()
+                if p != SUMMARY_FILE or blob.oid != EMPTY_BLOB
+            ]  # fmt: skip
+            changes: dict[str, Blob | None] = {p: None for p in recovery_files if p != SUMMARY_FILE}
+            changes[SUMMARY_FILE] = Blob(FILE_MODE, _empty_blob(tx))
+            commit = _apply(tx, run, head=head, recovery=recovery, dirty=dirty,
+                            changes=changes, message="DPSK memory cleared")  # fmt: skip
+        except (CheckpointFailedError, CommitFailedError) as exc:
+            _journal_failure(tx, run, clock, exc)
+            raise
+        except GitError as exc:
+            raise ClearFailedError(f"clear failed: {exc}") from exc
+        entry = journal.make_record(
+            run_id=run_id, operation="clear", status="applied", started_at=clock.started_at,
+            changed_paths=sorted(changes), recovery_commit=recovery, apply_commit=commit,
+        )  # fmt: skip
+
+        def remove_payload() -> None:
+            # Every live payload file goes, tracked or not; summary.md becomes a new empty
+            # file (a rename over the old entry: a hard link elsewhere keeps its content).
+            for path in sorted(set(live) | set(changes)):
+                if path != SUMMARY_FILE:
+                    fsops.remove_file(root, path)
+            fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
+            for name in RECORD_DIRS:
+                fsops.prune_empty_directories(root, name)
+
+        _finalize(tx, run, clock, entry, remove_payload)
+    return {"alreadyEmpty": False, "clearedFileCount": len(cleared),
+            "recoveryCommit": recovery, "clearCommit": commit}  # fmt: skip
+
+
+def _unchanged_since(root: Path, live: list[str]) -> None:
+    """The payload's file list must be what the recovery point was taken from.
+
+    A folder renamed away or swapped for a symlink while the checkpoint was read would
+    otherwise be recorded as deleted files; the lock keeps cooperating writers out, so any
+    change here is a race to refuse (``unsafe-layout``), not a state to commit.
+    """
+    if live_payload_files(root) != live:
+        raise UnsafeLayoutError("the payload changed while its recovery point was taken")
+
+
+def _empty_blob(tx: GitTransactions) -> str:
+    return tx.write_blobs([b""])[0]
+
+
+def _empty(root: Any, live: list[str], head_files: dict[str, Blob]) -> bool:
+    live_data = [p for p in live if p != SUMMARY_FILE or (root / p).stat().st_size > 0]
+    head_data = [p for p, b in head_files.items() if p != SUMMARY_FILE or b.oid != EMPTY_BLOB]
+    return not live_data and not head_data
+
+
+# -- legacy migration ----------------------------------------------------------------------
+
+
+def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
+    if not isinstance(dry_run, bool):
+        raise MigrationInvalidRequestError("dryRun is required and must be a boolean")
+    root = layout.root
+    try:
+        legacy = scan_payload(root).legacy
+    except OSError as exc:
+        raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
+    paths = [record.path for record in legacy]
+    result: dict[str, Any] = {
+        "dryRun": dry_run, "status": "pending" if legacy else "no_change",
+        "legacyCount": len(legacy), "migratedCount": 0, "changedPaths": paths,
+        "recoveryCommit": None, "applyCommit": None, "journalCommit": None,
+    }  # fmt: skip
+    if dry_run:
+        return result
+    tx = GitTransactions(layout)
+    head = tx.require_head()
+    run_id = journal.new_run_id(root, "migrate")
+    clock = journal.RunClock()
+    with operation_lock(root, "migrate", run_id, on_interrupted=_journal_interrupted(tx)) as run:
+        if not legacy:
+            entry = journal.make_record(run_id=run_id, operation="migrate", status="no_change",
+                                        started_at=clock.started_at,
+                                        duration_ms=clock.duration_ms())  # fmt: skip
+            result["journalCommit"] = journal.journal_run(tx, entry)
+            return result
+        try:
+            live = live_payload_files(root)
+            recovery, dirty = tx.recovery_point(head, f"DPSK memory recovery checkpoint: {run_id}")
+            _unchanged_since(root, live)
+            run.set_phase("validating")
+            contents = [(r.front_matter + r.text).encode("utf-8") for r in legacy]
+            oids = tx.write_blobs(contents)
+            changes: dict[str, Blob | None] = {
+                r.path: Blob(FILE_MODE, oid) for r, oid in zip(legacy, oids, strict=True)
+            }
+            commit = _apply(tx, run, head=head, recovery=recovery, dirty=dirty, changes=changes,
+                            message=f"DPSK memory sync applied: {run_id}")  # fmt: skip
+        except (CheckpointFailedError, CommitFailedError) as exc:
+            _journal_failure(tx, run, clock, exc)
+            raise
+        except GitError as exc:
+            raise CommitFailedError(f"migration commit failed: {exc}") from exc
+        except OSError as exc:
+            raise MigrationFailedError.from_os_error(exc, f"migration failed: {exc}") from exc
+        entry = journal.make_record(
+            run_id=run_id, operation="migrate", status="applied", started_at=clock.started_at,
+            changed_paths=paths, recovery_commit=recovery, apply_commit=commit,
+        )  # fmt: skip
+
+        def write_records() -> None:
+            for record, data in zip(legacy, contents, strict=True):
+                mode = fsops.file_mode(root, record.path) or 0o644
+                fsops.replace_file(root, record.path, data, mode=mode, durable=False)
+            fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
+
+        try:
+            journal_commit = _finalize(tx, run, clock, entry, write_records)
+        except OSError as exc:
+            raise MigrationFailedError.from_os_error(exc, f"migration failed: {exc}") from exc
+        result.update(status="applied", migratedCount=len(legacy), recoveryCommit=recovery,
+                      applyCommit=commit, journalCommit=journal_commit)  # fmt: skip
+    return result
+
+
+# -- rollback ------------------------------------------------------------------------------
+
+
+def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, Any]:
+    if confirmation != ROLLBACK_CONFIRMATION:
+        raise RollbackInvalidConfirmationError("rollback needs the exact confirmation")
+    if not journal.is_valid_run_id(run_id):
+        raise RollbackRunNotFoundError("no journaled run has that id")
+    assert isinstance(run_id, str)  # noqa: S101 - narrowed by is_valid_run_id
+    root = layout.root
+    tx = GitTransactions(layout)
+    try:
+        record = journal.read_run(root, run_id)
+    except (OSError, ValueError) as exc:
+        raise RollbackFailedError(f"run {run_id} cannot be read: {exc}") from exc
+    if record is None:
+        raise RollbackRunNotFoundError(f"no journaled run {run_id}")
+    recovery_commit, apply_commit = record.get("recovery_commit"), record.get("apply_commit")
+    if (
+        record.get("status") != "applied"
+        or not isinstance(recovery_commit, str)
+        or not isinstance(apply_commit, str)
+        or tx.git.rev_parse(f"{recovery_commit}^{{commit}}") is None
+        or tx.git.rev_parse(f"{apply_commit}^{{commit}}") is None
+    ):
+        raise RollbackNotApplicableError(f"run {run_id} is not an applied run with commits")
+    before = tx.tree_files(recovery_commit)
+    after = tx.tree_files(apply_commit)
+    if before == after:
+        raise RollbackNotApplicableError(f"run {run_id} changed no payload")
+    head = tx.require_head()
+    # Payload trees, not commits: journal commits after the run do not count as writes.
+    if tx.tree_files(head) != after or tx.payload_dirty_paths():
+        raise RollbackConflictError(f"memory changed after run {run_id}; cannot roll it back")
+    rollback_id = journal.unique_run_id(root, f"{journal.utc_stamp()}-rollback")
+    clock = journal.RunClock()
+    with operation_lock(root, "rollback", rollback_id,
+                        on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
+        changes: dict[str, Blob | None] = {
+            path: before.get(path) for path in set(before) | set(after)
+            if before.get(path) != after.get(path)
+        }  # fmt: skip
+        try:
+            contents = tx.blob_contents(b.oid for b in changes.values() if b is not None)
+            run.set_phase("validating")
+            commit = _apply(tx, run, head=head, recovery=head, dirty=(), changes=changes,
+                            message=f"DPSK memory rollback: {run_id}")  # fmt: skip
+            run.set_phase("finalizing")
+            tx.materialize(changes, contents)
+            for name in RECORD_DIRS:
+                fsops.prune_empty_directories(root, name)
+        except CommitFailedError as exc:
+            raise RollbackFailedError(f"rollback failed: {exc.message}") from exc
+        except (GitError, OSError) as exc:
+            raise RollbackFailedError(f"rollback failed: {exc}") from exc
+        entry = journal.make_record(
+            run_id=rollback_id, operation="rollback", status="rolled_back",
+            started_at=clock.started_at, changed_paths=sorted(changes), recovery_commit=head,
+            apply_commit=commit, duration_ms=clock.duration_ms(),
+        )  # fmt: skip
+        run.set_phase("complete")
+        journal_commit = journal.journal_run(tx, entry)
+    return {
+        "runId": run_id, "rollbackRunId": rollback_id, "status": "rolled_back",
+        "changedPaths": sorted(changes), "recoveryCommit": head, "rollbackCommit": commit,
+        "journalCommit": journal_commit,
+    }  # fmt: skip

@@ -1,0 +1,156 @@
+"""One writer at a time: ``.sync/operation.lock`` plus the active-run record.
+
+The lock is the earlier tool's exact file: JSON ``{operation, pid, runId, startedAt}``
+created exclusively with mode 0600. While a run holds it, ``.sync/active-run.json`` says
+which phase it is in (written atomically). Both are removed when the run ends, whatever
+the outcome. A process that dies mid-run leaves both behind: the next writer finds a lock
+whose pid is gone plus an active run, journals that run as ``interrupted`` and stops with
+``interrupted-run`` - the operator inspects ``health()`` and recovers explicitly. Only a
+lock with no active run, whose owner is dead *and* older than six hours, is taken over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from dsh_common.errors import LockHeldError
+from dsh_common.jsonio import dumps
+from dsh_common.locks import acquire_lock, break_dead_lock, pid_alive, read_lock_owner
+from dsh_memory import fsops
+from dsh_memory.errors import InterruptedRunError, OperationInProgressError, UnsafeLayoutError
+from dsh_memory.journal import read_json_file, utc_iso
+
+LOCK_FILE = ".sync/operation.lock"
+ACTIVE_RUN_FILE = ".sync/active-run.json"
+#: A dead owner's lock is only stale once it is this old (the earlier tool's DEFAULT_STALE_MS).
+STALE_AFTER_SECONDS = 6 * 60 * 60
+
+
+def read_operation_lock(root: Path) -> dict[str, Any] | None:
+    """The lock's owner data plus ``active`` (its pid still runs); None when unlocked."""
+    owner = read_lock_owner(root / LOCK_FILE)
+    if owner is None:
+        return None
+    pid = owner.get("pid")
+    alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
+    return {
+        "operation": owner.get("operation"),
+        "pid": pid,
+        "runId": owner.get("runId"),
+        "startedAt": owner.get("startedAt"),
+        "active": alive,
+    }
+
+
+def read_active_run(root: Path) -> dict[str, Any] | None:
+    """The active-run record plus ``state`` (running / interrupted by pid liveness)."""
+    try:
+        data = read_json_file(root / ACTIVE_RUN_FILE)
+    except (OSError, ValueError):
+        return {"state": "interrupted", "status": "unreadable"}
+    if not isinstance(data, dict):
+        return None
+    pid = data.get("pid")
+    alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
+    return {**data, "state": "running" if alive else "interrupted"}
+
+
+def _lock_age_seconds(root: Path) -> float:
+    try:
+        return _dt.datetime.now().timestamp() - os.lstat(root / LOCK_FILE).st_mtime
+    except OSError:
+        return 0.0
+
+
+class OperationRun:
+    """A held operation lock; ``set_phase`` keeps the active-run record current."""
+
+    def __init__(self, root: Path, operation: str, run_id: str, started_at: str) -> None:
+        self.root = root
+        self.operation = operation
+        self.run_id = run_id
+        self.started_at = started_at
+        self.phase = "staging"
+
+    def set_phase(self, phase: str) -> None:
+        self.phase = phase
+        record = {
+            "run_id": self.run_id,
+            "operation": self.operation,
+            "status": "running",
+            "phase": phase,
+            "pid": os.getpid(),
+            "started_at": self.started_at,
+        }
+        fsops.replace_file(self.root, ACTIVE_RUN_FILE, dumps(record).encode("utf-8"), mode=0o600)
+
+
+@contextlib.contextmanager
+def operation_lock(
+    root: Path,
+    operation: str,
+    run_id: str,
+    *,
+    on_interrupted: Callable[[dict[str, Any]], None] | None = None,
+) -> Iterator[OperationRun]:
+    """Hold the operation lock for one run; always release it and clear the active run.
+
+    ``on_interrupted`` is called with the dead run's record (to journal it) before
+    InterruptedRunError is raised.
+    """
+    started_at = utc_iso()
+    owner = {"operation": operation, "pid": os.getpid(), "runId": run_id, "startedAt": started_at}
+    try:
+        (root / ".sync").mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise UnsafeLayoutError(f".sync cannot be created: {exc}") from exc
+    try:
+        lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
+    except LockHeldError:
+        active = read_active_run(root)
+        if active is not None and active.get("state") == "interrupted":
+            if on_interrupted is not None:
+                on_interrupted(active)
+            raise InterruptedRunError(
+                f"run {active.get('run_id')} was interrupted (pid {active.get('pid')} is gone);"
+                " inspect health() and recover the repository before another write"
+            ) from None
+        current = read_operation_lock(root)
+        if (
+            active is None
+            and current is not None
+            and not current["active"]
+            and _lock_age_seconds(root) > STALE_AFTER_SECONDS
+        ):
+            # The earlier tool's staleRecovered path: dead owner, old lock, no run left.
+            try:
+                break_dead_lock(root / LOCK_FILE)  # re-checks that the owner is dead
+                lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
+            except LockHeldError:
+                raise OperationInProgressError("another writer took the lock") from None
+        else:
+            holder = current.get("operation") if current else "another process"
+            raise OperationInProgressError(f"{holder} holds the memory operation lock") from None
+    try:
+        active = read_active_run(root)
+        if active is not None and active.get("state") == "interrupted":
+            # The lock was removed by hand but the dead run's record is still there.
+            if on_interrupted is not None:
+                on_interrupted(active)
+            raise InterruptedRunError(
+                f"run {active.get('run_id')} was interrupted; recover before another write"
+            )
+        run = OperationRun(root, operation, run_id, started_at)
+        run.set_phase("staging")
+        try:
+            yield run
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                (root / ACTIVE_RUN_FILE).unlink()
+    finally:
+        lock.release()

@@ -1,0 +1,236 @@
+"""The ``memory`` namespace: one method per spec method, each returning an envelope.
+
+Every method answers ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": {"code":
+...}}`` and never raises for a foreseeable failure. It resolves the memory root itself
+(callers - a browser UI, an agent tool - cannot supply a path; only the host's own
+configuration or the ``--root`` of the command line can), and inspects the layout before
+anything else, so an unsafe repository is refused before any read or write.
+
+Method names are snake_case (``get_settings`` for ``memory.getSettings``);
+:meth:`MemoryService.call` dispatches the spec's camelCase names with a JSON-style
+parameter object, for tool servers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from dsh_common.errors import DshError, GitError, SymlinkRejectedError
+from dsh_memory import errors
+from dsh_memory.root import Layout, inspect_layout, resolve_memory_root
+
+Envelope = dict[str, Any]
+
+#: The code a method reports for an unexpected failure (the spec's catch-all per method).
+_FALLBACK_CODES = {
+    "init": "init-failed",
+    "get_settings": "settings-unavailable",
+    "set_enabled": "settings-write-failed",
+    "status": "repo-unavailable",
+    "health": "repo-unavailable",
+    "clear": "clear-failed",
+    "legacy_records": "migration-failed",
+    "migrate_legacy": "migration-failed",
+    "runs": "repo-unavailable",
+    "rollback": "rollback-failed",
+    "search": "search-failed",
+    "context": "context-failed",
+}
+
+_METHODS = {
+    "getSettings": ("get_settings", ()),
+    "setEnabled": ("set_enabled", ("enabled",)),
+    "status": ("status", ()),
+    "health": ("health", ()),
+    "clear": ("clear", ("confirmation",)),
+    "legacyRecords": ("legacy_records", ()),
+    "migrateLegacy": ("migrate_legacy", ("dryRun",)),
+    "runs": ("runs", ("limit", "operation", "status")),
+    "rollback": ("rollback", ("runId", "confirmation")),
+    "search": ("search", ("query", "limit", "scope")),
+    "context": ("context", ("query", "limit", "scope")),
+}
+
+_MISSING: Any = object()
+
+
+class MemoryService:
+    """The spec's ``memory.*`` methods over one memory root."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        settings_file: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self._root_option = root
+        self._env = env
+        self._settings_file = Path(settings_file) if settings_file is not None else None
+        #: The human message of the last failure (the envelope carries only the code).
+        self.last_error_message: str | None = None
+
+    @property
+    def root(self) -> Path:
+        return resolve_memory_root(self._root_option, env=self._env)
+
+    @property
+    def settings_file(self) -> Path:
+        from dsh_memory.settings import settings_path  # noqa: PLC0415
+
+        return self._settings_file or settings_path(self._env)
+
+    # -- envelope machinery ----------------------------------------------------------------
+
+    def _envelope(self, method: str, action: Callable[[], Any]) -> Envelope:
+        self.last_error_message = None
+        try:
+            return {"ok": True, "value": action()}
+        except errors.MemoryRepoError as exc:
+            return self._failure(exc.code, exc.message)
+        except SymlinkRejectedError as exc:
+            return self._failure("unsafe-layout", exc.message)
+        except GitError as exc:
+            return self._failure(_FALLBACK_CODES[method], exc.message)
+        except DshError as exc:
+            return self._failure(_FALLBACK_CODES[method], exc.message)
+        except OSError as exc:
+            return self._failure(_FALLBACK_CODES[method], str(exc))
+        except (ValueError, UnicodeError, RuntimeError) as exc:
+            # The envelope contract: a method answers, it does not raise. Anything we did not
+            # foresee becomes the method's catch-all code, with the detail for people.
+            return self._failure(_FALLBACK_CODES[method], f"unexpected {type(exc).__name__}: {exc}")
+
+    def _failure(self, code: str, message: str) -> Envelope:
+        self.last_error_message = message
+        return {"ok": False, "error": {"code": code}}
+
+    def _layout(self) -> Layout:
+        return inspect_layout(self.root)
+
+    def call(self, method: str, params: Mapping[str, Any] | None = None) -> Envelope:
+        """Dispatch a spec method name (``"migrateLegacy"``) with its parameter object."""
+        spec = _METHODS.get(method)
+        if spec is None:
+            return self._failure("unknown-method", f"no memory method {method!r}")
+        name, fields = spec
+        given = dict(params or {})
+        kwargs = {_snake(field): given[field] for field in fields if field in given}
+        bound: Callable[..., Envelope] = getattr(self, name)
+        return bound(**kwargs)
+
+    # -- repository ------------------------------------------------------------------------
+
+    def init(self) -> Envelope:
+        """Create the repository (idempotent). Not a spec method: the host's installer."""
+        from dsh_memory.initialize import initialize_repository  # noqa: PLC0415
+
+        return self._envelope("init", lambda: initialize_repository(self.root))
+
+    # -- settings --------------------------------------------------------------------------
+
+    def get_settings(self) -> Envelope:
+        from dsh_memory.settings import read_enabled  # noqa: PLC0415
+
+        return self._envelope("get_settings", lambda: {"enabled": read_enabled(self.settings_file)})
+
+    def set_enabled(self, enabled: object = _MISSING) -> Envelope:
+        from dsh_memory.settings import write_enabled  # noqa: PLC0415
+
+        return self._envelope(
+            "set_enabled", lambda: {"enabled": write_enabled(self.settings_file, enabled)}
+        )
+
+    # -- observability ---------------------------------------------------------------------
+
+    def status(self) -> Envelope:
+        from dsh_memory.observe import status  # noqa: PLC0415
+
+        return self._envelope("status", lambda: status(self._layout()))
+
+    def health(self) -> Envelope:
+        from dsh_memory.observe import health  # noqa: PLC0415
+
+        return self._envelope("health", lambda: health(self.root))
+
+    def runs(self, limit: object = 20, operation: object = None, status: object = None) -> Envelope:
+        from dsh_memory.observe import list_runs  # noqa: PLC0415
+
+        return self._envelope("runs", lambda: list_runs(self._layout(), limit, operation, status))
+
+    def legacy_records(self) -> Envelope:
+        from dsh_memory.observe import legacy_records  # noqa: PLC0415
+
+        return self._envelope("legacy_records", lambda: legacy_records(self._layout()))
+
+    # -- writers ---------------------------------------------------------------------------
+
+    def clear(self, confirmation: object = _MISSING) -> Envelope:
+        from dsh_memory.operations import clear  # noqa: PLC0415
+
+        def action() -> Any:
+            if confirmation != "DELETE_MEMORY":  # refused before the repository is opened
+                raise errors.ClearFailedError("clear needs the exact confirmation DELETE_MEMORY")
+            return clear(self._layout(), confirmation)
+
+        return self._envelope("clear", action)
+
+    def migrate_legacy(self, dry_run: object = _MISSING) -> Envelope:
+        from dsh_memory.operations import migrate_legacy  # noqa: PLC0415
+
+        def action() -> Any:
+            if not isinstance(dry_run, bool):
+                raise errors.MigrationInvalidRequestError("dryRun must be a boolean")
+            return migrate_legacy(self._layout(), dry_run)
+
+        return self._envelope("migrate_legacy", action)
+
+    def rollback(self, run_id: object = _MISSING, confirmation: object = _MISSING) -> Envelope:
+        from dsh_memory.operations import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
+
+        def action() -> Any:
+            if confirmation != ROLLBACK_CONFIRMATION:  # checked first, as the spec orders it
+                raise errors.RollbackInvalidConfirmationError(
+                    "rollback needs the exact confirmation ROLLBACK_MEMORY"
+                )
+            return rollback(self._layout(), run_id, confirmation)
+
+        return self._envelope("rollback", action)
+
+    # -- read paths (search/context live in their own modules) -----------------------------
+
+    def search(self, query: object = None, limit: object = None, scope: object = None) -> Envelope:
+        def action() -> Any:
+            from dsh_memory.search import search  # noqa: PLC0415
+
+            return search(self._layout().root, query, limit, scope)
+
+        return self._envelope("search", action)
+
+    def context(self, query: object = None, limit: object = None, scope: object = None) -> Envelope:
+        def action() -> Any:
+            from dsh_memory.context import context  # noqa: PLC0415
+
+            return context(self._layout().root, query, limit, scope)
+
+        return self._envelope("context", action)
+
+    # -- the system prompt -----------------------------------------------------------------
+
+    def prompt_section(self) -> str:
+        """The memory system-prompt section; empty when memory is disabled."""
+        from dsh_memory.prompt import prompt_section  # noqa: PLC0415
+        from dsh_memory.settings import read_enabled  # noqa: PLC0415
+
+        try:
+            enabled = read_enabled(self.settings_file)
+        except errors.MemoryRepoError:
+            enabled = True  # an unreadable settings file falls back to the default
+        return prompt_section(self.root, enabled=enabled)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)

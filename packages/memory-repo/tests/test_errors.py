@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+from dsh_common.errors import DshError
+from dsh_memory import errors
+
+SPEC = Path(__file__).resolve().parents[4] / "shared" / "spec" / "memory-repo.md"
+
+SPEC_CODES = {
+    "settings-unavailable",
+    "settings-invalid-request",
+    "settings-write-failed",
+    "repo-unavailable",
+    "unsafe-layout",
+    "checkpoint-failed",
+    "clear-failed",
+    "commit-failed",
+    "operation-in-progress",
+    "interrupted-run",
+    "migration-invalid-request",
+    "rollback-invalid-confirmation",
+    "rollback-run-not-found",
+    "rollback-not-applicable",
+    "rollback-conflict",
+    "rollback-failed",
+    "search-invalid-request",
+    "search-failed",
+    "context-invalid-request",
+    "usage-invalid",
+    "context-failed",
+}
+#: Codes from the facts file and our own additions (documented in the README).
+EXTRA_CODES = {
+    "memory-repo-error",
+    "migration-failed",
+    "usage-busy",
+    "runs-invalid-request",
+    "init-failed",
+    "invalid-metadata",
+    "invalid-schema-version",
+    "invalid-id",
+    "flow-style-metadata",
+}
+
+
+def _leaves() -> list[type[errors.MemoryRepoError]]:
+    return [
+        cls
+        for _, cls in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(cls, errors.MemoryRepoError)
+    ]
+
+
+def test_every_error_is_a_dsh_error_with_kebab_code() -> None:
+    for cls in _leaves():
+        assert issubclass(cls, DshError)
+        assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", cls.code), cls
+
+
+def test_codes_are_unique() -> None:
+    codes = [cls.code for cls in _leaves()]
+    assert len(codes) == len(set(codes))
+
+
+def test_every_spec_code_has_a_class() -> None:
+    assert {cls.code for cls in _leaves()} >= SPEC_CODES
+
+
+def test_no_code_outside_spec_and_documented_extras() -> None:
+    assert {cls.code for cls in _leaves()} <= SPEC_CODES | EXTRA_CODES
+
+
+def test_spec_codes_appear_in_spec_text() -> None:
+    if SPEC.exists():  # the shared spec sits beside the repository in this workspace
+        text = SPEC.read_text()
+        assert all(code in text for code in SPEC_CODES)
+
+
+def test_migration_errno_code() -> None:
+    error = errors.MigrationFailedError.from_os_error(PermissionError(13, "denied"), "m")
+    assert error.code == "migration-eacces"

@@ -1,0 +1,222 @@
+"""memory.search: scoring, Chinese tokenisation, exclusions, scopes, request validation."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from dsh_memory.errors import SearchInvalidRequestError
+from dsh_memory.frontmatter import legacy_id
+from dsh_memory.search import query_terms, search
+
+
+def record(
+    root: Path,
+    path: str,
+    body: str,
+    *,
+    record_id: str,
+    record_type: str = "observation",
+    extra: str = "",
+) -> None:
+    target = root / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(
+        f"---\nschema_version: 1\nid: {record_id}\ntype: {record_type}\n"
+        f"updated_at: 2026-08-10\n{extra}---\n{body}",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    memory = tmp_path / "memory"
+    (memory / ".sync").mkdir(parents=True)
+    (memory / "summary.md").write_text("codegen 缓存 navigation\n", encoding="utf-8")
+    return memory
+
+
+def paths(value: dict[str, object]) -> list[str]:
+    results = value["results"]
+    assert isinstance(results, list)
+    return [result["path"] for result in results]
+
+
+def test_spec_example_scores_five_with_snippet_and_citation(root: Path) -> None:
+    record(
+        root,
+        "handbook/project.md",
+        "We chose TypeScript for the codegen pipeline.\n",
+        record_id="project/codegen",
+        record_type="decision",
+        extra="source_rollouts:\n  - rollouts/2026-08-10-session.md\n",
+    )
+    value = search(root, "codegen")
+    assert value["count"] == 1
+    (result,) = value["results"]
+    assert result["score"] == 5
+    assert result["id"] == "project/codegen"
+    assert result["type"] == "decision"
+    assert result["updated_at"] == "2026-08-10"
+    assert result["snippet"] == "We chose TypeScript for the codegen pipeline."
+    assert result["citation"] == "[source: handbook/project.md · id: project/codegen]"
+    assert result["source_rollouts"] == ["rollouts/2026-08-10-session.md"]
+    assert result["content_hash"].startswith("sha256:")
+    assert result["generation"] == 1
+
+
+def test_type_equal_to_a_token_adds_two(root: Path) -> None:
+    record(root, "handbook/a.md", "nothing here\n", record_id="a", record_type="decision")
+    (result,) = search(root, "decision")["results"]
+    assert result["score"] == 3  # +1 searchable, +2 type equals
+
+
+def test_latin_tokens_count_each_occurrence_like_the_earlier_tool(root: Path) -> None:
+    record(root, "handbook/a.md", "cache rules\n", record_id="a")
+    assert search(root, "cache")["results"][0]["score"] == 2
+    assert search(root, "cache CACHE")["results"][0]["score"] == 4
+
+
+def test_results_sort_by_score_then_path(root: Path) -> None:
+    record(root, "rollouts/b.md", "lock\n", record_id="b")
+    record(root, "handbook/z.md", "lock\n", record_id="z")
+    record(root, "handbook/lock.md", "lock\n", record_id="infra/lock")
+    assert paths(search(root, "lock")) == ["handbook/lock.md", "handbook/z.md", "rollouts/b.md"]
+
+
+def test_chinese_phrase_finds_record_with_a_particle_inside(root: Path) -> None:
+    record(root, "handbook/cache.md", "缓存雪崩的预防：随机过期时间。\n", record_id="infra/cache")
+    assert paths(search(root, "缓存雪崩预防")) == ["handbook/cache.md"]
+    assert paths(search(root, "缓存雪崩")) == ["handbook/cache.md"]
+
+
+def test_han_token_expands_into_phrase_segments_and_bigrams() -> None:
+    terms = query_terms("rename 原子替换")
+    assert terms[0] == "rename"
+    assert "原子替换" in terms
+    assert {"原子", "子替", "替换"} <= set(terms)
+
+
+def test_exact_chinese_phrase_outranks_scattered_bigrams(root: Path) -> None:
+    record(root, "handbook/a.md", "目录很大，锁住了。\n", record_id="a")
+    record(root, "handbook/b.md", "使用目录锁回收。\n", record_id="b")
+    assert paths(search(root, "目录锁"))[0] == "handbook/b.md"
+
+
+def test_mixed_query_ranks_record_matching_both_languages_first(root: Path) -> None:
+    record(root, "handbook/a.md", "先写临时文件，再 rename 原子替换。\n", record_id="a")
+    record(root, "handbook/b.md", "rename the branch\n", record_id="b")
+    record(root, "handbook/c.md", "原子操作\n", record_id="c")
+    assert paths(search(root, "rename 原子替换"))[0] == "handbook/a.md"
+
+
+def test_expired_record_is_excluded_on_its_expiry_day(root: Path) -> None:
+    record(root, "handbook/a.md", "alpha\n", record_id="a", extra="expires_at: 2026-08-20\n")
+    now = dt.datetime(2026, 8, 20, 0, 0, tzinfo=dt.UTC)
+    assert search(root, "alpha", now=now)["count"] == 0
+    earlier = dt.datetime(2026, 8, 19, 23, 59, tzinfo=dt.UTC)
+    assert search(root, "alpha", now=earlier)["count"] == 1
+
+
+def test_invalid_metadata_record_is_excluded(root: Path) -> None:
+    (root / "handbook").mkdir()
+    (root / "handbook/bad.md").write_text("---\nschema_version: 2\nid: a\n---\nalpha\n")
+    record(root, "handbook/good.md", "alpha\n", record_id="good")
+    assert paths(search(root, "alpha")) == ["handbook/good.md"]
+
+
+def test_summary_is_never_a_result(root: Path) -> None:
+    assert search(root, "navigation")["count"] == 0
+
+
+def test_legacy_record_is_found_under_its_legacy_id(root: Path) -> None:
+    (root / "handbook").mkdir()
+    (root / "handbook/old.md").write_text("old codegen notes\n", encoding="utf-8")
+    (result,) = search(root, "codegen")["results"]
+    assert result["id"] == legacy_id("handbook/old.md")
+    assert result["type"] is None
+    assert result["citation"] == f"[source: handbook/old.md · id: {legacy_id('handbook/old.md')}]"
+
+
+def test_legacy_synthetic_id_is_not_matched(root: Path) -> None:
+    (root / "handbook").mkdir()
+    (root / "handbook/old.md").write_text("nothing\n", encoding="utf-8")
+    assert search(root, "legacy")["count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("scope", "expected"),
+    [
+        ("active", ["handbook/a.md", "rollouts/b.md"]),
+        ("archive", ["archive/c.md"]),
+        ("all", ["archive/c.md", "handbook/a.md", "rollouts/b.md"]),
+    ],
+)
+def test_scope_selects_folders(root: Path, scope: str, expected: list[str]) -> None:
+    record(root, "handbook/a.md", "alpha\n", record_id="a")
+    record(root, "rollouts/b.md", "alpha\n", record_id="b")
+    record(root, "archive/c.md", "alpha\n", record_id="c")
+    assert paths(search(root, "alpha", 20, scope)) == expected
+
+
+def test_count_is_all_matches_and_limit_cuts_results(root: Path) -> None:
+    for index in range(5):
+        record(root, f"handbook/n{index}.md", "alpha\n", record_id=f"n{index}")
+    value = search(root, "alpha", "2")
+    assert value["count"] == 5
+    assert len(value["results"]) == 2
+
+
+def test_snippet_starts_forty_characters_before_the_hit(root: Path) -> None:
+    body = "x" * 100 + " needle " + "y" * 200 + "\n"
+    record(root, "handbook/a.md", body, record_id="a")
+    snippet = search(root, "needle")["results"][0]["snippet"]
+    assert snippet.startswith("x" * 39 + " needle")
+    assert len(snippet) == 160
+
+
+@pytest.mark.parametrize("query", ["", "   ", "!!! ---", "x" * 1001, None, 42])
+def test_bad_query_is_an_invalid_request(root: Path, query: object) -> None:
+    with pytest.raises(SearchInvalidRequestError) as caught:
+        search(root, query)
+    assert caught.value.code == "search-invalid-request"
+
+
+@pytest.mark.parametrize("limit", ["21", "0", "-1", "abc", "", 0, 21, True, 2.5])
+def test_bad_limit_is_an_invalid_request(root: Path, limit: object) -> None:
+    with pytest.raises(SearchInvalidRequestError):
+        search(root, "alpha", limit)
+
+
+def test_bad_scope_is_an_invalid_request(root: Path) -> None:
+    with pytest.raises(SearchInvalidRequestError):
+        search(root, "alpha", 20, "everything")
+
+
+def test_invalid_request_writes_nothing(root: Path) -> None:
+    with pytest.raises(SearchInvalidRequestError):
+        search(root, "alpha", "99")
+    assert list((root / ".sync").iterdir()) == []
+
+
+def test_symlinked_record_is_never_followed(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.md"
+    outside.write_text("---\nschema_version: 1\nid: secret\n---\nalpha secret\n")
+    (root / "handbook").mkdir()
+    (root / "handbook/link.md").symlink_to(outside)
+    assert search(root, "secret", use_index=False)["count"] == 0
+    assert search(root, "secret")["count"] == 0
+
+
+def test_search_writes_nothing_but_its_index(root: Path) -> None:
+    record(root, "handbook/a.md", "alpha\n", record_id="a")
+    search(root, "alpha")
+    assert sorted(path.name for path in (root / ".sync").iterdir()) == ["search-index.sqlite"]
+
+
+def test_oversized_record_is_skipped(root: Path) -> None:
+    record(root, "handbook/big.md", "alpha " * 200_000, record_id="big")
+    record(root, "handbook/a.md", "alpha\n", record_id="a")
+    assert paths(search(root, "alpha")) == ["handbook/a.md"]

@@ -1,0 +1,194 @@
+"""The FTS5 search index: owner-only, git-excluded, refreshed on change, never changes results."""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh_memory import search_index
+from dsh_memory.search import query_terms, search
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from corpus import record_text
+
+
+def write(root: Path, relative: str, text: str) -> None:
+    target = root / relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+
+
+def note(record_id: str, body: str, extra: str = "") -> str:
+    return f"---\nschema_version: 1\nid: {record_id}\ntype: fact\n{extra}---\n{body}"
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    memory = tmp_path / "memory"
+    (memory / ".sync").mkdir(parents=True)
+    write(memory, "handbook/cache.md", note("infra/cache", "缓存雪崩的预防 cache policy\n"))
+    write(memory, "rollouts/lock.md", note("infra/lock", "目录锁 directory lock\n"))
+    write(memory, "archive/old.md", note("old/lock", "flock lock\n"))
+    return memory
+
+
+def without_retrieval(value: dict[str, object]) -> dict[str, object]:
+    return {key: item for key, item in value.items() if key != "retrieval"}
+
+
+def test_first_search_builds_an_owner_only_index(root: Path) -> None:
+    value = search(root, "cache")
+    assert value["retrieval"] == {"mode": "index", "indexState": "rebuilt"}
+    index = search_index.index_path(root)
+    assert stat.S_IMODE(index.stat().st_mode) == 0o600
+
+
+def test_second_search_uses_the_fresh_index(root: Path) -> None:
+    search(root, "cache")
+    assert search(root, "cache")["retrieval"] == {"mode": "index", "indexState": "fresh"}
+
+
+def test_changed_record_is_reindexed_before_searching(root: Path) -> None:
+    search(root, "cache")
+    write(root, "handbook/cache.md", note("infra/cache", "完全不同的内容 zebra\n"))
+    value = search(root, "zebra")
+    assert value["retrieval"]["indexState"] == "rebuilt"
+    assert [result["path"] for result in value["results"]] == ["handbook/cache.md"]
+    assert search(root, "policy")["count"] == 0
+
+
+def test_deleted_record_leaves_the_index(root: Path) -> None:
+    search(root, "lock", 20, "all")
+    (root / "archive/old.md").unlink()
+    value = search(root, "lock", 20, "all")
+    assert [result["path"] for result in value["results"]] == ["rollouts/lock.md"]
+
+
+def test_corrupt_index_gives_scan_results_and_is_repaired(root: Path) -> None:
+    search(root, "lock")
+    index = search_index.index_path(root)
+    index.write_bytes(b"this is not a database" * 100)
+    expected = without_retrieval(search(root, "lock", 20, "all", use_index=False))
+    value = search(root, "lock", 20, "all")
+    assert without_retrieval(value) == expected
+    assert search(root, "lock", 20, "all")["retrieval"] == {"mode": "index", "indexState": "fresh"}
+
+
+def test_symlink_in_place_of_the_index_is_replaced_not_followed(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.sqlite"
+    outside.write_bytes(b"keep me")
+    search_index.index_path(root).symlink_to(outside)
+    assert search(root, "lock")["count"] == 1
+    assert outside.read_bytes() == b"keep me"
+    assert not search_index.index_path(root).is_symlink()
+
+
+def test_missing_sync_directory_degrades_to_a_scan_with_same_results(root: Path) -> None:
+    os.rmdir(root / ".sync")
+    value = search(root, "lock", 20, "all")
+    assert value["retrieval"] == {"mode": "scan", "indexState": "unavailable"}
+    expected = without_retrieval(search(root, "lock", 20, "all", use_index=False))
+    assert without_retrieval(value) == expected
+
+
+def test_index_write_leaves_no_temporary_files(root: Path) -> None:
+    search(root, "lock")
+    write(root, "handbook/new.md", note("new", "lock again\n"))
+    search(root, "lock")
+    names = sorted(path.name for path in (root / ".sync").iterdir())
+    assert names == ["search-index.sqlite"]
+
+
+def test_index_is_ignored_by_git_in_an_initialised_repository(memory_root: Path) -> None:
+    write(memory_root, "handbook/a.md", note("a", "alpha\n"))
+    subprocess.run(["git", "add", "-A"], cwd=memory_root, check=True)
+    subprocess.run(["git", "commit", "-qm", "a"], cwd=memory_root, check=True)
+    assert search(memory_root, "alpha")["retrieval"]["mode"] == "index"
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored=no"],
+        cwd=memory_root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert status == ""
+    exclude = (memory_root / ".git/info/exclude").read_text()
+    assert ".sync/search-index.sqlite" in exclude.splitlines()
+
+
+def test_term_grams_cover_short_and_long_terms() -> None:
+    assert search_index.term_grams("缓") == ["u7f13"]
+    assert search_index.term_grams("缓存") == ["b7f13x5b58"]
+    assert len(search_index.term_grams("cache")) == 3
+
+
+_WORDS = ["cache", "lock", "rename", "v2", "a", "缓存", "雪崩", "目录锁", "原子替换", "的", "锁"]
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.integers(min_value=0, max_value=10_000),
+    size=st.integers(min_value=1, max_value=25),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3).map(" ".join),
+    scope=st.sampled_from(["active", "archive", "all"]),
+)
+def test_indexed_and_scanned_results_are_identical(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, size: int, query: str, scope: str
+) -> None:
+    memory = tmp_path_factory.mktemp("corpus")
+    (memory / ".sync").mkdir()
+    rng = random.Random(seed)
+    for index in range(size):
+        path, text = record_text(rng, index)
+        if rng.random() < 0.3:
+            text += " ".join(rng.sample(_WORDS, 3)) + "\n"
+        write(memory, path, text)
+    scanned = search(memory, query, 20, scope, use_index=False)
+    indexed = search(memory, query, 20, scope)
+    assert indexed["retrieval"]["mode"] == "index"
+    assert without_retrieval(indexed) == without_retrieval(scanned)
+    # After an edit the refreshed index still agrees with a scan.
+    path, text = record_text(rng, 0)
+    write(memory, path, text + rng.choice(_WORDS) + "\n")
+    assert without_retrieval(search(memory, query, 20, scope)) == without_retrieval(
+        search(memory, query, 20, scope, use_index=False)
+    )
+
+
+def test_query_with_more_terms_than_sql_scores_matches_a_scan(root: Path) -> None:
+    query = " ".join(f"word{index}" for index in range(70)) + " 缓存雪崩的预防 lock"
+    indexed = search(root, query, 20, "all")
+    assert indexed["retrieval"]["mode"] == "index"
+    assert len(set(query_terms(query))) > search_index.MAX_SQL_TERMS
+    assert without_retrieval(indexed) == without_retrieval(
+        search(root, query, 20, "all", use_index=False)
+    )
+    assert indexed["count"] >= 2
+
+
+def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Path) -> None:
+    import sqlite3
+
+    (root / "handbook/empty.md").write_text("")
+    search(root, "cache")
+    (root / "handbook/empty.md").write_text("now about kiwi\n")
+    assert [result["path"] for result in search(root, "kiwi")["results"]] == ["handbook/empty.md"]
+    write(root, "rollouts/lock.md", note("infra/lock", "changed again\n"))
+    search(root, "kiwi")
+    connection = sqlite3.connect(search_index.index_path(root))
+    try:
+        connection.execute("INSERT INTO grams(grams) VALUES ('integrity-check')")
+    finally:
+        connection.close()
