@@ -146,3 +146,35 @@ def test_ensure_private_directory(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(made)
     with pytest.raises(SymlinkRejectedError):
         ensure_private_directory(tmp_path / "link")
+
+
+def test_atomic_write_precondition_runs_last_and_can_abort(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+    seen: list[list[str]] = []
+
+    def refuse() -> None:
+        seen.append(sorted(p.name for p in tmp_path.iterdir()))
+        raise ValueError("changed underneath")
+
+    with pytest.raises(ValueError, match="changed underneath"):
+        atomic_write(target, b"new", precondition=refuse)
+    assert len(seen[0]) == 2, "the temp file was already written when the check ran"
+    assert target.read_bytes() == b"old"
+    assert _leftovers(tmp_path) == []
+    atomic_write(target, b"new", precondition=lambda: None)
+    assert target.read_bytes() == b"new"
+
+
+def test_atomic_write_rechecks_links_before_the_rename(tmp_path: Path) -> None:
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+
+    def another_writer_links_it() -> None:
+        os.link(target, tmp_path / "sneaky")
+
+    with pytest.raises(HardLinkedFileError):
+        atomic_write(target, b"new", precondition=another_writer_links_it)
+    assert target.read_bytes() == b"old"
+    assert (tmp_path / "sneaky").read_bytes() == b"old"
+    assert _leftovers(tmp_path) == []

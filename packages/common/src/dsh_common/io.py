@@ -12,6 +12,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from dsh_common.errors import (
@@ -128,6 +129,7 @@ def atomic_write(
     mode: int | None = None,
     refuse_hard_links: bool = True,
     durable: bool = True,
+    precondition: Callable[[], object] | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` so readers see the old bytes or the new, never half.
 
@@ -135,21 +137,14 @@ def atomic_write(
     file system), is fsynced before the rename, and is removed on every failure. A
     hard-linked target is refused by default: replacing it would silently split the link.
     ``mode`` defaults to the existing file's permission bits, else 0o644.
+
+    ``precondition`` is called after the new bytes are durable and immediately before the
+    rename, followed by a second look at the target's type and links; an exception from
+    it aborts the replacement. That is what a compare-and-swap needs: the check runs as
+    late as possible, when only the rename itself is left.
     """
     target = Path(path)
-    existing_mode: int | None = None
-    try:
-        info = os.lstat(target)
-    except FileNotFoundError:
-        info = None
-    if info is not None:
-        if stat.S_ISLNK(info.st_mode):
-            raise SymlinkRejectedError(f"{target} is a symbolic link")
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFileError(f"{target} is not a regular file")
-        if refuse_hard_links and info.st_nlink > 1:
-            raise HardLinkedFileError(f"{target} has {info.st_nlink} hard links")
-        existing_mode = stat.S_IMODE(info.st_mode)
+    existing_mode = _replaceable_mode(target, refuse_hard_links=refuse_hard_links)
     final_mode = (
         mode if mode is not None else (existing_mode if existing_mode is not None else 0o644)
     )
@@ -162,6 +157,9 @@ def atomic_write(
             os.fchmod(handle.fileno(), final_mode)
             if durable:
                 os.fsync(handle.fileno())
+        if precondition is not None:
+            precondition()
+            _replaceable_mode(target, refuse_hard_links=refuse_hard_links)
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -169,6 +167,21 @@ def atomic_write(
         raise
     if durable:
         fsync_directory(target.parent)
+
+
+def _replaceable_mode(target: Path, *, refuse_hard_links: bool) -> int | None:
+    """Permission bits of an existing regular ``target`` (None if absent); refuse the rest."""
+    try:
+        info = os.lstat(target)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        raise SymlinkRejectedError(f"{target} is a symbolic link")
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularFileError(f"{target} is not a regular file")
+    if refuse_hard_links and info.st_nlink > 1:
+        raise HardLinkedFileError(f"{target} has {info.st_nlink} hard links")
+    return stat.S_IMODE(info.st_mode)
 
 
 def ensure_private_directory(path: str | os.PathLike[str]) -> Path:

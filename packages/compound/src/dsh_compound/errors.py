@@ -155,6 +155,7 @@ _TRANSLATION: dict[type[DshError], type[CompoundError]] = {
     common_errors.InvalidPathError: InvalidPathError,
     common_errors.SymlinkRejectedError: SymlinkRejectedError,
     common_errors.LockHeldError: LockHeldError,
+    common_errors.HardLinkedFileError: HardLinkedRecordError,
 }
 
 

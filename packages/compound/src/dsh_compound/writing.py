@@ -18,16 +18,14 @@ silently split the link or write elsewhere.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import Any
 
 from dsh_common import errors as common_errors
 from dsh_common import paths as common_paths
-from dsh_common.io import create_exclusive, fsync_directory
+from dsh_common.io import atomic_write, create_exclusive
 from dsh_common.locks import acquire_lock, utc_now_iso
 from dsh_compound.corpus import RECORD_SUFFIX, corpus_exists, corpus_path, read_record_bytes
 from dsh_compound.draft import validate_draft
@@ -46,8 +44,6 @@ from dsh_compound.limits import CORPUS_DIRECTORY
 from dsh_compound.record import build_metadata, is_sha256, parse_record, render_record, sha256
 
 LOCK_SUFFIX = ".lock"
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 def _ensure_corpus(workspace: common_paths.Workspace) -> Path:
@@ -90,22 +86,6 @@ def _current_digest_must_be(location: Path, record_id: str, expected: str) -> by
     return data
 
 
-def _write_temporary(directory: Path, record_id: str, data: bytes, mode: int) -> Path:
-    temp = directory / f".{record_id}{RECORD_SUFFIX}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), mode)
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
-    return temp
-
-
 def _replace(
     directory: Path, record_id: str, clean: dict[str, Any], digests: list[str], expected: str
 ) -> tuple[dict[str, Any], bytes]:
@@ -116,16 +96,15 @@ def _replace(
         clean, digests, created_at=existing.metadata["createdAt"], updated_at=utc_now_iso()
     )
     data = render_record(metadata)
-    temp = _write_temporary(directory, record_id, data, mode)
-    try:
-        # Re-check at the last moment: the lock only binds cooperating captures.
+
+    def still_the_inspected_record() -> None:
+        # Re-check at the last moment, with the new bytes already durable: the lock only
+        # binds cooperating captures.
         _check_replaceable(location, record_id)
         _current_digest_must_be(location, record_id, expected)
-        os.replace(temp, location)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            temp.unlink()
-    fsync_directory(directory)
+
+    with translate_common_errors():
+        atomic_write(location, data, mode=mode, precondition=still_the_inspected_record)
     return metadata, data
 
 
