@@ -58,6 +58,12 @@ class StorageError(KnowledgeError, OSError):
     code = "storage-error"
 
 
+class MigrationError(StorageError):
+    """A schema migration failed; it was rolled back and the file keeps its old version."""
+
+    code = "migration-failed"
+
+
 class DatabaseBusyError(StorageError):
     """Other writers kept the database locked past every retry."""
 
@@ -78,3 +84,15 @@ class HealthBatchError(KnowledgeError, ValueError):
     """A health batch is empty, has more than 16 items, or spans more than one workspace."""
 
     code = "invalid-health-batch"
+
+
+# --- Git provenance / freshness / health (owned by the git helper) ---
+
+
+class HealthGuidanceInputError(KnowledgeError, TypeError):
+    """create_health_guidance() got something other than a health status and known reasons.
+
+    The message is fixed ("Invalid health guidance input.") and never echoes the input.
+    """
+
+    code = "invalid-health-guidance-input"

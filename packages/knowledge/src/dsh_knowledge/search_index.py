@@ -1,0 +1,211 @@
+"""The full-text index that narrows retrieval candidates without ever changing results.
+
+Why it cannot change results: retrieval keeps an item only if at least one query token
+matches a content token exactly, or "partially" (both at least 4 characters and one
+contains the other). We index each item's *token stream* - its tokens joined by single
+spaces and padded with a space at both ends - in an FTS5 table with the ``trigram``
+tokenizer in case-sensitive mode, where a quoted phrase matches exactly the rows whose text
+contains it as a substring. So for a query token ``q``:
+
+* ``" q "`` (padded) finds exactly the rows having ``q`` as a whole token (exact match);
+* ``"q"`` finds the rows where ``q`` lies inside a token, i.e. ``q`` is contained in a
+  content token (partial match, one direction);
+* ``" s "`` for every substring ``s`` of ``q`` of length >= 4 finds the rows having a
+  token contained in ``q`` (partial match, the other direction).
+
+The OR of those phrases over all query tokens selects every row that the full scan would
+keep (and, up to pathological 33+-character tokens where a wider 4-gram net is used, no
+other). The ranking then runs the very same Python scoring over the same token streams, so
+the ranked output is identical; a hypothesis property test compares the two paths.
+
+Compatibility with the earlier Node tool: the index lives in three extra objects
+(``knowledge_search_doc``, the FTS5 table ``knowledge_fts`` over it, and the queue
+``knowledge_search_pending``) plus three triggers that only insert an id into the queue.
+The Node tool checks nothing but ``user_version`` (unchanged: 3), never reads these
+tables, and its writes fire triggers that are plain SQL - it needs neither FTS5 nor our
+tokenizer. We drain the queue (re-tokenising in Python) before every indexed retrieval, so
+items it wrote or changed are indexed before they could be missed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from dsh_knowledge.tokenize import content_tokens, normalize_text
+
+if TYPE_CHECKING:
+    from dsh_knowledge.store import KnowledgeStore
+
+MIN_PARTIAL_TOKEN_LENGTH = 4
+# Above this length a query token's substrings are too many to list as phrases; we fall
+# back to "contains any 4-character window of q", a superset that Python then filters.
+MAX_EXACT_SUBSTRING_TOKEN_LENGTH = 32
+_CHUNK = 500
+
+INDEX_DDL = (
+    """CREATE TABLE IF NOT EXISTS knowledge_search_doc (
+  doc_id INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  toks TEXT NOT NULL,
+  norm TEXT NOT NULL
+)""",
+    """CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(
+  toks, content='knowledge_search_doc', content_rowid='doc_id',
+  tokenize='trigram case_sensitive 1'
+)""",
+    "CREATE TABLE IF NOT EXISTS knowledge_search_pending (id TEXT PRIMARY KEY NOT NULL)",
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_insert AFTER INSERT ON knowledge
+BEGIN
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.id);
+END""",
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_update
+AFTER UPDATE OF id, content ON knowledge
+BEGIN
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (old.id);
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.id);
+END""",
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_delete AFTER DELETE ON knowledge
+BEGIN
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (old.id);
+END""",
+)
+
+INDEX_OBJECTS = (
+    "knowledge_search_doc",
+    "knowledge_fts",
+    "knowledge_search_pending",
+    "knowledge_search_after_insert",
+    "knowledge_search_after_update",
+    "knowledge_search_after_delete",
+)
+
+
+def token_stream(tokens: Sequence[str]) -> str:
+    """The indexed text: tokens joined by single spaces, padded by one space at both ends."""
+    return " " + " ".join(tokens) + " "
+
+
+def _chunks(values: Sequence[str], size: int = _CHUNK) -> Iterable[Sequence[str]]:
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
+
+
+def index_pending(connection: sqlite3.Connection) -> int:
+    """Re-index every queued id. Call inside a write transaction; returns how many ids."""
+    pending = [row[0] for row in connection.execute("SELECT id FROM knowledge_search_pending")]
+    if not pending:
+        return 0
+    next_doc = int(
+        connection.execute("SELECT coalesce(max(doc_id), 0) FROM knowledge_search_doc").fetchone()[
+            0
+        ]
+    )
+    for chunk in _chunks(pending):
+        marks = ",".join("?" * len(chunk))
+        stale = connection.execute(
+            f"SELECT doc_id, toks FROM knowledge_search_doc WHERE id IN ({marks})",  # noqa: S608 - only placeholders
+            chunk,
+        ).fetchall()
+        if stale:
+            # External-content FTS5 deletes need the old indexed text.
+            connection.executemany(
+                "INSERT INTO knowledge_fts (knowledge_fts, rowid, toks) VALUES ('delete', ?, ?)",
+                stale,
+            )
+            connection.executemany(
+                "DELETE FROM knowledge_search_doc WHERE doc_id = ?", [(row[0],) for row in stale]
+            )
+        docs: list[tuple[int, str, str, str]] = []
+        for item_id, content in connection.execute(
+            f"SELECT id, content FROM knowledge WHERE id IN ({marks})",  # noqa: S608 - only placeholders
+            chunk,
+        ):
+            next_doc += 1
+            normalized = normalize_text(content)
+            docs.append((next_doc, item_id, token_stream(content_tokens(content)), normalized))
+        connection.executemany(
+            "INSERT INTO knowledge_search_doc (doc_id, id, toks, norm) VALUES (?, ?, ?, ?)", docs
+        )
+        connection.executemany(
+            "INSERT INTO knowledge_fts (rowid, toks) VALUES (?, ?)",
+            [(doc[0], doc[2]) for doc in docs],
+        )
+    connection.execute("DELETE FROM knowledge_search_pending")
+    return len(pending)
+
+
+def _index_exists(connection: sqlite3.Connection) -> bool:
+    names = {
+        row[0]
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?, ?)", INDEX_OBJECTS
+        )
+    }
+    return names == set(INDEX_OBJECTS)
+
+
+def _rebuild(connection: sqlite3.Connection) -> None:
+    for statement in INDEX_DDL:
+        connection.execute(statement)
+    connection.execute("DELETE FROM knowledge_search_doc")
+    connection.execute("INSERT INTO knowledge_fts (knowledge_fts) VALUES ('delete-all')")
+    connection.execute("DELETE FROM knowledge_search_pending")
+    connection.execute("INSERT INTO knowledge_search_pending (id) SELECT id FROM knowledge")
+    index_pending(connection)
+
+
+def ensure_search_index(store: KnowledgeStore) -> None:
+    """Create the index objects if missing; rebuild if the index drifted from the table.
+
+    Drift cannot happen through either tool (triggers queue every change), only through
+    hand edits such as dropping a trigger, so the check is a cheap count on open.
+    """
+    connection = store.connection
+
+    def in_sync() -> bool:
+        if not _index_exists(connection):
+            return False
+        pending = connection.execute("SELECT count(*) FROM knowledge_search_pending").fetchone()
+        if pending[0]:
+            return True  # queued work is drained by sync_search_index below
+        counts = connection.execute(
+            "SELECT (SELECT count(*) FROM knowledge), (SELECT count(*) FROM knowledge_search_doc)"
+        ).fetchone()
+        return bool(counts[0] == counts[1])
+
+    if not in_sync():
+        store.write(lambda: None if in_sync() else _rebuild(connection))
+    sync_search_index(store)
+
+
+def sync_search_index(store: KnowledgeStore) -> None:
+    """Drain the queue of changed ids (written by either tool) before an indexed query."""
+    connection = store.connection
+    if connection.execute("SELECT 1 FROM knowledge_search_pending LIMIT 1").fetchone() is None:
+        return
+    store.write(lambda: index_pending(connection))
+
+
+def _phrase(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def match_expression(tokens: Sequence[str]) -> str:
+    """The FTS5 MATCH expression selecting every row where some query token matches."""
+    phrases: dict[str, None] = {}
+    for token in tokens:
+        phrases[_phrase(f" {token} ")] = None
+        length = len(token)
+        if length < MIN_PARTIAL_TOKEN_LENGTH:
+            continue
+        if length > MAX_EXACT_SUBSTRING_TOKEN_LENGTH:
+            for start in range(length - MIN_PARTIAL_TOKEN_LENGTH + 1):
+                phrases[_phrase(token[start : start + MIN_PARTIAL_TOKEN_LENGTH])] = None
+            continue
+        phrases[_phrase(token)] = None
+        for size in range(MIN_PARTIAL_TOKEN_LENGTH, length):
+            for start in range(length - size + 1):
+                phrases[_phrase(f" {token[start : start + size]} ")] = None
+    return " OR ".join(phrases)
