@@ -44,6 +44,9 @@ __all__ = [
     "MAX_GIT_EVIDENCE_CHECKS",
     "MAX_GIT_OUTPUT_BYTES",
     "MAX_GIT_PATH_CHARS",
+    "MAX_PROVENANCE_CAPTURE_BUDGET_MS",
+    "MAX_PROVENANCE_CAPTURE_FILES",
+    "attach_git_provenance",
     "capture_file_provenance",
     "capture_file_provenances",
     "capture_git_provenance",
@@ -51,6 +54,10 @@ __all__ = [
     "normalize_repository_relative_path",
     "validate_git_provenance",
 ]
+
+#: knowledge_add's bounds: at most 8 file captures per add, 5 s for all of them.
+MAX_PROVENANCE_CAPTURE_FILES = 8
+MAX_PROVENANCE_CAPTURE_BUDGET_MS = 5000
 
 # The capture reasons that differ from a snapshot comparison's wording.
 _CAPTURE_REASON = {
@@ -185,3 +192,47 @@ def capture_git_provenance(
         return None
     provenance: dict[str, str] = outcome["provenance"]
     return provenance
+
+
+def attach_git_provenance(
+    evidence: Sequence[dict[str, Any]],
+    repo_dir: str | os.PathLike[str],
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Opportunistic capture for an add: new evidence list plus the ``provenanceCapture`` report.
+
+    Every ``file`` evidence without ``gitProvenance`` is attempted (its ``source`` is the
+    repository-relative path); the first 8 are captured in one batch within 5 s, later ones
+    are skipped as ``evidence_limit_exceeded``. A skipped capture never blocks the add. The
+    report is ``{"attempted", "captured", "skipped", "warnings": [{"evidenceIndex",
+    "reason"}]}``, or None when there was no file evidence to attempt. The input is not changed.
+    """
+    updated = [dict(entry) for entry in evidence]
+    attempts = [
+        index
+        for index, entry in enumerate(updated)
+        if entry.get("type") == "file" and entry.get("gitProvenance") is None
+    ]
+    if not attempts:
+        return updated, None
+    slots = attempts[:MAX_PROVENANCE_CAPTURE_FILES]
+    outcomes = capture_file_provenances(
+        repo_dir,
+        [str(updated[index].get("source", "")) for index in slots],
+        command_timeout_ms=DEFAULT_GIT_COMMAND_TIMEOUT_MS,
+        operation_budget_ms=MAX_PROVENANCE_CAPTURE_BUDGET_MS,
+    )
+    warnings: list[dict[str, Any]] = []
+    for index, outcome in zip(slots, outcomes, strict=True):
+        if outcome["status"] == "captured":
+            updated[index]["gitProvenance"] = dict(outcome["provenance"])
+        else:
+            warnings.append({"evidenceIndex": index, "reason": outcome["reason"]})
+    for index in attempts[MAX_PROVENANCE_CAPTURE_FILES:]:
+        warnings.append({"evidenceIndex": index, "reason": "evidence_limit_exceeded"})
+    report = {
+        "attempted": len(attempts),
+        "captured": len(attempts) - len(warnings),
+        "skipped": len(warnings),
+        "warnings": warnings,
+    }
+    return updated, report

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from dsh_knowledge.errors import GitProvenanceError
 from dsh_knowledge.provenance import (
+    attach_git_provenance,
     capture_file_provenance,
     capture_file_provenances,
     capture_git_provenance,
@@ -215,3 +216,39 @@ def test_validate_git_provenance_normalises_both_fields() -> None:
 def test_validate_git_provenance_rejects_extra_fields() -> None:
     with pytest.raises(GitProvenanceError):
         validate_git_provenance({"commit": "f" * 40, "path": "a", "extra": 1})
+
+
+def test_attach_captures_file_evidence_and_reports_skips(repo: Repo) -> None:
+    repo.write("docs/guide.md", "# Edited\n")
+    evidence = [
+        {"type": "file", "source": "src/app.py", "timestamp": "2026-11-30T12:00:00Z"},
+        {"type": "session", "source": "s-1", "timestamp": "2026-11-30T12:00:00Z"},
+        {"type": "file", "source": "docs/guide.md", "timestamp": "2026-11-30T12:00:00Z"},
+    ]
+    updated, report = attach_git_provenance(evidence, repo.path)
+    assert updated[0]["gitProvenance"] == {"commit": repo.head(), "path": "src/app.py"}
+    assert "gitProvenance" not in updated[2]
+    assert "gitProvenance" not in evidence[0]
+    assert report == {
+        "attempted": 2,
+        "captured": 1,
+        "skipped": 1,
+        "warnings": [{"evidenceIndex": 2, "reason": "working_tree_changed"}],
+    }
+
+
+def test_attach_captures_at_most_eight_files(repo: Repo) -> None:
+    evidence = [
+        {"type": "file", "source": "src/app.py", "timestamp": "2026-11-30T12:00:00Z"}
+        for _ in range(10)
+    ]
+    updated, report = attach_git_provenance(evidence, repo.path)
+    assert report is not None
+    assert report["captured"] == 8
+    assert [w["reason"] for w in report["warnings"]] == ["evidence_limit_exceeded"] * 2
+    assert "gitProvenance" not in updated[9]
+
+
+def test_attach_without_file_evidence_reports_nothing(repo: Repo) -> None:
+    session = [{"type": "session", "source": "s-1", "timestamp": "2026-11-30T12:00:00Z"}]
+    assert attach_git_provenance(session, repo.path) == (session, None)
