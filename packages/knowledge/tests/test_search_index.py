@@ -1,0 +1,172 @@
+"""The FTS5 index narrows candidates but never changes retrieval results."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+from dsh_knowledge.search_index import match_expression
+from dsh_knowledge.store import KnowledgeStore
+
+WS = "/w"
+# Words chosen to collide: shared prefixes/infixes (partial matches both ways), 2- and
+# 3-letter tokens, stopwords, contrast words, Chinese with shared bigrams, full-width forms.
+WORDS = [
+    "route", "router", "routing", "rout", "reroute", "db", "dbs", "ui", "api", "apis",
+    "cache", "caches", "cached", "the", "and", "not", "never", "must", "pool", "pooling",
+    "连接池", "数据库", "连接", "池", "耗尽", "超时", "数据库连接池", "api接口",
+    "ＤＢ", "Ｒｏｕｔｅ",
+    "timeout", "timeouts", "out", "backoff", "back", "off", "x", "v2", "café", "cafe",
+    "verylongtokenwithmanycharactersinsideitforfallback", "inside",
+]  # fmt: skip
+PUNCT = [" ", " ", " ", ", ", ". ", "-", "_", "/", "::", "!"]
+
+
+@st.composite
+def _texts(draw: st.DrawFn, max_words: int = 12) -> str:
+    words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=max_words))
+    glue = draw(st.lists(st.sampled_from(PUNCT), min_size=len(words), max_size=len(words)))
+    return "".join(w + g for w, g in zip(words, glue, strict=True))
+
+
+_items = st.lists(
+    st.tuples(
+        _texts(),
+        st.sampled_from([None, "p", "q"]),
+        st.sampled_from(["fact", "decision", "lesson"]),
+        st.sampled_from(["candidate", "verified", "archived"]),
+        st.sampled_from(["explicit", "automatic"]),
+        st.integers(min_value=0, max_value=400),  # age in days
+        st.integers(min_value=0, max_value=4),  # evidence count
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _corpus(store: KnowledgeStore, items: list[tuple[Any, ...]]) -> None:
+    repository = KnowledgeRepository(store)
+    evidence = {"type": "session", "source": "s", "timestamp": "2025-01-01T00:00:00.000Z"}
+    ids = repository.create_many(
+        [
+            {
+                "type": kind,
+                "content": content,
+                "scope": {"workspace": WS, "project": project},
+                "evidence": [evidence] * count,
+                "creationOrigin": origin,
+            }
+            for content, project, kind, _, origin, _, count in items
+        ]
+    )
+    for item_id, (_, _, _, status, _, age, _) in zip(ids, items, strict=True):
+        stamp = f"2025-{1 + age % 12:02d}-{1 + age % 28:02d}T00:00:{age % 60:02d}.000Z"
+        store.connection.execute(
+            "UPDATE knowledge SET status = ?, updated_at = ?, created_at = ? WHERE id = ?",
+            (status, stamp, stamp, item_id),
+        )
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    items=_items,
+    query=_texts(max_words=5),
+    project=st.sampled_from([None, "p"]),
+    limit=st.sampled_from([None, 1, 3, 100]),
+    status=st.sampled_from([None, "candidate", "verified"]),
+    preferred=st.sampled_from([None, ["lesson"], ["decision", "fact"]]),
+)
+def test_indexed_retrieval_equals_full_scan(  # noqa: PLR0917 - one parameter per strategy
+    items: list[tuple[Any, ...]],
+    query: str,
+    project: str | None,
+    limit: int | None,
+    status: str | None,
+    preferred: list[str] | None,
+) -> None:
+    with KnowledgeStore(":memory:") as store:
+        _corpus(store, items)
+        repository = KnowledgeRepository(store)
+        options: dict[str, Any] = {
+            "workspace": WS, "project": project, "limit": limit, "status": status,
+            "preferred_types": preferred,
+        }  # fmt: skip
+        indexed = retrieve_relevant_knowledge(repository, query, **options)
+        scanned = retrieve_relevant_knowledge(repository, query, use_index=False, **options)
+        assert indexed == scanned
+
+
+def test_rows_written_by_another_tool_are_indexed_before_retrieval(
+    repository: KnowledgeRepository, db_path: Path
+) -> None:
+    # Exactly what the Node tool does: plain INSERTs through its own connection.
+    other = sqlite3.connect(db_path)
+    other.execute(
+        "INSERT INTO knowledge (id, type, content, workspace, project, status, created_at,"
+        " updated_at) VALUES ('node-1', 'fact', 'Written by Node: rate limiter', ?, NULL,"
+        " 'candidate', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')",
+        (WS,),
+    )
+    other.commit()
+    other.close()
+    results = retrieve_relevant_knowledge(repository, "rate limiter", workspace=WS)
+    assert [r["knowledge"]["id"] for r in results] == ["node-1"]
+
+
+def test_content_changed_by_another_tool_is_reindexed(
+    repository: KnowledgeRepository, db_path: Path
+) -> None:
+    item = repository.create(type="fact", content="old wording", scope={"workspace": WS})
+    other = sqlite3.connect(db_path)
+    other.execute("UPDATE knowledge SET content = 'fresh wording' WHERE id = ?", (item["id"],))
+    other.commit()
+    other.close()
+    assert retrieve_relevant_knowledge(repository, "old", workspace=WS) == []
+    assert len(retrieve_relevant_knowledge(repository, "fresh", workspace=WS)) == 1
+
+
+def test_content_update_through_the_repository_is_reindexed(
+    repository: KnowledgeRepository,
+) -> None:
+    item = repository.create(type="fact", content="original wording", scope={"workspace": WS})
+    repository.update(item["id"], content="revised wording")
+    assert retrieve_relevant_knowledge(repository, "original", workspace=WS) == []
+    assert len(retrieve_relevant_knowledge(repository, "revised", workspace=WS)) == 1
+
+
+def test_a_drifted_index_is_rebuilt_on_open(db_path: Path) -> None:
+    with KnowledgeStore(db_path) as store:
+        KnowledgeRepository(store).create(
+            type="fact", content="survives drift", scope={"workspace": WS}
+        )
+        store.connection.execute("DROP TRIGGER knowledge_search_after_insert")
+        store.connection.execute("DELETE FROM knowledge_search_doc")
+    with KnowledgeStore(db_path) as store:
+        results = retrieve_relevant_knowledge(KnowledgeRepository(store), "drift", workspace=WS)
+        assert len(results) == 1
+
+
+def test_index_objects_are_created_for_a_migrated_database(
+    tmp_path: Path, node_database: Any
+) -> None:
+    path = tmp_path / "node.sqlite"
+    node_database(path, 3)
+    with KnowledgeStore(path) as store:
+        names = {row[0] for row in store.connection.execute("SELECT name FROM sqlite_master")}
+        assert {"knowledge_fts", "knowledge_search_doc", "knowledge_search_pending"} <= names
+        assert store.user_version == 3
+
+
+def test_match_expression_lists_padded_tokens_and_substrings() -> None:
+    expression = match_expression(["db", "route"])
+    assert expression.split(" OR ") == ['" db "', '" route "', '"route"', '" rout "', '" oute "']
