@@ -23,18 +23,20 @@ Why it is shaped like this:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import stat
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dsh_common.errors import GitError, GitOutputTooLargeError, GitTimeoutError
+from dsh_common.errors import DshError, GitError, GitOutputTooLargeError, GitTimeoutError
 from dsh_common.git import GitResult, GitRunner
+from dsh_common.io import read_bounded
 
 #: Evidence entries one freshness report checks; also the health batch and detail limits.
 MAX_GIT_EVIDENCE_CHECKS = 16
@@ -74,8 +76,13 @@ GIT_OPERATION_REASONS: tuple[str, ...] = (
 # names a program (never run, always unsafe); the others are built-in conversions that make a
 # raw ``--no-filters`` hash differ from the stored blob without the content having changed.
 _FILTER_ATTRIBUTE = "filter"
-_CONVERSION_ATTRIBUTES = ("text", "eol", "crlf", "ident", "working-tree-encoding")
-_CHECKED_ATTRIBUTES = (_FILTER_ATTRIBUTE, *_CONVERSION_ATTRIBUTES)
+# Line-ending conversion only turns CRLF into LF on the way in: we can redo that in Python.
+_LINE_ENDING_ATTRIBUTES = ("text", "eol", "crlf")
+# These rewrite content in ways we do not reproduce ($Id$ collapsing, re-encoding).
+_OPAQUE_ATTRIBUTES = ("ident", "working-tree-encoding")
+_CHECKED_ATTRIBUTES = (_FILTER_ATTRIBUTE, *_LINE_ENDING_ATTRIBUTES, *_OPAQUE_ATTRIBUTES)
+#: Largest work-tree file re-hashed in Python to see through a CRLF-only difference.
+MAX_LINE_ENDING_REHASH_BYTES = 32 * 1024 * 1024
 _UNSET_ATTRIBUTE_VALUES = frozenset({"unspecified", "unset"})
 
 _FULL_COMMIT = re.compile(r"(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})")
@@ -293,36 +300,68 @@ def _index_entries(
     return staged, unsafe
 
 
-def _attributes(session: _Session, root: str, paths: Sequence[str]) -> tuple[set[str], set[str]]:
-    """(paths with a filter driver, paths with a built-in content conversion).
+@dataclass
+class _Attributes:
+    filtered: set[str]
+    line_endings: set[str]
+    opaque: set[str]
+
+
+def _attributes(session: _Session, root: str, paths: Sequence[str]) -> _Attributes:
+    """Which paths have a filter driver, a line-ending conversion, or another conversion.
 
     Both the work-tree and the index ``.gitattributes`` are read (``--cached``), as the earlier
     tool did: either one could make git run a filter on this path.
     """
-    filtered: set[str] = set()
-    converted: set[str] = set()
+    found = _Attributes(set(), set(), set())
     if not paths:
-        return filtered, converted
+        return found
     payload = b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths)
+    per_path = 3 * len(_CHECKED_ATTRIBUTES)
     for cached in (False, True):
         args = ["check-attr", "--stdin", "-z", *(["--cached"] if cached else [])]
         result = session.run_ok(root, [*args, *_CHECKED_ATTRIBUTES], input=payload)
         fields = _split_nul(result.stdout)
-        if len(fields) != 3 * len(paths) * len(_CHECKED_ATTRIBUTES):
+        if len(fields) != per_path * len(paths):
             raise _GitFailure("malformed_output")
         for offset in range(0, len(fields), 3):
-            raw_path, attribute, value = fields[offset : offset + 3]
-            path_index = offset // (3 * len(_CHECKED_ATTRIBUTES))
-            path = paths[path_index]
+            raw_path, raw_attribute, value = fields[offset : offset + 3]
+            path = paths[offset // per_path]
             if raw_path.decode("utf-8", "surrogateescape") != path:
                 raise _GitFailure("malformed_output")
             if value.decode("utf-8", "replace") in _UNSET_ATTRIBUTE_VALUES:
                 continue
-            if attribute.decode() == _FILTER_ATTRIBUTE:
-                filtered.add(path)
+            attribute = raw_attribute.decode("utf-8", "replace")
+            if attribute == _FILTER_ATTRIBUTE:
+                found.filtered.add(path)
+            elif attribute in _LINE_ENDING_ATTRIBUTES:
+                found.line_endings.add(path)
             else:
-                converted.add(path)
-    return filtered, converted
+                found.opaque.add(path)
+    return found
+
+
+_BINARY = "binary"
+
+
+def _lf_blob_id(root: str, path: str, object_id_length: int) -> str | None:
+    """The blob id of the work-tree file with CRLF turned into LF, or None if unreadable.
+
+    Returns ``_BINARY`` for content git would not convert (it holds a NUL byte).
+
+    This is the only conversion ``text``/``eol``/``crlf``/``core.autocrlf`` apply when git
+    stores a file, so redoing it here sees through a checkout's line endings without asking
+    git to convert (and so without any chance of running a configured program).
+    """
+    try:
+        data = read_bounded(os.path.join(root, path), MAX_LINE_ENDING_REHASH_BYTES)
+    except (OSError, DshError):
+        return None
+    if b"\0" in data:
+        return _BINARY
+    converted = data.replace(b"\r\n", b"\n")
+    digest = hashlib.sha256 if object_id_length == 64 else hashlib.sha1
+    return digest(b"blob %d\0" % len(converted) + converted).hexdigest()
 
 
 def _autocrlf_enabled(session: _Session, root: str) -> bool:
@@ -474,8 +513,10 @@ def _compare_pairs(
 
     # 3. Index flags and staged blob ids, then attributes, then the work-tree hashes.
     staged, unsafe_index = _index_entries(session, root, present)
-    filtered, converted = _attributes(session, root, present)
-    to_hash = [p for p in present if p in staged and p not in unsafe_index and p not in filtered]
+    attributes = _attributes(session, root, present)
+    to_hash = [
+        p for p in present if p in staged and p not in unsafe_index and p not in attributes.filtered
+    ]
     worktree = _hash_worktree(session, root, to_hash)
     autocrlf: bool | None = None
     for pair, blob in recorded_blob.items():
@@ -487,24 +528,38 @@ def _compare_pairs(
             answers[pair] = SnapshotCheck("potentially_stale", "working_tree_changed")
         elif path in unsafe_index:
             answers[pair] = _unverifiable("unsafe_index_state")
-        elif path in filtered:
+        elif path in attributes.filtered:
             answers[pair] = _unverifiable("unsafe_filter")
         elif staged[path] != blob:
             answers[pair] = SnapshotCheck("potentially_stale", "working_tree_changed")
         elif worktree[path] == blob:
             answers[pair] = SnapshotCheck("current", None)
+        elif path in attributes.opaque:
+            # Git would rewrite the content ($Id$, encodings) before hashing; a raw hash
+            # cannot tell a real edit from that, and we will not ask git to convert.
+            answers[pair] = _unverifiable("unsafe_filter")
         else:
-            if autocrlf is None:
-                autocrlf = _autocrlf_enabled(session, root)
-            if path in converted or autocrlf:
-                # Git would convert line endings or expand idents before hashing; a raw hash
-                # cannot tell a real edit from a conversion, and we will not run git's.
-                answers[pair] = _unverifiable("unsafe_filter")
-            else:
+            # Git stores either the raw bytes or the bytes with CRLF turned into LF. If
+            # neither matches, the content changed; if only the LF form matches, it is
+            # current exactly when a line-ending conversion applies to this path.
+            lf_blob = _lf_blob_id(root, path, len(blob))
+            if lf_blob is not None and lf_blob != blob:
                 answers[pair] = SnapshotCheck("potentially_stale", "working_tree_changed")
+                continue
+            if path not in attributes.line_endings and autocrlf is None:
+                autocrlf = _autocrlf_enabled(session, root)
+            converts = path in attributes.line_endings or bool(autocrlf)
+            if lf_blob is None:
+                # Too large or unreadable to redo the conversion: only sure without one.
+                answers[pair] = (
+                    _unverifiable("unsafe_filter")
+                    if converts
+                    else SnapshotCheck("potentially_stale", "working_tree_changed")
+                )
+            else:
+                answers[pair] = (
+                    SnapshotCheck("current", None)
+                    if converts
+                    else SnapshotCheck("potentially_stale", "working_tree_changed")
+                )
     return head_id
-
-
-def unique_in_order(values: Iterable[str]) -> list[str]:
-    """``values`` without repeats, first occurrence kept."""
-    return list(dict.fromkeys(values))

@@ -416,12 +416,49 @@ def test_fsmonitor_and_hooks_never_run(
     assert not hook_marker.exists()
 
 
-def test_line_ending_conversion_difference_is_unverifiable(
+def test_crlf_checkout_under_autocrlf_is_current(
     repo: Repo, make_item: MakeItem, make_evidence: MakeEvidence
 ) -> None:
     commit = repo.head()
     repo.git("config", "core.autocrlf", "true")
     (repo.path / "src/app.py").write_bytes(b"print('hello')\r\n")
+    report = check_one(repo, commit, "src/app.py", make_item, make_evidence)
+    assert report["status"] == "current"
+
+
+def test_crlf_only_change_without_conversion_is_potentially_stale(
+    repo: Repo, make_item: MakeItem, make_evidence: MakeEvidence
+) -> None:
+    commit = repo.head()
+    (repo.path / "src/app.py").write_bytes(b"print('hello')\r\n")
+    report = check_one(repo, commit, "src/app.py", make_item, make_evidence)
+    assert evidence_of(report)["status"] == "potentially_stale"
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [(b"print('hello')\r\n", "current"), (b"print('edited')\r\n", "potentially_stale")],
+)
+def test_text_attribute_sees_through_line_endings_only(
+    repo: Repo,
+    make_item: MakeItem,
+    make_evidence: MakeEvidence,
+    content: bytes,
+    status: str,
+) -> None:
+    repo.write(".gitattributes", "* text=auto\n")
+    commit = repo.commit("attributes")
+    (repo.path / "src/app.py").write_bytes(content)
+    report = check_one(repo, commit, "src/app.py", make_item, make_evidence)
+    assert evidence_of(report)["status"] == status
+
+
+def test_ident_attribute_with_different_bytes_is_unverifiable(
+    repo: Repo, make_item: MakeItem, make_evidence: MakeEvidence
+) -> None:
+    repo.write(".gitattributes", "*.py ident\n")
+    commit = repo.commit("attributes")
+    repo.write("src/app.py", "# $Id: 0000 $\nprint('hello')\n")
     report = check_one(repo, commit, "src/app.py", make_item, make_evidence)
     assert evidence_of(report) == {
         "evidenceIndex": 0,
