@@ -104,3 +104,19 @@ def test_failing_git_command_is_command_failed(repo: Repo, tmp_path: Path) -> No
     fake.chmod(0o755)
     inspection = inspect_snapshots(repo.path, [(repo.head(), "src/app.py")], git=str(fake))
     assert inspection.checks[0].reason == "command_failed"
+
+
+def test_output_past_the_cap_is_command_failed(repo: Repo, tmp_path: Path) -> None:
+    # rev-parse answers normally; the next command floods stdout past the 64 KiB cap.
+    fake = tmp_path / "fake-git"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do\n'
+        f'  if [ "$arg" = "--show-toplevel" ]; then echo "{repo.path}"; exit 0; fi\n'
+        "done\n"
+        "head -c 200000 /dev/zero\n"
+    )
+    fake.chmod(0o755)
+    inspection = inspect_snapshots(repo.path, [(repo.head(), "src/app.py")], git=str(fake))
+    assert inspection.checks[0].reason == "command_failed"
+    assert inspection.commands_run == 2

@@ -230,3 +230,49 @@ def test_batch_error_has_a_stable_code(tmp_path: Path, make_item: MakeItem) -> N
     with pytest.raises(HealthBatchError) as caught:
         check_health([], tmp_path)
     assert caught.value.code == "invalid-health-batch"
+
+
+def test_batched_verdicts_match_plain_git_diff_per_evidence(
+    repo: Repo, make_item: MakeItem, make_evidence: MakeEvidence
+) -> None:
+    """The batched comparison agrees with one `git diff` per evidence (work tree and index)."""
+    for number in range(12):
+        repo.write(f"mix/f{number}.txt", f"line {number}\n")
+    first = repo.commit("twelve files")
+    repo.write("mix/f0.txt", "edited\n")
+    repo.write("mix/f1.txt", "staged\n")
+    repo.git("add", "mix/f1.txt")
+    (repo.path / "mix/f2.txt").unlink()
+    repo.write("mix/f3.txt", "temporary\n")
+    repo.git("add", "mix/f3.txt")
+    repo.write("mix/f3.txt", "line 3\n")
+    repo.git("add", "mix/f3.txt")  # staged and restored: back to the snapshot
+    repo.write("mix/f4.txt", "committed later\n")
+    second = repo.commit("second")
+    repo.write("mix/f5.txt", "line 5\r\n")
+    repo.git("mv", "mix/f6.txt", "mix/f6-renamed.txt")
+
+    pairs = [(commit, f"mix/f{n}.txt") for commit in (first, second) for n in range(12)]
+
+    def plain_git_says_current(commit: str, path: str) -> bool:
+        worktree = repo.git("diff", "--no-renames", "--name-only", commit, "--", path)
+        staged = repo.git("diff", "--cached", "--no-renames", "--name-only", commit, "--", path)
+        return worktree == "" and staged == ""
+
+    items = [
+        make_item([make_evidence(c, p) for c, p in pairs[start : start + 16]], item_id=f"k{start}")
+        for start in range(0, len(pairs), 16)
+    ]
+    results = check_health(items, repo.path)
+    verdicts = [e["status"] for r in results for e in r["evidence"]]
+    # f2 was deleted before the second commit: no snapshot to compare, so not plain-git's call.
+    unverifiable = [pairs[i] for i, v in enumerate(verdicts) if v == "unverifiable"]
+    assert unverifiable == [(second, "mix/f2.txt")]
+    expected = [
+        "current" if plain_git_says_current(c, p) else "potentially_stale" for c, p in pairs
+    ]
+    assert [v for v, pair in zip(verdicts, pairs, strict=True) if pair not in unverifiable] == [
+        e for e, pair in zip(expected, pairs, strict=True) if pair not in unverifiable
+    ]
+    assert "current" in verdicts
+    assert "potentially_stale" in verdicts
