@@ -37,6 +37,7 @@ from typing import Literal
 from dsh_common.errors import DshError, GitError, GitOutputTooLargeError, GitTimeoutError
 from dsh_common.git import GitResult, GitRunner
 from dsh_common.io import read_bounded
+from dsh_knowledge.errors import ValidationError
 
 #: Evidence entries one freshness report checks; also the health batch and detail limits.
 MAX_GIT_EVIDENCE_CHECKS = 16
@@ -128,7 +129,7 @@ def clamp_limits(
     budget = DEFAULT_GIT_OPERATION_BUDGET_MS if operation_budget_ms is None else operation_budget_ms
     for name, value in (("timeout", timeout), ("budget", budget)):
         if not math.isfinite(value) or value < 1:
-            raise ValueError(f"Git command {name} must be a positive finite number of ms.")
+            raise ValidationError(f"Git command {name} must be a positive finite number of ms.")
     return (
         min(timeout, DEFAULT_GIT_COMMAND_TIMEOUT_MS) / 1000.0,
         min(budget, DEFAULT_GIT_OPERATION_BUDGET_MS) / 1000.0,

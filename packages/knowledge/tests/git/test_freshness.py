@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dsh_knowledge.errors import ValidationError
 from dsh_knowledge.freshness import check_freshness, evaluate_freshness_batch
 
 if TYPE_CHECKING:
@@ -555,3 +556,11 @@ def test_freshness_leaves_the_repository_untouched(
     check_one(repo, repo.head(), "src/app.py", make_item, make_evidence)
     assert (repo.path / ".git/index").read_bytes() == index_before
     assert repo.git("status", "--porcelain") == status_before
+
+
+@pytest.mark.parametrize("options", [{"command_timeout_ms": 0}, {"operation_budget_ms": -5}])
+def test_non_positive_limits_are_refused(
+    repo: Repo, make_item: MakeItem, make_evidence: MakeEvidence, options: dict[str, float]
+) -> None:
+    with pytest.raises(ValidationError, match="positive finite"):
+        check_one(repo, repo.head(), "src/app.py", make_item, make_evidence, **options)
