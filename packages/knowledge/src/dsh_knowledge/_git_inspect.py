@@ -150,6 +150,8 @@ class SnapshotInspection:
 
     checks: list[SnapshotCheck]
     commands_run: int
+    #: Distinct valid ``(commit, path)`` pairs actually compared (duplicates share one check).
+    distinct_checks: int = 0
     head: str | None = None
     root: str | None = None
 
@@ -461,6 +463,7 @@ def inspect_snapshots(
     return SnapshotInspection(
         checks=[c if c is not None else _unverifiable("command_failed") for c in checks],
         commands_run=session.commands_run,
+        distinct_checks=len(pairs),
         head=head,
         root=root,
     )

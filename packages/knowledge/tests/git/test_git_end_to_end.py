@@ -120,3 +120,13 @@ def test_output_past_the_cap_is_command_failed(repo: Repo, tmp_path: Path) -> No
     inspection = inspect_snapshots(repo.path, [(repo.head(), "src/app.py")], git=str(fake))
     assert inspection.checks[0].reason == "command_failed"
     assert inspection.commands_run == 2
+
+
+def test_identical_pairs_are_compared_once(repo: Repo) -> None:
+    commit = repo.head()
+    pairs: list[tuple[object, object]] = [(commit, "src/app.py")] * 200
+    pairs += [(commit.upper(), "./src\\app.py"), (commit, "docs/guide.md")]
+    inspection = inspect_snapshots(repo.path, pairs)
+    assert inspection.distinct_checks == 2
+    assert {check.status for check in inspection.checks} == {"current"}
+    assert len(inspection.checks) == 202
