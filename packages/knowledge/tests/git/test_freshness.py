@@ -564,3 +564,12 @@ def test_non_positive_limits_are_refused(
 ) -> None:
     with pytest.raises(ValidationError, match="positive finite"):
         check_one(repo, repo.head(), "src/app.py", make_item, make_evidence, **options)
+
+
+def test_relative_repository_directory_is_resolved(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, make_item: MakeItem, make_evidence: MakeEvidence
+) -> None:
+    commit = repo.head()
+    monkeypatch.chdir(repo.path / "src")
+    report = check_freshness(make_item([make_evidence(commit, "src/app.py")]), ".")
+    assert report["status"] == "current"
