@@ -67,6 +67,10 @@ def _corpus(store: KnowledgeStore, items: list[tuple[Any, ...]]) -> None:
     )
     for item_id, (_, _, _, status, _, age, _) in zip(ids, items, strict=True):
         stamp = f"2025-{1 + age % 12:02d}-{1 + age % 28:02d}T00:00:{age % 60:02d}.000Z"
+        if age % 7 == 3:  # legacy / hand-written forms: offsets and date-only values
+            stamp = f"2025-{1 + age % 12:02d}-{1 + age % 28:02d}T0{age % 10}:00:00+05:00"
+        elif age % 7 == 5:
+            stamp = f"2025-{1 + age % 12:02d}-{1 + age % 28:02d}"
         store.connection.execute(
             "UPDATE knowledge SET status = ?, updated_at = ?, created_at = ? WHERE id = ?",
             (status, stamp, stamp, item_id),
@@ -167,6 +171,26 @@ def test_index_objects_are_created_for_a_migrated_database(
         assert store.user_version == 3
 
 
-def test_match_expression_lists_padded_tokens_and_substrings() -> None:
-    expression = match_expression(["db", "route"])
-    assert expression.split(" OR ") == ['" db "', '" route "', '"route"', '" rout "', '" oute "']
+def test_match_expression_lists_the_token_and_its_whole_token_substrings() -> None:
+    assert match_expression("db") is None  # exact only below 4 characters
+    assert match_expression("route") == 'toks : ("route" OR " rout " OR " oute ")'
+    assert match_expression("x" * 33) is None  # too long: the full scan answers
+
+
+def test_indexed_retrieval_equals_full_scan_with_thousands_of_hits(
+    repository: KnowledgeRepository,
+) -> None:
+    # Enough hits to take the "walk newest-first" branch for the freshness anchor.
+    specs = [
+        {"type": "fact", "content": f"cache layer note {n} router{n % 7}",
+         "scope": {"workspace": WS, "project": "p" if n % 2 else None}}
+        for n in range(2600)
+    ]  # fmt: skip
+    repository.create_many(specs)
+    for query in ("cache router3", "cache", "note 17", "layer routers"):
+        for project in (None, "p"):
+            options: dict[str, Any] = {"workspace": WS, "project": project, "limit": 30}
+            indexed = retrieve_relevant_knowledge(repository, query, **options)
+            scanned = retrieve_relevant_knowledge(repository, query, use_index=False, **options)
+            assert indexed == scanned
+            assert indexed

@@ -25,7 +25,11 @@ from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.search_index import (
     MAX_EXACT_SUBSTRING_TOKEN_LENGTH,
     MIN_PARTIAL_TOKEN_LENGTH,
+    exact_expression,
+    inner_substrings,
+    known_terms,
     match_expression,
+    phrase_expression,
     sync_search_index,
     token_stream,
 )
@@ -284,33 +288,171 @@ _EVIDENCE_COUNT = (
 )
 
 
-def _indexed_rows(
-    repository: KnowledgeRepository, query: _Query, where: str, params: list[Any]
-) -> list[_Row]:
-    sync_search_index(repository.store)
-    sql = (
-        "SELECT k.id, k.type, k.project, k.status, k.created_at, k.updated_at, "  # noqa: S608 - fixed clauses
-        f"{_EVIDENCE_COUNT}, d.toks, d.norm FROM knowledge_fts "
-        "JOIN knowledge_search_doc d ON d.doc_id = knowledge_fts.rowid "
-        f"JOIN knowledge k ON k.id = d.id WHERE knowledge_fts MATCH ? AND {where}"
-    )
-    rows = []
-    for (
-        item_id,
-        item_type,
-        project,
-        status,
-        created,
-        updated,
-        count,
-        stream,
-        norm,
-    ) in repository.store.connection.execute(sql, [match_expression(query.tokens), *params]):
-        tokens = stream[1:-1].split(" ") if len(stream) > 2 else []
-        rows.append(
-            _Row(item_id, item_type, project, status, created, updated, count, tokens, stream, norm)
+_CANONICAL_TIMESTAMP = (
+    "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z"
+)
+# Below this many hits the newest match is found from the hits; above it, by walking the
+# eligible items newest-first until one is a hit (dense hits end that walk at once).
+_SMALL_HIT_COUNT = 2000
+_TEMP_DDL = (
+    "CREATE TEMP TABLE IF NOT EXISTS retrieval_hits (doc INTEGER PRIMARY KEY, "
+    "exact_mask INTEGER NOT NULL, match_mask INTEGER NOT NULL, text INTEGER NOT NULL, "
+    "phrase INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS temp.retrieval_hits_text ON retrieval_hits (text)",
+)
+_HIT_SELECT = "SELECT rowid, ?, ?, ?, ?, ? FROM knowledge_fts WHERE knowledge_fts MATCH ?"
+_ROW_COLUMNS = (
+    f"k.id, k.type, k.project, k.status, k.created_at, k.updated_at, {_EVIDENCE_COUNT}, d.toks"
+)
+
+
+class _IndexedSearch:
+    """One indexed retrieval: FTS hits scored in SQL, then ranked tier by tier, lazily.
+
+    Text points depend only on which query tokens match, so SQLite computes them for every
+    hit (per-token FTS queries, a GROUP BY, no Python per hit) into a temporary table, and
+    we then read the hits in descending text order, joined with their metadata, one text
+    tier at a time - stopping as soon as the result walk is complete. Within a tier the
+    order depends on scope, status, type, evidence, freshness and the tie-breakers, which
+    the same Python code as the full scan computes.
+    """
+
+    def __init__(self, repository: KnowledgeRepository, query: _Query) -> None:
+        self.repository = repository
+        self.db = repository.store.connection
+        self.query = query
+        self.canonical = False
+
+    def _fill_hits(self) -> int:
+        for statement in _TEMP_DDL:
+            self.db.execute(statement)
+        self.db.execute("DELETE FROM temp.retrieval_hits")
+        parts: list[str] = []
+        params: list[Any] = []
+        # One SELECT per FTS query, each row tagged (exact bit, match bit, exact count,
+        # match count, phrase) through bound values. Strings that are nobody's token are
+        # left out up front (the vocabulary lookup is far cheaper than an FTS phrase).
+        known = known_terms(
+            self.db,
+            [
+                piece
+                for token in self.query.tokens
+                for piece in [token, *inner_substrings(token)]
+                if len(token) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH
+            ],
         )
-    return rows
+        for position, token in enumerate(self.query.tokens):
+            bit = 1 << position
+            partial = match_expression(token, known)
+            if partial is None:  # shorter than 4: only an exact match counts
+                if token in known:
+                    parts.append(_HIT_SELECT)
+                    params.extend([bit, bit, 1, 1, 0, exact_expression(token)])
+            else:
+                if token in known:
+                    parts.append(_HIT_SELECT)
+                    params.extend([bit, 0, 1, 0, 0, exact_expression(token)])
+                parts.append(_HIT_SELECT)
+                params.extend([0, bit, 0, 1, 0, partial])
+        parts.append(_HIT_SELECT)
+        params.extend([0, 0, 0, 0, 1, phrase_expression(self.query.normalized)])
+        count = len(self.query.tokens)
+        # The same arithmetic as _score: 400 * (matched / count), rounded half up.
+        self.db.execute(
+            "WITH hits (doc, e, m, ec, mc, ph) AS (" + " UNION ALL ".join(parts) + ") "  # noqa: S608 - fixed SQL, bound values
+            "INSERT INTO temp.retrieval_hits (doc, exact_mask, match_mask, text, phrase) "
+            "SELECT doc, sum(e), sum(m), 1000 * max(ph) + 100 * sum(ec) + 40 * (sum(mc) - sum(ec))"
+            f" + CAST(400.0 * (sum(mc) * 1.0 / {count}) + 0.5 AS INTEGER), max(ph) "
+            "FROM hits GROUP BY doc HAVING sum(mc) > 0",
+            params,
+        )
+        return int(self.db.execute("SELECT count(*) FROM temp.retrieval_hits").fetchone()[0])
+
+    def _state(self) -> tuple[int, int]:
+        # data_version moves on commits by other connections, total_changes on ours.
+        return (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
+
+    def all_canonical(self) -> bool:
+        """Whether every updatedAt is in toISOString form (then text order is time order).
+
+        Anything else (a hand-edited or legacy row) sends the newest-match computation to
+        Python. Cached on the store until the database changes; call before touching the
+        temporary table, whose writes also count in total_changes (see :meth:`remember`).
+        """
+        cached = self.repository.store.search_cache.get("canonical")
+        if cached is not None and cached[0] == self._state():
+            return bool(cached[1])
+        row = self.db.execute(
+            "SELECT NOT EXISTS (SELECT 1 FROM knowledge WHERE updated_at NOT GLOB ?)",
+            (_CANONICAL_TIMESTAMP,),
+        ).fetchone()
+        self.canonical = bool(row[0])
+        return self.canonical
+
+    def remember(self) -> None:
+        """Cache the canonical flag against the state after our own temporary writes."""
+        self.repository.store.search_cache["canonical"] = (self._state(), self.canonical)
+
+    def _newest(self, hits: int, where: str, params: list[Any]) -> int | None:
+        joined = (
+            "FROM temp.retrieval_hits h CROSS JOIN knowledge_search_doc d ON d.doc_id = h.doc "
+            f"CROSS JOIN knowledge k ON k.id = d.id WHERE {where}"
+        )
+        if not self.canonical:
+            values = self.db.execute(f"SELECT k.updated_at {joined}", params)
+            parsed = (parse_timestamp_ms(value) for (value,) in values)
+            return max((value for value in parsed if value is not None), default=None)
+        if hits <= _SMALL_HIT_COUNT:
+            row = self.db.execute(f"SELECT max(k.updated_at) {joined}", params).fetchone()
+        else:
+            row = self.db.execute(
+                "SELECT k.updated_at FROM knowledge k INDEXED BY knowledge_updated_at_idx "  # noqa: S608
+                "CROSS JOIN knowledge_search_doc d ON d.id = k.id "
+                f"WHERE {where} AND d.doc_id IN (SELECT doc FROM temp.retrieval_hits) "
+                "ORDER BY k.updated_at DESC LIMIT 1",
+                params,
+            ).fetchone()
+        return None if row is None or row[0] is None else parse_timestamp_ms(row[0])
+
+    def tiers(self, where: str, params: list[Any]) -> tuple[int | None, Any]:
+        """(newest matching time, iterator of text tiers of rows in descending text order)."""
+        self.canonical = self.all_canonical()
+        hits = self._fill_hits()
+        if hits == 0:
+            return None, iter(())
+        newest = self._newest(hits, where, params)
+        cursor = self.db.execute(
+            f"SELECT h.text, h.exact_mask, h.match_mask, h.phrase, {_ROW_COLUMNS} "  # noqa: S608
+            "FROM temp.retrieval_hits h INDEXED BY retrieval_hits_text "
+            "CROSS JOIN knowledge_search_doc d ON d.doc_id = h.doc "
+            f"CROSS JOIN knowledge k ON k.id = d.id WHERE {where} ORDER BY h.text DESC",
+            params,
+        )
+        return newest, self._group(cursor)
+
+    def _group(self, cursor: Any) -> Any:
+        tokens = self.query.tokens
+        tier: list[_Row] = []
+        tier_text = None
+        for text, exact_mask, match_mask, phrase, *columns in cursor:
+            if tier and text != tier_text:
+                yield tier
+                tier = []
+            tier_text = text
+            item_id, item_type, project, status, created, updated, count, stream = columns
+            partial_mask = match_mask & ~exact_mask
+            row = _Row(
+                item_id, item_type, project, status, created, updated, count,
+                stream[1:-1].split(" ") if len(stream) > 2 else [], stream, "",
+            )  # fmt: skip
+            row.match = (
+                bool(phrase),
+                [t for i, t in enumerate(tokens) if exact_mask >> i & 1],
+                [t for i, t in enumerate(tokens) if partial_mask >> i & 1],
+            )
+            tier.append(row)
+        if tier:
+            yield tier
 
 
 def _scanned_rows(repository: KnowledgeRepository, where: str, params: list[Any]) -> list[_Row]:
@@ -380,74 +522,110 @@ def retrieve_relevant_knowledge(
     if not prepared.tokens:
         return []
     where, params = _eligible_where(workspace, project, type, status)
-    rows = (
-        _indexed_rows(repository, prepared, where, params)
-        if use_index
-        else _scanned_rows(repository, where, params)
-    )
-    matches: list[_Row] = []
-    for row in rows:
-        row.match = _match(prepared, row)
-        if row.match[1] or row.match[2]:
-            matches.append(row)
-    if not matches:
-        return []
-    parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
-    newest = max((value for value in parsed if value is not None), default=None)
     preferred = list(preferred_types or [])
-    for row in matches:
-        _score(prepared, row, project, preferred, newest)
-    # Stable multi-key sort: id ascending first, then the descending keys on top of it.
-    matches.sort(key=lambda row: row.item_id)
-    matches.sort(
-        key=lambda row: (row.score, _time_key(row.updated_at), _time_key(row.created_at)),
-        reverse=True,
-    )
     result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
+    if use_index and all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens):
+        sync_search_index(repository.store)
+        with repository.store.read():
+            search = _IndexedSearch(repository, prepared)
+            newest, tiers = search.tiers(where, params)
+            selected = _select(
+                tiers=tiers,
+                query=prepared,
+                project=project,
+                preferred=preferred,
+                newest=newest,
+                limit=result_limit,
+            )
+            items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+            search.remember()
+    else:
+        matches: list[_Row] = []
+        for row in _scanned_rows(repository, where, params):
+            row.match = _match(prepared, row)
+            if row.match[1] or row.match[2]:
+                matches.append(row)
+        parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
+        newest = max((value for value in parsed if value is not None), default=None)
+        selected = _select(
+            tiers=iter([matches]),
+            query=prepared,
+            project=project,
+            preferred=preferred,
+            newest=newest,
+            limit=result_limit,
+        )
+        items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+    return [_result(row, items[row.item_id], len(prepared.tokens)) for row in selected]
+
+
+def _select(
+    *,
+    tiers: Any,
+    query: _Query,
+    project: str | None,
+    preferred: list[str],
+    newest: int | None,
+    limit: int,
+) -> list[_Row]:
+    """Score, order and walk the ranked rows with near-duplicate suppression.
+
+    ``tiers`` yields groups of rows in descending text order (the full scan passes one
+    group with every match); each group is ordered by the complete key before the walk.
+    The walk records duplicates of kept rows and stops at the first non-duplicate once
+    ``limit`` rows are kept.
+    """
     selected: list[_Row] = []
-    for row in matches:
-        # Same type and exact scope are part of the predicate (workspace is fixed here).
-        original = next(
-            (
-                kept
-                for kept in selected
-                if kept.type == row.type
-                and kept.project == row.project
-                and _duplicate_tokens(kept.tokens, row.tokens)
-            ),
-            None,
+    for tier in tiers:
+        for row in tier:
+            _score(query, row, project, preferred, newest)
+        # Stable multi-key sort: id ascending first, then the descending keys on top of it.
+        tier.sort(key=lambda row: row.item_id)
+        tier.sort(
+            key=lambda row: (row.score, _time_key(row.updated_at), _time_key(row.created_at)),
+            reverse=True,
         )
-        if original is not None:
-            original.suppressed.append(row.item_id)
-            continue
-        if len(selected) == result_limit:
-            break
-        selected.append(row)
-    items = {item["id"]: item for item in repository.get_many([row.item_id for row in selected])}
-    results = []
-    for row in selected:
-        phrase, exact, partial = row.match
-        coverage = math.floor((len(exact) + len(partial)) / len(prepared.tokens) * 1000 + 0.5)
-        results.append(
-            {
-                "knowledge": items[row.item_id],
-                "score": row.score,
-                "explanation": {
-                    "matchType": (
-                        "exact_phrase"
-                        if phrase
-                        else "mixed_tokens"
-                        if exact and partial
-                        else "exact_tokens"
-                        if exact
-                        else "partial_tokens"
-                    ),
-                    "matchedTokens": [*exact, *partial],
-                    # JSON.stringify writes 1, not 1.0: keep whole numbers integral.
-                    "tokenCoverage": coverage // 1000 if coverage % 1000 == 0 else coverage / 1000,
-                    "contributions": row.contributions,
-                    "suppressedSimilarIds": row.suppressed,
-                },
-            }
-        )
-    return results
+        for row in tier:
+            # Same type and exact scope are part of the predicate (workspace is fixed here).
+            original = next(
+                (
+                    kept
+                    for kept in selected
+                    if kept.type == row.type
+                    and kept.project == row.project
+                    and _duplicate_tokens(kept.tokens, row.tokens)
+                ),
+                None,
+            )
+            if original is not None:
+                original.suppressed.append(row.item_id)
+                continue
+            if len(selected) == limit:
+                return selected
+            selected.append(row)
+    return selected
+
+
+def _result(row: _Row, item: dict[str, Any], token_count: int) -> dict[str, Any]:
+    phrase, exact, partial = row.match
+    coverage = math.floor((len(exact) + len(partial)) / token_count * 1000 + 0.5)
+    if phrase:
+        match_type = "exact_phrase"
+    elif exact and partial:
+        match_type = "mixed_tokens"
+    elif exact:
+        match_type = "exact_tokens"
+    else:
+        match_type = "partial_tokens"
+    return {
+        "knowledge": item,
+        "score": row.score,
+        "explanation": {
+            "matchType": match_type,
+            "matchedTokens": [*exact, *partial],
+            # JSON.stringify writes 1, not 1.0: keep whole numbers integral.
+            "tokenCoverage": coverage // 1000 if coverage % 1000 == 0 else coverage / 1000,
+            "contributions": row.contributions,
+            "suppressedSimilarIds": row.suppressed,
+        },
+    }

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from dsh_knowledge.store import KnowledgeStore
 
 MIN_PARTIAL_TOKEN_LENGTH = 4
-# Above this length a query token's substrings are too many to list as phrases; we fall
-# back to "contains any 4-character window of q", a superset that Python then filters.
+# Above this length a query token's substrings are too many to list as phrases; such a
+# (rare: hashes, pasted blobs) query is answered by the full scan instead.
 MAX_EXACT_SUBSTRING_TOKEN_LENGTH = 32
 _CHUNK = 500
 
@@ -52,10 +52,14 @@ INDEX_DDL = (
   norm TEXT NOT NULL
 )""",
     """CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(
-  toks, content='knowledge_search_doc', content_rowid='doc_id',
+  toks, norm, content='knowledge_search_doc', content_rowid='doc_id',
   tokenize='trigram case_sensitive 1'
 )""",
     "CREATE TABLE IF NOT EXISTS knowledge_search_pending (id TEXT PRIMARY KEY NOT NULL)",
+    # Every token ever indexed (never pruned: a stale term only costs an FTS phrase that
+    # matches nothing). Lets a query skip phrases for strings that are nobody's token.
+    "CREATE TABLE IF NOT EXISTS knowledge_search_vocab (term TEXT PRIMARY KEY NOT NULL)"
+    " WITHOUT ROWID",
     """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_insert AFTER INSERT ON knowledge
 BEGIN
   INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.id);
@@ -76,6 +80,7 @@ INDEX_OBJECTS = (
     "knowledge_search_doc",
     "knowledge_fts",
     "knowledge_search_pending",
+    "knowledge_search_vocab",
     "knowledge_search_after_insert",
     "knowledge_search_after_update",
     "knowledge_search_after_delete",
@@ -105,32 +110,41 @@ def index_pending(connection: sqlite3.Connection) -> int:
     for chunk in _chunks(pending):
         marks = ",".join("?" * len(chunk))
         stale = connection.execute(
-            f"SELECT doc_id, toks FROM knowledge_search_doc WHERE id IN ({marks})",  # noqa: S608 - only placeholders
+            f"SELECT doc_id, toks, norm FROM knowledge_search_doc WHERE id IN ({marks})",  # noqa: S608 - only placeholders
             chunk,
         ).fetchall()
         if stale:
             # External-content FTS5 deletes need the old indexed text.
             connection.executemany(
-                "INSERT INTO knowledge_fts (knowledge_fts, rowid, toks) VALUES ('delete', ?, ?)",
+                "INSERT INTO knowledge_fts (knowledge_fts, rowid, toks, norm) "
+                "VALUES ('delete', ?, ?, ?)",
                 stale,
             )
             connection.executemany(
                 "DELETE FROM knowledge_search_doc WHERE doc_id = ?", [(row[0],) for row in stale]
             )
         docs: list[tuple[int, str, str, str]] = []
+        terms: set[str] = set()
         for item_id, content in connection.execute(
             f"SELECT id, content FROM knowledge WHERE id IN ({marks})",  # noqa: S608 - only placeholders
             chunk,
         ):
             next_doc += 1
-            normalized = normalize_text(content)
-            docs.append((next_doc, item_id, token_stream(content_tokens(content)), normalized))
+            # norm is padded like toks so that a phrase can be matched on word boundaries.
+            padded = f" {normalize_text(content)} "
+            tokens = content_tokens(content)
+            terms.update(tokens)
+            docs.append((next_doc, item_id, token_stream(tokens), padded))
         connection.executemany(
             "INSERT INTO knowledge_search_doc (doc_id, id, toks, norm) VALUES (?, ?, ?, ?)", docs
         )
         connection.executemany(
-            "INSERT INTO knowledge_fts (rowid, toks) VALUES (?, ?)",
-            [(doc[0], doc[2]) for doc in docs],
+            "INSERT INTO knowledge_fts (rowid, toks, norm) VALUES (?, ?, ?)",
+            [(doc[0], doc[2], doc[3]) for doc in docs],
+        )
+        connection.executemany(
+            "INSERT OR IGNORE INTO knowledge_search_vocab (term) VALUES (?)",
+            [(term,) for term in terms if len(term) >= 2],
         )
     connection.execute("DELETE FROM knowledge_search_pending")
     return len(pending)
@@ -140,7 +154,8 @@ def _index_exists(connection: sqlite3.Connection) -> bool:
     names = {
         row[0]
         for row in connection.execute(
-            "SELECT name FROM sqlite_master WHERE name IN (?, ?, ?, ?, ?, ?)", INDEX_OBJECTS
+            f"SELECT name FROM sqlite_master WHERE name IN ({','.join('?' * len(INDEX_OBJECTS))})",  # noqa: S608 - placeholders only
+            INDEX_OBJECTS,
         )
     }
     return names == set(INDEX_OBJECTS)
@@ -192,20 +207,56 @@ def _phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def match_expression(tokens: Sequence[str]) -> str:
-    """The FTS5 MATCH expression selecting every row where some query token matches."""
-    phrases: dict[str, None] = {}
-    for token in tokens:
-        phrases[_phrase(f" {token} ")] = None
-        length = len(token)
-        if length < MIN_PARTIAL_TOKEN_LENGTH:
-            continue
-        if length > MAX_EXACT_SUBSTRING_TOKEN_LENGTH:
-            for start in range(length - MIN_PARTIAL_TOKEN_LENGTH + 1):
-                phrases[_phrase(token[start : start + MIN_PARTIAL_TOKEN_LENGTH])] = None
-            continue
-        phrases[_phrase(token)] = None
-        for size in range(MIN_PARTIAL_TOKEN_LENGTH, length):
-            for start in range(length - size + 1):
-                phrases[_phrase(f" {token[start : start + size]} ")] = None
-    return " OR ".join(phrases)
+def exact_expression(token: str) -> str:
+    """MATCH expression for the rows having ``token`` as a whole token."""
+    return "toks : " + _phrase(f" {token} ")
+
+
+def known_terms(connection: sqlite3.Connection, candidates: Iterable[str]) -> set[str]:
+    """The candidates that are (or once were) somebody's token."""
+    wanted = sorted(set(candidates))
+    found: set[str] = set()
+    for chunk in _chunks(wanted):
+        marks = ",".join("?" * len(chunk))
+        found.update(
+            row[0]
+            for row in connection.execute(
+                f"SELECT term FROM knowledge_search_vocab WHERE term IN ({marks})",  # noqa: S608 - placeholders only
+                chunk,
+            )
+        )
+    return found
+
+
+def inner_substrings(token: str) -> list[str]:
+    """Substrings of ``token`` of length 4 .. len-1: the tokens a partial match may name."""
+    length = len(token)
+    return [
+        token[start : start + size]
+        for size in range(MIN_PARTIAL_TOKEN_LENGTH, length)
+        for start in range(length - size + 1)
+    ]
+
+
+def match_expression(token: str, known: set[str] | None = None) -> str | None:
+    """MATCH expression for the rows where ``token`` matches exactly *or* partially.
+
+    None when the token is shorter than 4 characters (only exact matches count) or longer
+    than :data:`MAX_EXACT_SUBSTRING_TOKEN_LENGTH` (too many substrings to list; the caller
+    then uses the full scan for the query). With ``known`` (the vocabulary terms among the
+    token's substrings) the substrings that are nobody's token are left out: they could
+    not match anything, and each costs a phrase lookup.
+    """
+    length = len(token)
+    if length < MIN_PARTIAL_TOKEN_LENGTH or length > MAX_EXACT_SUBSTRING_TOKEN_LENGTH:
+        return None
+    phrases = dict.fromkeys([_phrase(token)])  # q inside a token (covers q == token too)
+    for piece in inner_substrings(token):
+        if known is None or piece in known:
+            phrases[_phrase(f" {piece} ")] = None  # a whole token inside q
+    return "toks : (" + " OR ".join(phrases) + ")"
+
+
+def phrase_expression(normalized_query: str) -> str:
+    """MATCH expression for the rows whose normalised content contains the whole query."""
+    return "norm : " + _phrase(f" {normalized_query} ")

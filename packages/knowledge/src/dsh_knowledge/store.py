@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from dsh_knowledge.errors import (
     DatabaseBusyError,
@@ -134,6 +134,8 @@ class KnowledgeStore:
         if not raw.strip():
             raise ValidationError("Database path must not be empty.")
         self.path = raw if raw == ":memory:" else str(Path(raw).resolve())
+        # Per-connection facts the retrieval layer may reuse until the database changes.
+        self.search_cache: dict[str, Any] = {}
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
