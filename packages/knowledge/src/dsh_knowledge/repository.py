@@ -39,7 +39,6 @@ from dsh_knowledge.models import (
     validate_status,
     validate_type,
 )
-from dsh_knowledge.search_index import index_pending
 from dsh_knowledge.store import KnowledgeStore
 
 
@@ -276,7 +275,6 @@ class KnowledgeRepository:
         def work() -> None:
             self._db.execute(self._INSERT, row)
             self._insert_evidence(item_id, records)
-            index_pending(self._db)
 
         self.store.write(work)
         return self.require(item_id)
@@ -309,7 +307,6 @@ class KnowledgeRepository:
                     for ordinal, record in enumerate(records)
                 ],
             )
-            index_pending(self._db)
 
         self.store.write(work)
         return [item_id for item_id, _, _ in prepared]
@@ -364,7 +361,6 @@ class KnowledgeRepository:
             )
             if records is not None:
                 self._insert_evidence(item_id, records)
-            index_pending(self._db)
 
         self.store.write(work)
         return self.require(item_id)

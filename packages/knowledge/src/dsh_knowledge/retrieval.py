@@ -261,23 +261,25 @@ def _validate(
 
 
 def _eligible_where(
-    workspace: str, project: str | None, type: str | None, status: str | None
+    workspace: str, project: str | None, type: str | None, status: str | None, alias: str
 ) -> tuple[str, list[Any]]:
+    """Eligibility over ``alias`` (knowledge ``k`` or its index copy ``d``: same columns)."""
     statuses = [status] if status is not None else list(ACTIVE_STATUSES)
+    a = alias
     clauses = [
-        "k.workspace = ?",
-        f"k.status IN ({','.join('?' * len(statuses))})",
+        f"{a}.workspace = ?",
+        f"{a}.status IN ({','.join('?' * len(statuses))})",
         # Automatic-origin candidates wait for an explicit verification before retrieval.
-        "NOT (k.status = 'candidate' AND k.creation_origin = 'automatic')",
+        f"NOT ({a}.status = 'candidate' AND {a}.creation_origin = 'automatic')",
     ]
     params: list[Any] = [workspace, *statuses]
     if project is None:
-        clauses.append("k.project IS NULL")
+        clauses.append(f"{a}.project IS NULL")
     else:
-        clauses.append("(k.project IS NULL OR k.project = ?)")
+        clauses.append(f"({a}.project IS NULL OR {a}.project = ?)")
         params.append(project)
     if type is not None:
-        clauses.append("k.type = ?")
+        clauses.append(f"{a}.type = ?")
         params.append(type)
     return " AND ".join(clauses), params
 
@@ -291,9 +293,6 @@ _EVIDENCE_COUNT = (
 _CANONICAL_TIMESTAMP = (
     "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z"
 )
-# Below this many hits the newest match is found from the hits; above it, by walking the
-# eligible items newest-first until one is a hit (dense hits end that walk at once).
-_SMALL_HIT_COUNT = 2000
 _TEMP_DDL = (
     "CREATE TEMP TABLE IF NOT EXISTS retrieval_hits (doc INTEGER PRIMARY KEY, "
     "exact_mask INTEGER NOT NULL, match_mask INTEGER NOT NULL, text INTEGER NOT NULL, "
@@ -301,20 +300,25 @@ _TEMP_DDL = (
     "CREATE INDEX IF NOT EXISTS temp.retrieval_hits_text ON retrieval_hits (text)",
 )
 _HIT_SELECT = "SELECT rowid, ?, ?, ?, ?, ? FROM knowledge_fts WHERE knowledge_fts MATCH ?"
-_ROW_COLUMNS = (
-    f"k.id, k.type, k.project, k.status, k.created_at, k.updated_at, {_EVIDENCE_COUNT}, d.toks"
+_HITS_JOIN = (
+    "FROM temp.retrieval_hits h CROSS JOIN knowledge_search_doc d ON d.doc_id = h.doc WHERE "
 )
+_ROW_SELECT = (
+    "SELECT h.text, h.exact_mask, h.match_mask, h.phrase, d.id, d.type, d.project, d.status, "
+    "d.created_at, d.updated_at, d.evidence_count, d.toks "
+)
+_DAY = 86_400_000
 
 
 class _IndexedSearch:
-    """One indexed retrieval: FTS hits scored in SQL, then ranked tier by tier, lazily.
+    """One indexed retrieval: FTS hits scored in SQL, then read in rank order, lazily.
 
     Text points depend only on which query tokens match, so SQLite computes them for every
-    hit (per-token FTS queries, a GROUP BY, no Python per hit) into a temporary table, and
-    we then read the hits in descending text order, joined with their metadata, one text
-    tier at a time - stopping as soon as the result walk is complete. Within a tier the
-    order depends on scope, status, type, evidence, freshness and the tie-breakers, which
-    the same Python code as the full scan computes.
+    hit (per-token FTS queries and a GROUP BY, no Python per hit) into a temporary table.
+    With canonical timestamps SQLite also orders the hits by the complete ranking key
+    (text, scope + status + type + evidence + freshness, updatedAt, createdAt, id) and we
+    read only as many rows as the result walk needs. Otherwise we read one text tier at a
+    time and order it with the same Python code as the full scan.
     """
 
     def __init__(self, repository: KnowledgeRepository, query: _Query) -> None:
@@ -334,12 +338,7 @@ class _IndexedSearch:
         # left out up front (the vocabulary lookup is far cheaper than an FTS phrase).
         known = known_terms(
             self.db,
-            [
-                piece
-                for token in self.query.tokens
-                for piece in [token, *inner_substrings(token)]
-                if len(token) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH
-            ],
+            [piece for token in self.query.tokens for piece in [token, *inner_substrings(token)]],
         )
         for position, token in enumerate(self.query.tokens):
             bit = 1 << position
@@ -373,86 +372,105 @@ class _IndexedSearch:
         return (self.db.execute("PRAGMA data_version").fetchone()[0], self.db.total_changes)
 
     def all_canonical(self) -> bool:
-        """Whether every updatedAt is in toISOString form (then text order is time order).
+        """Whether every timestamp is in toISOString form (then text order is time order).
 
-        Anything else (a hand-edited or legacy row) sends the newest-match computation to
-        Python. Cached on the store until the database changes; call before touching the
-        temporary table, whose writes also count in total_changes (see :meth:`remember`).
+        Anything else (a hand-edited or legacy row) sends ordering to Python. Cached on the
+        store until the database changes; call before touching the temporary table, whose
+        writes also count in total_changes (see :meth:`remember`).
         """
         cached = self.repository.store.search_cache.get("canonical")
         if cached is not None and cached[0] == self._state():
             return bool(cached[1])
         row = self.db.execute(
-            "SELECT NOT EXISTS (SELECT 1 FROM knowledge WHERE updated_at NOT GLOB ?)",
+            "SELECT NOT EXISTS (SELECT 1 FROM knowledge_search_doc "
+            "WHERE updated_at NOT GLOB ?1 OR created_at NOT GLOB ?1)",
             (_CANONICAL_TIMESTAMP,),
         ).fetchone()
-        self.canonical = bool(row[0])
-        return self.canonical
+        return bool(row[0])
 
     def remember(self) -> None:
         """Cache the canonical flag against the state after our own temporary writes."""
         self.repository.store.search_cache["canonical"] = (self._state(), self.canonical)
 
-    def _newest(self, hits: int, where: str, params: list[Any]) -> int | None:
-        joined = (
-            "FROM temp.retrieval_hits h CROSS JOIN knowledge_search_doc d ON d.doc_id = h.doc "
-            f"CROSS JOIN knowledge k ON k.id = d.id WHERE {where}"
-        )
-        if not self.canonical:
-            values = self.db.execute(f"SELECT k.updated_at {joined}", params)
-            parsed = (parse_timestamp_ms(value) for (value,) in values)
-            return max((value for value in parsed if value is not None), default=None)
-        if hits <= _SMALL_HIT_COUNT:
-            row = self.db.execute(f"SELECT max(k.updated_at) {joined}", params).fetchone()
-        else:
-            row = self.db.execute(
-                "SELECT k.updated_at FROM knowledge k INDEXED BY knowledge_updated_at_idx "  # noqa: S608
-                "CROSS JOIN knowledge_search_doc d ON d.id = k.id "
-                f"WHERE {where} AND d.doc_id IN (SELECT doc FROM temp.retrieval_hits) "
-                "ORDER BY k.updated_at DESC LIMIT 1",
-                params,
-            ).fetchone()
-        return None if row is None or row[0] is None else parse_timestamp_ms(row[0])
-
-    def tiers(self, where: str, params: list[Any]) -> tuple[int | None, Any]:
-        """(newest matching time, iterator of text tiers of rows in descending text order)."""
+    def rows(
+        self, where: str, params: list[Any], project: str | None, preferred: Sequence[str]
+    ) -> tuple[int | None, Any, bool]:
+        """(newest matching time, groups of rows, whether the groups are already ordered)."""
         self.canonical = self.all_canonical()
-        hits = self._fill_hits()
-        if hits == 0:
-            return None, iter(())
-        newest = self._newest(hits, where, params)
-        cursor = self.db.execute(
-            f"SELECT h.text, h.exact_mask, h.match_mask, h.phrase, {_ROW_COLUMNS} "  # noqa: S608
-            "FROM temp.retrieval_hits h INDEXED BY retrieval_hits_text "
-            "CROSS JOIN knowledge_search_doc d ON d.doc_id = h.doc "
-            f"CROSS JOIN knowledge k ON k.id = d.id WHERE {where} ORDER BY h.text DESC",
-            params,
+        if self._fill_hits() == 0:
+            return None, iter(()), True
+        if not self.canonical:
+            values = self.db.execute(f"SELECT d.updated_at {_HITS_JOIN}{where}", params)
+            parsed = (parse_timestamp_ms(value) for (value,) in values)
+            newest = max((value for value in parsed if value is not None), default=None)
+            cursor = self.db.execute(
+                f"{_ROW_SELECT}FROM temp.retrieval_hits h INDEXED BY retrieval_hits_text "
+                "CROSS JOIN knowledge_search_doc d ON d.doc_id = h.doc "
+                f"WHERE {where} ORDER BY h.text DESC",
+                params,
+            )
+            return newest, self._tiers(cursor), False
+        row = self.db.execute(f"SELECT max(d.updated_at) {_HITS_JOIN}{where}", params).fetchone()
+        if row[0] is None:
+            return None, iter(()), True
+        newest_text = str(row[0])
+        # The score below the text points, in SQL, exactly as _score computes it.
+        type_points = "".join(
+            f" WHEN {_sql_text(kind)} THEN {(len(preferred) - rank) * 10}"
+            for rank, kind in enumerate(preferred)
         )
-        return newest, self._group(cursor)
+        age = "CAST(round((julianday(?) - julianday(d.updated_at)) * 86400000.0) AS INTEGER)"
+        rest = (
+            "(CASE WHEN d.project = ? THEN 1000 ELSE 0 END"
+            " + CASE WHEN d.status = 'verified' THEN 100 ELSE 0 END"
+            + (f" + CASE d.type{type_points} ELSE 0 END" if preferred else "")
+            + " + min(d.evidence_count, 3)"
+            f" + CASE WHEN {age} <= {7 * _DAY} THEN 4 WHEN {age} <= {30 * _DAY} THEN 3"
+            f" WHEN {age} <= {180 * _DAY} THEN 2 ELSE 1 END)"
+        )
+        cursor = self.db.execute(
+            f"{_ROW_SELECT}{_HITS_JOIN}{where} ORDER BY h.text DESC, {rest} DESC, "
+            "d.updated_at DESC, d.created_at DESC, d.id ASC",
+            [*params, project, newest_text, newest_text, newest_text],
+        )
+        return parse_timestamp_ms(newest_text), iter([self._stream(cursor)]), True
 
-    def _group(self, cursor: Any) -> Any:
+    def _row(self, record: Sequence[Any]) -> _Row:
+        _text, exact_mask, match_mask, phrase, *columns = record
+        item_id, item_type, project, status, created, updated, count, stream = columns
+        partial_mask = match_mask & ~exact_mask
+        row = _Row(
+            item_id, item_type, project, status, created, updated, count,
+            stream[1:-1].split(" ") if len(stream) > 2 else [], stream, "",
+        )  # fmt: skip
         tokens = self.query.tokens
+        row.match = (
+            bool(phrase),
+            [t for i, t in enumerate(tokens) if exact_mask >> i & 1],
+            [t for i, t in enumerate(tokens) if partial_mask >> i & 1],
+        )
+        return row
+
+    def _stream(self, cursor: Any) -> Any:
+        for record in cursor:
+            yield self._row(record)
+
+    def _tiers(self, cursor: Any) -> Any:
         tier: list[_Row] = []
         tier_text = None
-        for text, exact_mask, match_mask, phrase, *columns in cursor:
-            if tier and text != tier_text:
+        for record in cursor:
+            if tier and record[0] != tier_text:
                 yield tier
                 tier = []
-            tier_text = text
-            item_id, item_type, project, status, created, updated, count, stream = columns
-            partial_mask = match_mask & ~exact_mask
-            row = _Row(
-                item_id, item_type, project, status, created, updated, count,
-                stream[1:-1].split(" ") if len(stream) > 2 else [], stream, "",
-            )  # fmt: skip
-            row.match = (
-                bool(phrase),
-                [t for i, t in enumerate(tokens) if exact_mask >> i & 1],
-                [t for i, t in enumerate(tokens) if partial_mask >> i & 1],
-            )
-            tier.append(row)
+            tier_text = record[0]
+            tier.append(self._row(record))
         if tier:
             yield tier
+
+
+def _sql_text(value: str) -> str:
+    # Only the three validated type names reach here; quoting keeps it a literal anyway.
+    return "'" + value.replace("'", "''") + "'"
 
 
 def _scanned_rows(repository: KnowledgeRepository, where: str, params: list[Any]) -> list[_Row]:
@@ -521,15 +539,16 @@ def retrieve_relevant_knowledge(
     prepared = _prepare_query(query)
     if not prepared.tokens:
         return []
-    where, params = _eligible_where(workspace, project, type, status)
     preferred = list(preferred_types or [])
     result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
     if use_index and all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens):
         sync_search_index(repository.store)
+        where, params = _eligible_where(workspace, project, type, status, "d")
         with repository.store.read():
             search = _IndexedSearch(repository, prepared)
-            newest, tiers = search.tiers(where, params)
+            newest, tiers, ordered = search.rows(where, params, project, preferred)
             selected = _select(
+                ordered=ordered,
                 tiers=tiers,
                 query=prepared,
                 project=project,
@@ -540,6 +559,7 @@ def retrieve_relevant_knowledge(
             items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
             search.remember()
     else:
+        where, params = _eligible_where(workspace, project, type, status, "k")
         matches: list[_Row] = []
         for row in _scanned_rows(repository, where, params):
             row.match = _match(prepared, row)
@@ -548,6 +568,7 @@ def retrieve_relevant_knowledge(
         parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
         newest = max((value for value in parsed if value is not None), default=None)
         selected = _select(
+            ordered=False,
             tiers=iter([matches]),
             query=prepared,
             project=project,
@@ -561,6 +582,7 @@ def retrieve_relevant_knowledge(
 
 def _select(
     *,
+    ordered: bool,
     tiers: Any,
     query: _Query,
     project: str | None,
@@ -571,21 +593,25 @@ def _select(
     """Score, order and walk the ranked rows with near-duplicate suppression.
 
     ``tiers`` yields groups of rows in descending text order (the full scan passes one
-    group with every match); each group is ordered by the complete key before the walk.
+    group with every match); each group is ordered by the complete key before the walk,
+    unless ``ordered`` says SQLite already delivered the rows in final rank order.
     The walk records duplicates of kept rows and stops at the first non-duplicate once
     ``limit`` rows are kept.
     """
     selected: list[_Row] = []
     for tier in tiers:
+        if not ordered:
+            for row in tier:
+                _score(query, row, project, preferred, newest)
+            # Stable multi-key sort: id ascending first, then the descending keys on top.
+            tier.sort(key=lambda row: row.item_id)
+            tier.sort(
+                key=lambda row: (row.score, _time_key(row.updated_at), _time_key(row.created_at)),
+                reverse=True,
+            )
         for row in tier:
-            _score(query, row, project, preferred, newest)
-        # Stable multi-key sort: id ascending first, then the descending keys on top of it.
-        tier.sort(key=lambda row: row.item_id)
-        tier.sort(
-            key=lambda row: (row.score, _time_key(row.updated_at), _time_key(row.created_at)),
-            reverse=True,
-        )
-        for row in tier:
+            if ordered:  # rows arrive in rank order; score only the ones we look at
+                _score(query, row, project, preferred, newest)
             # Same type and exact scope are part of the predicate (workspace is fixed here).
             original = next(
                 (

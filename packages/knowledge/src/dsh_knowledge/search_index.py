@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dsh_knowledge.tokenize import content_tokens, normalize_text
 
@@ -44,12 +44,33 @@ MIN_PARTIAL_TOKEN_LENGTH = 4
 MAX_EXACT_SUBSTRING_TOKEN_LENGTH = 32
 _CHUNK = 500
 
+# Columns of knowledge_search_doc besides doc_id, id, toks, norm: a copy of what ranking
+# needs from knowledge and knowledge_evidence, so that a query touches one table per hit.
+DOC_METADATA = (
+    "workspace", "project", "status", "creation_origin", "type", "created_at", "updated_at",
+    "evidence_count",
+)  # fmt: skip
+
+_INSERT_DOC = (
+    "INSERT INTO knowledge_search_doc (doc_id, id, toks, norm, "  # noqa: S608 - fixed names
+    + ", ".join(DOC_METADATA)
+    + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
 INDEX_DDL = (
     """CREATE TABLE IF NOT EXISTS knowledge_search_doc (
   doc_id INTEGER PRIMARY KEY,
   id TEXT NOT NULL UNIQUE,
   toks TEXT NOT NULL,
-  norm TEXT NOT NULL
+  norm TEXT NOT NULL,
+  workspace TEXT NOT NULL,
+  project TEXT,
+  status TEXT NOT NULL,
+  creation_origin TEXT NOT NULL,
+  type TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  evidence_count INTEGER NOT NULL
 )""",
     """CREATE VIRTUAL TABLE IF NOT EXISTS knowledge_fts USING fts5(
   toks, norm, content='knowledge_search_doc', content_rowid='doc_id',
@@ -64,8 +85,7 @@ INDEX_DDL = (
 BEGIN
   INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.id);
 END""",
-    """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_update
-AFTER UPDATE OF id, content ON knowledge
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_update AFTER UPDATE ON knowledge
 BEGIN
   INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (old.id);
   INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.id);
@@ -73,6 +93,22 @@ END""",
     """CREATE TRIGGER IF NOT EXISTS knowledge_search_after_delete AFTER DELETE ON knowledge
 BEGIN
   INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (old.id);
+END""",
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_evidence_insert
+AFTER INSERT ON knowledge_evidence
+BEGIN
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.knowledge_id);
+END""",
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_evidence_update
+AFTER UPDATE ON knowledge_evidence
+BEGIN
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (old.knowledge_id);
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (new.knowledge_id);
+END""",
+    """CREATE TRIGGER IF NOT EXISTS knowledge_search_evidence_delete
+AFTER DELETE ON knowledge_evidence
+BEGIN
+  INSERT OR IGNORE INTO knowledge_search_pending (id) VALUES (old.knowledge_id);
 END""",
 )
 
@@ -84,6 +120,9 @@ INDEX_OBJECTS = (
     "knowledge_search_after_insert",
     "knowledge_search_after_update",
     "knowledge_search_after_delete",
+    "knowledge_search_evidence_insert",
+    "knowledge_search_evidence_update",
+    "knowledge_search_evidence_delete",
 )
 
 
@@ -123,10 +162,12 @@ def index_pending(connection: sqlite3.Connection) -> int:
             connection.executemany(
                 "DELETE FROM knowledge_search_doc WHERE doc_id = ?", [(row[0],) for row in stale]
             )
-        docs: list[tuple[int, str, str, str]] = []
+        docs: list[tuple[Any, ...]] = []
         terms: set[str] = set()
-        for item_id, content in connection.execute(
-            f"SELECT id, content FROM knowledge WHERE id IN ({marks})",  # noqa: S608 - only placeholders
+        for item_id, content, *metadata in connection.execute(
+            "SELECT k.id, k.content, k.workspace, k.project, k.status, k.creation_origin, "  # noqa: S608 - only placeholders
+            "k.type, k.created_at, k.updated_at, (SELECT count(*) FROM knowledge_evidence e "
+            f"WHERE e.knowledge_id = k.id) FROM knowledge k WHERE k.id IN ({marks})",
             chunk,
         ):
             next_doc += 1
@@ -134,10 +175,8 @@ def index_pending(connection: sqlite3.Connection) -> int:
             padded = f" {normalize_text(content)} "
             tokens = content_tokens(content)
             terms.update(tokens)
-            docs.append((next_doc, item_id, token_stream(tokens), padded))
-        connection.executemany(
-            "INSERT INTO knowledge_search_doc (doc_id, id, toks, norm) VALUES (?, ?, ?, ?)", docs
-        )
+            docs.append((next_doc, item_id, token_stream(tokens), padded, *metadata))
+        connection.executemany(_INSERT_DOC, docs)
         connection.executemany(
             "INSERT INTO knowledge_fts (rowid, toks, norm) VALUES (?, ?, ?)",
             [(doc[0], doc[2], doc[3]) for doc in docs],
@@ -158,14 +197,18 @@ def _index_exists(connection: sqlite3.Connection) -> bool:
             INDEX_OBJECTS,
         )
     }
-    return names == set(INDEX_OBJECTS)
+    if names != set(INDEX_OBJECTS):
+        return False
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(knowledge_search_doc)")}
+    return set(DOC_METADATA) <= columns
 
 
 def _rebuild(connection: sqlite3.Connection) -> None:
+    # Drop whatever is there (an older layout, a half-dropped set) and start clean.
+    connection.execute("DROP TABLE IF EXISTS knowledge_fts")
+    connection.execute("DROP TABLE IF EXISTS knowledge_search_doc")
     for statement in INDEX_DDL:
         connection.execute(statement)
-    connection.execute("DELETE FROM knowledge_search_doc")
-    connection.execute("INSERT INTO knowledge_fts (knowledge_fts) VALUES ('delete-all')")
     connection.execute("DELETE FROM knowledge_search_pending")
     connection.execute("INSERT INTO knowledge_search_pending (id) SELECT id FROM knowledge")
     index_pending(connection)

@@ -29,7 +29,7 @@ from dsh_knowledge.errors import (
     StorageError,
     ValidationError,
 )
-from dsh_knowledge.search_index import ensure_search_index
+from dsh_knowledge.search_index import ensure_search_index, index_pending
 
 SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
@@ -136,6 +136,7 @@ class KnowledgeStore:
         self.path = raw if raw == ":memory:" else str(Path(raw).resolve())
         # Per-connection facts the retrieval layer may reuse until the database changes.
         self.search_cache: dict[str, Any] = {}
+        self.index_ready = False
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -155,6 +156,7 @@ class KnowledgeStore:
             self._configure()
             self._migrate()
             ensure_search_index(self)
+            self.index_ready = True
         except BaseException:
             self.connection.close()
             raise
@@ -232,6 +234,10 @@ class KnowledgeStore:
             self.connection.execute("BEGIN IMMEDIATE")
             try:
                 result = work()
+                if self.index_ready:
+                    # Triggers queued every item this transaction touched; re-index them
+                    # before commit so the search index never lags our own writes.
+                    index_pending(self.connection)
                 self.connection.execute("COMMIT")
             except BaseException:
                 if self.connection.in_transaction:
