@@ -158,13 +158,20 @@ def test_get_returns_none_and_require_raises_not_found(repository: KnowledgeRepo
 
 
 def test_list_orders_by_updated_desc_created_desc_id_asc(repository: KnowledgeRepository) -> None:
-    first = _add(repository, "first")
-    second = _add(repository, "second")
-    repository.verify(first["id"])
-    assert [i["content"] for i in repository.list()] == ["first", "second"]
+    ids = [_add(repository, f"item {n}")["id"] for n in range(4)]
     db = repository.store.connection
-    db.execute("UPDATE knowledge SET updated_at = ?, created_at = ?", (NOW, NOW))
-    expected = sorted([first["id"], second["id"]])
+    stamps = {
+        ids[0]: ("2025-01-01T00:00:00.000Z", "2025-01-03T00:00:00.000Z"),  # newest update
+        ids[1]: ("2025-01-02T00:00:00.000Z", "2025-01-02T00:00:00.000Z"),  # newer creation
+        ids[2]: ("2025-01-01T00:00:00.000Z", "2025-01-02T00:00:00.000Z"),
+        ids[3]: ("2025-01-01T00:00:00.000Z", "2025-01-02T00:00:00.000Z"),
+    }
+    for item_id, (created, updated) in stamps.items():
+        db.execute(
+            "UPDATE knowledge SET created_at = ?, updated_at = ? WHERE id = ?",
+            (created, updated, item_id),
+        )
+    expected = [ids[0], ids[1], *sorted(ids[2:])]
     assert [i["id"] for i in repository.list()] == expected
 
 

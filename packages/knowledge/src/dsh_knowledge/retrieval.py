@@ -541,7 +541,8 @@ def retrieve_relevant_knowledge(
         return []
     preferred = list(preferred_types or [])
     result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
-    if use_index and all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens):
+    indexable = all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens)
+    if use_index and repository.store.index_ready and indexable:
         sync_search_index(repository.store)
         where, params = _eligible_where(workspace, project, type, status, "d")
         with repository.store.read():

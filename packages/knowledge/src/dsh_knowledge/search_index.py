@@ -214,13 +214,26 @@ def _rebuild(connection: sqlite3.Connection) -> None:
     index_pending(connection)
 
 
-def ensure_search_index(store: KnowledgeStore) -> None:
+def ensure_search_index(store: KnowledgeStore) -> bool:
     """Create the index objects if missing; rebuild if the index drifted from the table.
 
     Drift cannot happen through either tool (triggers queue every change), only through
-    hand edits such as dropping a trigger, so the check is a cheap count on open.
+    hand edits such as dropping a trigger, so the check is a cheap count on open. Returns
+    False - retrieval then uses the full scan, with the same results - when this SQLite
+    has no FTS5 or no trigram tokenizer (changes stay queued for a build that has them).
     """
     connection = store.connection
+    try:
+        _ensure(store, connection)
+    except sqlite3.OperationalError as error:
+        message = str(error).lower()
+        if "fts5" in message or "tokenizer" in message:
+            return False
+        raise
+    return True
+
+
+def _ensure(store: KnowledgeStore, connection: sqlite3.Connection) -> None:
 
     def in_sync() -> bool:
         if not _index_exists(connection):

@@ -155,8 +155,8 @@ class KnowledgeStore:
         try:
             self._configure()
             self._migrate()
-            ensure_search_index(self)
-            self.index_ready = True
+            # False only on an SQLite without FTS5/trigram: retrieval then scans.
+            self.index_ready = ensure_search_index(self)
         except BaseException:
             self.connection.close()
             raise
