@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_knowledge.errors import MigrationError, SchemaTooNewError, ValidationError
+from dsh_knowledge.errors import MigrationError, SchemaTooNewError, StorageError, ValidationError
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import SCHEMA_VERSION, KnowledgeStore
 
@@ -205,3 +205,12 @@ def test_node_tool_reading_our_database_sees_plain_rows(repository: KnowledgeRep
     ).fetchone()
     assert row[1:6] == ("fact", "Readable by Node.", "w", "p", "candidate")
     assert row[9] == "explicit"
+
+
+def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("just some text, not SQLite\n" * 100)
+    with pytest.raises(StorageError) as caught:
+        KnowledgeStore(path)
+    assert caught.value.code == "storage-error"
+    assert path.read_text().startswith("just some text")

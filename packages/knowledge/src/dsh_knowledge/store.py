@@ -153,7 +153,10 @@ class KnowledgeStore:
         except sqlite3.Error as error:
             raise StorageError(f"Cannot open the knowledge database: {error}") from error
         try:
-            self._configure()
+            try:
+                self._configure()
+            except sqlite3.DatabaseError as error:  # not a database, unreadable, read-only
+                raise StorageError(f"Cannot open the knowledge database: {error}") from error
             self._migrate()
             # False only on an SQLite without FTS5/trigram: retrieval then scans.
             self.index_ready = ensure_search_index(self)
