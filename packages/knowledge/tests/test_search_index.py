@@ -198,3 +198,44 @@ def test_indexed_retrieval_equals_full_scan_with_thousands_of_hits(
             scanned = retrieve_relevant_knowledge(repository, query, use_index=False, **options)
             assert indexed == scanned
             assert indexed
+
+
+def _external(db_path: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:
+    other = sqlite3.connect(db_path)
+    other.execute("PRAGMA foreign_keys = ON")
+    for sql, params in statements:
+        other.execute(sql, params)
+    other.commit()
+    other.close()
+
+
+def test_evidence_and_status_written_by_another_tool_reach_the_ranking(
+    repository: KnowledgeRepository, db_path: Path
+) -> None:
+    item = repository.create(type="fact", content="ranking metadata copy", scope={"workspace": WS})
+    _external(
+        db_path,
+        ("UPDATE knowledge SET status = 'verified' WHERE id = ?", (item["id"],)),
+        (
+            "INSERT INTO knowledge_evidence (knowledge_id, ordinal, type, source, timestamp)"
+            " VALUES (?, 0, 'session', 's', '2025-01-01T00:00:00.000Z')",
+            (item["id"],),
+        ),
+    )
+    indexed = retrieve_relevant_knowledge(repository, "metadata", workspace=WS)
+    scanned = retrieve_relevant_knowledge(repository, "metadata", workspace=WS, use_index=False)
+    assert indexed == scanned
+    assert indexed[0]["explanation"]["contributions"]["status"] == 100
+    assert indexed[0]["explanation"]["contributions"]["evidence"] == 1
+
+
+def test_rows_deleted_by_another_tool_leave_the_index(
+    repository: KnowledgeRepository, db_path: Path
+) -> None:
+    item = repository.create(type="fact", content="soon deleted", scope={"workspace": WS})
+    _external(db_path, ("DELETE FROM knowledge WHERE id = ?", (item["id"],)))
+    assert retrieve_relevant_knowledge(repository, "deleted", workspace=WS) == []
+    count = repository.store.connection.execute(
+        "SELECT count(*) FROM knowledge_search_doc"
+    ).fetchone()[0]
+    assert count == 0
