@@ -158,8 +158,11 @@ class KnowledgeStore:
             except sqlite3.DatabaseError as error:  # not a database, unreadable, read-only
                 raise StorageError(f"Cannot open the knowledge database: {error}") from error
             self._migrate()
-            # False only on an SQLite without FTS5/trigram: retrieval then scans.
-            self.index_ready = ensure_search_index(self)
+            try:
+                # False only on an SQLite without FTS5/trigram: retrieval then scans.
+                self.index_ready = ensure_search_index(self)
+            except sqlite3.Error as error:  # e.g. a read-only file that needs its index built
+                raise StorageError(f"Cannot prepare the search index: {error}") from error
         except BaseException:
             self.connection.close()
             raise
