@@ -40,6 +40,8 @@ _ROW_SELECT = (
     "d.created_at, d.updated_at, d.evidence_count, d.toks "
 )
 _DAY = 86_400_000
+# Up to this many hits the newest matching item is found from the hits themselves.
+_FEW_HITS = 2000
 
 
 class IndexedSearch:
@@ -129,7 +131,8 @@ class IndexedSearch:
     ) -> tuple[int | None, Any, bool]:
         """(newest matching time, groups of rows, whether the groups are already ordered)."""
         self.canonical = self.all_canonical()
-        if self._fill_hits() == 0:
+        hits = self._fill_hits()
+        if hits == 0:
             return None, iter(()), True
         if not self.canonical:
             values = self.db.execute(f"SELECT d.updated_at {_HITS_JOIN}{where}", params)
@@ -142,8 +145,20 @@ class IndexedSearch:
                 params,
             )
             return newest, self._tiers(cursor), False
-        row = self.db.execute(f"SELECT max(d.updated_at) {_HITS_JOIN}{where}", params).fetchone()
-        if row[0] is None:
+        if hits <= _FEW_HITS:
+            row = self.db.execute(
+                f"SELECT max(d.updated_at) {_HITS_JOIN}{where}", params
+            ).fetchone()
+        else:
+            # Many hits: walk the workspace newest-first; the first eligible hit is the newest.
+            row = self.db.execute(
+                "SELECT d.updated_at FROM knowledge_search_doc d "  # noqa: S608 - fixed clauses
+                f"INDEXED BY knowledge_search_doc_recent WHERE {where} "
+                "AND d.doc_id IN (SELECT doc FROM temp.retrieval_hits) "
+                "ORDER BY d.updated_at DESC LIMIT 1",
+                params,
+            ).fetchone()
+        if row is None or row[0] is None:
             return None, iter(()), True
         newest_text = str(row[0])
         # The score below the text points, in SQL, exactly as _score computes it.
@@ -160,12 +175,27 @@ class IndexedSearch:
             f" + CASE WHEN {age} <= {7 * _DAY} THEN 4 WHEN {age} <= {30 * _DAY} THEN 3"
             f" WHEN {age} <= {180 * _DAY} THEN 2 ELSE 1 END)"
         )
-        cursor = self.db.execute(
-            f"{_ROW_SELECT}{_HITS_JOIN}{where} ORDER BY h.text DESC, {rest} DESC, "
-            "d.updated_at DESC, d.created_at DESC, d.id ASC",
-            [*params, project, newest_text, newest_text, newest_text],
+        ordered = (
+            f"{_ROW_SELECT}{_HITS_JOIN}{where} AND h.text = ? "
+            f"ORDER BY {rest} DESC, d.updated_at DESC, d.created_at DESC, d.id ASC"
         )
-        return parse_timestamp_ms(newest_text), iter([self._stream(cursor)]), True
+        ordered_params = [*params, 0, project, newest_text, newest_text, newest_text]
+        return parse_timestamp_ms(newest_text), iter([self._by_tier(ordered, ordered_params)]), True
+
+    def _by_tier(self, sql: str, params: list[Any]) -> Any:
+        # One ordered query per text tier, best tier first: a broad query's long tail of
+        # weak matches is never read once the result walk is complete.
+        texts = [
+            text
+            for (text,) in self.db.execute(
+                "SELECT DISTINCT text FROM temp.retrieval_hits ORDER BY text DESC"
+            ).fetchall()
+        ]
+        text_position = len(params) - 5  # the "h.text = ?" placeholder
+        for text in texts:
+            params[text_position] = text
+            for record in self.db.execute(sql, params):
+                yield self._row(record)
 
     def _row(self, record: Sequence[Any]) -> Row:
         _text, exact_mask, match_mask, phrase, *columns = record

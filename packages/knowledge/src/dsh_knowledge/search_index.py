@@ -76,6 +76,10 @@ INDEX_DDL = (
   toks, norm, content='knowledge_search_doc', content_rowid='doc_id',
   tokenize='trigram case_sensitive 1'
 )""",
+    # Newest-first walk of a workspace, to find the newest matching item without reading
+    # every hit of a broad query.
+    "CREATE INDEX IF NOT EXISTS knowledge_search_doc_recent"
+    " ON knowledge_search_doc (workspace, updated_at)",
     "CREATE TABLE IF NOT EXISTS knowledge_search_pending (id TEXT PRIMARY KEY NOT NULL)",
     # Every token ever indexed (never pruned: a stale term only costs an FTS phrase that
     # matches nothing). Lets a query skip phrases for strings that are nobody's token.
@@ -114,6 +118,7 @@ END""",
 
 INDEX_OBJECTS = (
     "knowledge_search_doc",
+    "knowledge_search_doc_recent",
     "knowledge_fts",
     "knowledge_search_pending",
     "knowledge_search_vocab",
