@@ -239,3 +239,33 @@ def test_rows_deleted_by_another_tool_leave_the_index(
         "SELECT count(*) FROM knowledge_search_doc"
     ).fetchone()[0]
     assert count == 0
+
+
+_ALPHABET = st.sampled_from(
+    list("abcdeorstu")
+    + list(" .,-_'\"()*:^")
+    + list("连接池数据库")
+    + ["é", "É", "ß", "ǅ", "Ⅻ", "①", "ｆ", "\u0301", "𠀀"]
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    contents=st.lists(st.text(_ALPHABET, min_size=1, max_size=40), min_size=1, max_size=12),
+    query=st.text(_ALPHABET, max_size=30),
+)
+def test_arbitrary_unicode_gives_identical_results(contents: list[str], query: str) -> None:
+    with KnowledgeStore(":memory:") as store:
+        repository = KnowledgeRepository(store)
+        specs = [
+            {"type": "fact", "content": content, "scope": {"workspace": WS}}
+            for content in contents
+            if content.strip()
+        ]
+        if specs:
+            repository.create_many(specs)
+        indexed = retrieve_relevant_knowledge(repository, query, workspace=WS, limit=100)
+        scanned = retrieve_relevant_knowledge(
+            repository, query, workspace=WS, limit=100, use_index=False
+        )
+        assert indexed == scanned
