@@ -1,0 +1,94 @@
+"""dsh-knowledge: local, evidence-backed project knowledge for coding agents.
+
+The public API is importable from here; modules load on first use (PEP 562), so
+``import dsh_knowledge`` - and the ``dsh-knowledge --help`` start-up - stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dsh_knowledge.errors import (
+    DatabaseBusyError,
+    GitProvenanceError,
+    HealthBatchError,
+    HealthGuidanceInputError,
+    InvalidSupersedeError,
+    InvalidTransitionError,
+    KnowledgeError,
+    MigrationError,
+    NotFoundError,
+    SchemaTooNewError,
+    ScopeChangeError,
+    StorageError,
+    ValidationError,
+)
+
+if TYPE_CHECKING:
+    from dsh_knowledge.freshness import check_freshness
+    from dsh_knowledge.guidance import create_health_guidance
+    from dsh_knowledge.health import check_health
+    from dsh_knowledge.provenance import attach_git_provenance, capture_git_provenance
+    from dsh_knowledge.repository import KnowledgeRepository
+    from dsh_knowledge.retrieval import (
+        MAX_RETRIEVAL_RESULTS,
+        RETRIEVAL_SCORING,
+        are_conservative_duplicates,
+        retrieve_relevant_knowledge,
+    )
+    from dsh_knowledge.store import SCHEMA_VERSION, KnowledgeStore
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "KnowledgeStore": "store",
+    "SCHEMA_VERSION": "store",
+    "KnowledgeRepository": "repository",
+    "retrieve_relevant_knowledge": "retrieval",
+    "are_conservative_duplicates": "retrieval",
+    "RETRIEVAL_SCORING": "retrieval",
+    "MAX_RETRIEVAL_RESULTS": "retrieval",
+    "capture_git_provenance": "provenance",
+    "attach_git_provenance": "provenance",
+    "check_freshness": "freshness",
+    "check_health": "health",
+    "create_health_guidance": "guidance",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dsh_knowledge' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"dsh_knowledge.{module}"), name)
+
+
+__all__ = [
+    "MAX_RETRIEVAL_RESULTS",
+    "RETRIEVAL_SCORING",
+    "SCHEMA_VERSION",
+    "DatabaseBusyError",
+    "GitProvenanceError",
+    "HealthBatchError",
+    "HealthGuidanceInputError",
+    "InvalidSupersedeError",
+    "InvalidTransitionError",
+    "KnowledgeError",
+    "KnowledgeRepository",
+    "KnowledgeStore",
+    "MigrationError",
+    "NotFoundError",
+    "SchemaTooNewError",
+    "ScopeChangeError",
+    "StorageError",
+    "ValidationError",
+    "__version__",
+    "are_conservative_duplicates",
+    "attach_git_provenance",
+    "capture_git_provenance",
+    "check_freshness",
+    "check_health",
+    "create_health_guidance",
+    "retrieve_relevant_knowledge",
+]

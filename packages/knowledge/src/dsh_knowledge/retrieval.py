@@ -1,0 +1,291 @@
+"""Deterministic ranked retrieval (M2): the earlier tool's integer scoring, explained.
+
+Two candidate paths produce identical output (a property test holds them to it):
+``use_index=True`` asks the FTS5 trigram index (:mod:`dsh_knowledge.search_index`,
+:mod:`dsh_knowledge._indexed_search`) for the items where some query token matches;
+``use_index=False`` is the earlier tool's plain scan of every active item in scope. Both
+feed the same matching and scoring code (:mod:`dsh_knowledge.scoring`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from dsh_knowledge._indexed_search import IndexedSearch
+from dsh_knowledge.errors import ValidationError
+from dsh_knowledge.models import KNOWLEDGE_TYPES, parse_timestamp_ms
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.scoring import (
+    ACTIVE_STATUSES,
+    DEFAULT_RESULT_LIMIT,
+    MAX_RETRIEVAL_RESULTS,
+    RETRIEVAL_SCORING,
+    Query,
+    Row,
+    are_conservative_duplicates,
+    duplicate_tokens,
+    match_text,
+    prepare_query,
+    score_row,
+    time_key,
+)
+from dsh_knowledge.search_index import (
+    MAX_EXACT_SUBSTRING_TOKEN_LENGTH,
+    sync_search_index,
+    token_stream,
+)
+from dsh_knowledge.tokenize import content_tokens, normalize_text
+
+__all__ = [
+    "DEFAULT_RESULT_LIMIT",
+    "MAX_RETRIEVAL_RESULTS",
+    "RETRIEVAL_SCORING",
+    "are_conservative_duplicates",
+    "retrieve_relevant_knowledge",
+]
+
+
+def _validate(
+    *,
+    workspace: object,
+    project: object,
+    type: object,
+    status: object,
+    preferred_types: object,
+    limit: object,
+) -> None:
+    if not isinstance(workspace, str) or not workspace.strip():
+        raise ValidationError("Retrieval options must include a non-empty workspace.")
+    if project is not None and (not isinstance(project, str) or not project.strip()):
+        raise ValidationError("Project scope must be a non-empty string when provided.")
+    if type is not None and type not in KNOWLEDGE_TYPES:
+        raise ValidationError(f"Invalid knowledge type: {type}")
+    if status is not None and status not in ACTIVE_STATUSES:
+        raise ValidationError(f"Invalid retrieval status: {status}")
+    if preferred_types is not None and (
+        isinstance(preferred_types, str)
+        or not isinstance(preferred_types, Sequence)
+        or any(t not in KNOWLEDGE_TYPES for t in preferred_types)
+        or len(set(preferred_types)) != len(preferred_types)
+        or len(preferred_types) > 3
+    ):
+        raise ValidationError("Preferred knowledge types must be unique valid types.")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValidationError("Retrieval limit must be a positive integer.")
+
+
+def _eligible_where(
+    workspace: str, project: str | None, type: str | None, status: str | None, alias: str
+) -> tuple[str, list[Any]]:
+    """Eligibility over ``alias`` (knowledge ``k`` or its index copy ``d``: same columns)."""
+    statuses = [status] if status is not None else list(ACTIVE_STATUSES)
+    a = alias
+    clauses = [
+        f"{a}.workspace = ?",
+        f"{a}.status IN ({','.join('?' * len(statuses))})",
+        # Automatic-origin candidates wait for an explicit verification before retrieval.
+        f"NOT ({a}.status = 'candidate' AND {a}.creation_origin = 'automatic')",
+    ]
+    params: list[Any] = [workspace, *statuses]
+    if project is None:
+        clauses.append(f"{a}.project IS NULL")
+    else:
+        clauses.append(f"({a}.project IS NULL OR {a}.project = ?)")
+        params.append(project)
+    if type is not None:
+        clauses.append(f"{a}.type = ?")
+        params.append(type)
+    return " AND ".join(clauses), params
+
+
+_EVIDENCE_COUNT = (
+    "(SELECT count(*) FROM (SELECT 1 FROM knowledge_evidence e "
+    "WHERE e.knowledge_id = k.id LIMIT 3))"
+)
+
+
+def _scanned_rows(repository: KnowledgeRepository, where: str, params: list[Any]) -> list[Row]:
+    sql = (
+        "SELECT k.id, k.type, k.project, k.status, k.created_at, k.updated_at, "  # noqa: S608 - fixed clauses
+        f"{_EVIDENCE_COUNT}, k.content FROM knowledge k WHERE {where}"
+    )
+    rows = []
+    for (
+        item_id,
+        item_type,
+        project,
+        status,
+        created,
+        updated,
+        count,
+        content,
+    ) in repository.store.connection.execute(sql, params):
+        normalized = normalize_text(content)
+        tokens = content_tokens(content)
+        rows.append(
+            Row(
+                item_id,
+                item_type,
+                project,
+                status,
+                created,
+                updated,
+                count,
+                tokens,
+                token_stream(tokens),
+                normalized,
+            )
+        )
+    return rows
+
+
+def retrieve_relevant_knowledge(
+    repository: KnowledgeRepository,
+    query: str,
+    *,
+    workspace: str,
+    project: str | None = None,
+    limit: int | None = None,
+    preferred_types: Sequence[str] | None = None,
+    status: str | None = None,
+    type: str | None = None,
+    use_index: bool = True,
+) -> list[dict[str, Any]]:
+    """Ranked ``[{"knowledge", "score", "explanation"}]`` for ``query`` in one scope.
+
+    Considers verified items and explicit-origin candidates of ``workspace`` that are
+    workspace-wide or (when given) in ``project``; archived and superseded items never.
+    ``use_index=False`` runs the plain full scan (same results, slower at scale).
+    """
+    _validate(
+        workspace=workspace,
+        project=project,
+        type=type,
+        status=status,
+        preferred_types=preferred_types,
+        limit=limit,
+    )
+    if not isinstance(query, str):
+        raise ValidationError("Retrieval query must be a string.")
+    prepared = prepare_query(query)
+    if not prepared.tokens:
+        return []
+    preferred = list(preferred_types or [])
+    result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
+    indexable = all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens)
+    if use_index and repository.store.index_ready and indexable:
+        sync_search_index(repository.store)
+        where, params = _eligible_where(workspace, project, type, status, "d")
+        with repository.store.read():
+            search = IndexedSearch(repository, prepared)
+            newest, tiers, ordered = search.rows(where, params, project, preferred)
+            selected = _select(
+                ordered=ordered,
+                tiers=tiers,
+                query=prepared,
+                project=project,
+                preferred=preferred,
+                newest=newest,
+                limit=result_limit,
+            )
+            items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+            search.remember()
+    else:
+        where, params = _eligible_where(workspace, project, type, status, "k")
+        matches: list[Row] = []
+        for row in _scanned_rows(repository, where, params):
+            row.match = match_text(prepared, row)
+            if row.match[1] or row.match[2]:
+                matches.append(row)
+        parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
+        newest = max((value for value in parsed if value is not None), default=None)
+        selected = _select(
+            ordered=False,
+            tiers=iter([matches]),
+            query=prepared,
+            project=project,
+            preferred=preferred,
+            newest=newest,
+            limit=result_limit,
+        )
+        items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+    return [_result(row, items[row.item_id], len(prepared.tokens)) for row in selected]
+
+
+def _select(
+    *,
+    ordered: bool,
+    tiers: Any,
+    query: Query,
+    project: str | None,
+    preferred: list[str],
+    newest: int | None,
+    limit: int,
+) -> list[Row]:
+    """Score, order and walk the ranked rows with near-duplicate suppression.
+
+    ``tiers`` yields groups of rows in descending text order (the full scan passes one
+    group with every match); each group is ordered by the complete key before the walk,
+    unless ``ordered`` says SQLite already delivered the rows in final rank order.
+    The walk records duplicates of kept rows and stops at the first non-duplicate once
+    ``limit`` rows are kept.
+    """
+    selected: list[Row] = []
+    for tier in tiers:
+        if not ordered:
+            for row in tier:
+                score_row(query, row, project, preferred, newest)
+            # Stable multi-key sort: id ascending first, then the descending keys on top.
+            tier.sort(key=lambda row: row.item_id)
+            tier.sort(
+                key=lambda row: (row.score, time_key(row.updated_at), time_key(row.created_at)),
+                reverse=True,
+            )
+        for row in tier:
+            if ordered:  # rows arrive in rank order; score only the ones we look at
+                score_row(query, row, project, preferred, newest)
+            # Same type and exact scope are part of the predicate (workspace is fixed here).
+            original = next(
+                (
+                    kept
+                    for kept in selected
+                    if kept.type == row.type
+                    and kept.project == row.project
+                    and duplicate_tokens(kept.tokens, row.tokens)
+                ),
+                None,
+            )
+            if original is not None:
+                original.suppressed.append(row.item_id)
+                continue
+            if len(selected) == limit:
+                return selected
+            selected.append(row)
+    return selected
+
+
+def _result(row: Row, item: dict[str, Any], token_count: int) -> dict[str, Any]:
+    phrase, exact, partial = row.match
+    coverage = math.floor((len(exact) + len(partial)) / token_count * 1000 + 0.5)
+    if phrase:
+        match_type = "exact_phrase"
+    elif exact and partial:
+        match_type = "mixed_tokens"
+    elif exact:
+        match_type = "exact_tokens"
+    else:
+        match_type = "partial_tokens"
+    return {
+        "knowledge": item,
+        "score": row.score,
+        "explanation": {
+            "matchType": match_type,
+            "matchedTokens": [*exact, *partial],
+            # JSON.stringify writes 1, not 1.0: keep whole numbers integral.
+            "tokenCoverage": coverage // 1000 if coverage % 1000 == 0 else coverage / 1000,
+            "contributions": row.contributions,
+            "suppressedSimilarIds": row.suppressed,
+        },
+    }

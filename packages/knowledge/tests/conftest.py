@@ -1,0 +1,133 @@
+"""Shared fixtures: every test runs with HOME, DSH_HOME and git's config inside tmp_path."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.store import KnowledgeStore
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    git_config = tmp_path / "gitconfig"
+    git_config.write_text("[user]\n\tname = Test User\n\temail = test@example.com\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh-home"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(git_config))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "knowledge.sqlite"
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[KnowledgeStore]:
+    opened = KnowledgeStore(db_path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def repository(store: KnowledgeStore) -> KnowledgeRepository:
+    return KnowledgeRepository(store)
+
+
+# --- the earlier Node tool's exact DDL (kept apart from ours: tests fail if ours drifts) ---
+
+NODE_V1 = """
+CREATE TABLE knowledge (
+  id TEXT PRIMARY KEY NOT NULL,
+  type TEXT NOT NULL CHECK (type IN ('fact', 'decision', 'lesson')),
+  content TEXT NOT NULL CHECK (length(trim(content)) > 0),
+  workspace TEXT NOT NULL CHECK (length(trim(workspace)) > 0),
+  project TEXT CHECK (project IS NULL OR length(trim(project)) > 0),
+  status TEXT NOT NULL CHECK (status IN ('candidate', 'verified', 'superseded', 'archived')),
+  replacement_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  FOREIGN KEY (replacement_id) REFERENCES knowledge(id) ON DELETE RESTRICT,
+  CHECK (replacement_id IS NULL OR replacement_id <> id),
+  CHECK (status <> 'superseded' OR replacement_id IS NOT NULL),
+  CHECK (status NOT IN ('candidate', 'verified') OR replacement_id IS NULL)
+);
+CREATE TABLE knowledge_evidence (
+  knowledge_id TEXT NOT NULL,
+  ordinal INTEGER NOT NULL CHECK (ordinal >= 0),
+  type TEXT NOT NULL CHECK (type IN ('session', 'file', 'git')),
+  source TEXT NOT NULL CHECK (length(trim(source)) > 0),
+  locator TEXT,
+  timestamp TEXT NOT NULL,
+  PRIMARY KEY (knowledge_id, ordinal),
+  FOREIGN KEY (knowledge_id) REFERENCES knowledge(id) ON DELETE CASCADE
+);
+CREATE INDEX knowledge_workspace_project_idx ON knowledge(workspace, project);
+CREATE INDEX knowledge_project_idx ON knowledge(project);
+CREATE INDEX knowledge_type_idx ON knowledge(type);
+CREATE INDEX knowledge_status_idx ON knowledge(status);
+CREATE INDEX knowledge_updated_at_idx ON knowledge(updated_at);
+"""
+
+NODE_V2 = """
+CREATE TABLE knowledge_evidence_v2 (
+  knowledge_id TEXT NOT NULL,
+  ordinal INTEGER NOT NULL CHECK (ordinal >= 0),
+  type TEXT NOT NULL CHECK (type IN ('session', 'file', 'git')),
+  source TEXT NOT NULL CHECK (length(trim(source)) > 0),
+  locator TEXT,
+  timestamp TEXT NOT NULL,
+  git_commit TEXT,
+  git_path TEXT,
+  PRIMARY KEY (knowledge_id, ordinal),
+  FOREIGN KEY (knowledge_id) REFERENCES knowledge(id) ON DELETE CASCADE,
+  CHECK (
+    (git_commit IS NULL AND git_path IS NULL) OR
+    (type = 'file' AND git_commit IS NOT NULL AND git_path IS NOT NULL AND
+     length(git_commit) IN (40, 64) AND git_commit NOT GLOB '*[^0-9a-fA-F]*' AND
+     length(trim(git_path)) > 0 AND substr(git_path, 1, 1) <> '/' AND
+     instr(git_path, char(92)) = 0)
+  )
+);
+INSERT INTO knowledge_evidence_v2
+  (knowledge_id, ordinal, type, source, locator, timestamp, git_commit, git_path)
+SELECT knowledge_id, ordinal, type, source, locator, timestamp, NULL, NULL
+FROM knowledge_evidence;
+DROP TABLE knowledge_evidence;
+ALTER TABLE knowledge_evidence_v2 RENAME TO knowledge_evidence;
+"""
+
+NODE_V3 = """
+ALTER TABLE knowledge ADD COLUMN creation_origin TEXT NOT NULL DEFAULT 'explicit'
+  CHECK (creation_origin IN ('explicit', 'automatic'));
+CREATE INDEX knowledge_origin_scope_status_idx
+  ON knowledge(creation_origin, workspace, project, status);
+"""
+
+
+def build_node_database(path: Path, version: int) -> None:
+    """A database exactly as the Node tool at ``version`` (1, 2 or 3) leaves it, empty."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA foreign_keys = ON")
+    connection.executescript(NODE_V1)
+    if version >= 2:
+        connection.executescript(NODE_V2)
+    if version >= 3:
+        connection.executescript(NODE_V3)
+    connection.execute(f"PRAGMA user_version = {version}")
+    connection.commit()
+    connection.close()
+
+
+@pytest.fixture
+def node_database() -> Callable[[Path, int], None]:
+    """Builder of empty databases exactly as the Node tool at schema 1, 2 or 3 leaves them."""
+    return build_node_database

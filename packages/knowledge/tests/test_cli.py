@@ -1,0 +1,236 @@
+"""Every command through a real process: stdout JSON, stderr JSON errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def run(*args: str, db: Path | None = None) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "dsh_knowledge.cli"]
+    if db is not None:
+        argv += ["--db", str(db)]
+    return subprocess.run(
+        [*argv, *args], capture_output=True, text=True, check=False, env=os.environ.copy()
+    )
+
+
+def ok(*args: str, db: Path | None = None) -> Any:
+    result = run(*args, db=db)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def error(*args: str, db: Path | None = None) -> dict[str, str]:
+    result = run(*args, db=db)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    return dict(json.loads(result.stderr)["error"])
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "cli" / "knowledge.sqlite"
+
+
+def add(db: Path, content: str, *extra: str) -> dict[str, Any]:
+    return dict(
+        ok("add", "--workspace", "/w", "--type", "fact", "--content", content, *extra, db=db)
+    )
+
+
+def test_add_prints_the_created_item_with_default_evidence_timestamp(db: Path) -> None:
+    evidence = '{"type": "file", "source": "src/router.ts", "locator": "L10"}'
+    item = add(db, "Use ResponseRouter", "--project", "api", "--evidence", evidence)
+    assert item["scope"] == {"workspace": "/w", "project": "api"}
+    assert item["status"] == "candidate"
+    assert item["evidence"][0]["source"] == "src/router.ts"
+    assert item["evidence"][0]["timestamp"].endswith("Z")
+
+
+def test_add_without_db_uses_dsh_home(tmp_path: Path) -> None:
+    ok("add", "--workspace", "/w", "--type", "fact", "--content", "home default")
+    assert (tmp_path / "dsh-home" / "knowledge" / "knowledge.sqlite").is_file()
+
+
+def test_blank_dsh_home_falls_back_to_home_dot_dsh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DSH_HOME", "  ")
+    ok("add", "--workspace", "/w", "--type", "fact", "--content", "home fallback")
+    assert (tmp_path / "home" / ".dsh" / "knowledge" / "knowledge.sqlite").is_file()
+
+
+def test_add_rejects_bad_evidence_json(db: Path) -> None:
+    assert error("add", "--workspace", "/w", "--type", "fact", "--content", "x",
+                 "--evidence", "{nope", db=db)["code"] == "invalid-json"  # fmt: skip
+    assert error("add", "--workspace", "/w", "--type", "fact", "--content", "x",
+                 "--evidence", "[1]", db=db)["code"] == "invalid-input"  # fmt: skip
+
+
+def test_add_rejects_an_invalid_type_without_writing(db: Path) -> None:
+    assert error("add", "--workspace", "/w", "--type", "opinion", "--content", "x",
+                 db=db)["code"] == "invalid-input"  # fmt: skip
+    assert ok("list", db=db) == {"items": []}
+
+
+def test_get_verify_archive(db: Path) -> None:
+    item = add(db, "lifecycle")
+    assert ok("get", item["id"], db=db) == item
+    assert ok("verify", item["id"], db=db)["status"] == "verified"
+    assert ok("archive", item["id"], db=db)["status"] == "archived"
+
+
+@pytest.mark.parametrize("command", ["get", "verify", "archive"])
+def test_unknown_id_is_not_found(db: Path, command: str) -> None:
+    assert error(command, "missing-id", db=db) == {
+        "code": "not-found",
+        "message": "Knowledge item not found: missing-id",
+    }
+
+
+def test_supersede(db: Path) -> None:
+    old, new = add(db, "old rule"), add(db, "new rule")
+    ok("verify", old["id"], db=db)
+    ok("verify", new["id"], db=db)
+    result = ok("supersede", old["id"], "--by", new["id"], db=db)
+    assert result["status"] == "superseded"
+    assert result["replacementId"] == new["id"]
+
+
+def test_supersede_of_a_candidate_is_an_invalid_transition(db: Path) -> None:
+    old, new = add(db, "old rule"), add(db, "new rule")
+    assert error("supersede", old["id"], "--by", new["id"], db=db)["code"] == "invalid-transition"
+
+
+def test_list_filters(db: Path) -> None:
+    wide = add(db, "wide")
+    scoped = add(db, "scoped", "--project", "api")
+    assert [i["id"] for i in ok("list", "--workspace-wide", db=db)["items"]] == [wide["id"]]
+    assert [i["id"] for i in ok("list", "--project", "api", db=db)["items"]] == [scoped["id"]]
+    assert len(ok("list", "--workspace", "/w", "--limit", "1", db=db)["items"]) == 1
+    assert ok("list", "--origin", "automatic", db=db) == {"items": []}
+    assert ok("list", "--status", "verified", "--type", "fact", db=db) == {"items": []}
+
+
+def test_list_project_and_workspace_wide_conflict(db: Path) -> None:
+    assert error("list", "--project", "a", "--workspace-wide", db=db)["code"] == "invalid-input"
+
+
+def test_list_bad_limit_is_an_error(db: Path) -> None:
+    assert error("list", "--limit", "0", db=db)["code"] == "invalid-input"
+    assert error("list", "--limit", "many", db=db)["code"] == "invalid-arguments"
+
+
+def test_search_is_literal(db: Path) -> None:
+    hit = add(db, "coverage 100% on main")
+    add(db, "coverage 1000 on main")
+    assert [i["id"] for i in ok("search", "100%", "--workspace", "/w", db=db)["items"]] == [
+        hit["id"]
+    ]
+
+
+def test_retrieve_ranks_with_explanations(db: Path) -> None:
+    item = add(db, "连接池耗尽导致超时")
+    add(db, "unrelated text")
+    ok("verify", item["id"], db=db)
+    result = ok("retrieve", "数据库连接池", "--workspace", "/w", "--prefer", "fact",
+                "--status", "verified", "--limit", "5", db=db)  # fmt: skip
+    [ranked] = result["results"]
+    assert ranked["knowledge"]["id"] == item["id"]
+    assert ranked["explanation"]["matchedTokens"] == ["连接", "接池"]
+    assert ranked["explanation"]["contributions"]["type"] == 10
+
+
+def test_retrieve_requires_a_workspace(db: Path) -> None:
+    assert error("retrieve", "x", db=db)["code"] == "invalid-arguments"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "app.py").write_text("print('hi')\n")
+    _git(repo, "add", "app.py")
+    _git(repo, "commit", "-q", "-m", "init")
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return repo, head
+
+
+def _provenanced(db: Path, head: str) -> dict[str, Any]:
+    evidence = json.dumps(
+        {"type": "file", "source": "app.py", "gitProvenance": {"commit": head, "path": "app.py"}}
+    )
+    return add(db, "app prints hi", "--evidence", evidence)
+
+
+def test_freshness_reports_current_then_stale(db: Path, repo: tuple[Path, str]) -> None:
+    directory, head = repo
+    item = _provenanced(db, head)
+    report = ok("freshness", item["id"], "--repo", str(directory), db=db)
+    assert report["knowledgeId"] == item["id"]
+    assert report["status"] == "current"
+    (directory / "app.py").write_text("print('bye')\n")
+    assert ok("freshness", item["id"], "--repo", str(directory), db=db)["status"] == (
+        "potentially_stale"
+    )
+
+
+def test_freshness_unknown_id_is_not_found(db: Path, repo: tuple[Path, str]) -> None:
+    assert error("freshness", "nope", "--repo", str(repo[0]), db=db)["code"] == "not-found"
+
+
+def test_health_with_guidance(db: Path, repo: tuple[Path, str]) -> None:
+    directory, head = repo
+    first = _provenanced(db, head)
+    second = add(db, "no evidence at all")
+    result = ok("health", first["id"], second["id"], "--repo", str(directory), "--guidance", db=db)
+    statuses = [(r["knowledgeId"], r["status"]) for r in result["results"]]
+    assert statuses == [(first["id"], "current"), (second["id"], "unverifiable")]
+    assert all("guidance" in r for r in result["results"])
+
+
+def test_health_without_guidance_has_no_guidance(db: Path, repo: tuple[Path, str]) -> None:
+    directory, head = repo
+    item = _provenanced(db, head)
+    [result] = ok("health", item["id"], "--repo", str(directory), db=db)["results"]
+    assert "guidance" not in result
+
+
+def test_health_needs_at_least_one_id(db: Path, repo: tuple[Path, str]) -> None:
+    assert error("health", "--repo", str(repo[0]), db=db)["code"] == "invalid-arguments"
+
+
+def test_newer_database_is_refused_by_every_command(db: Path) -> None:
+    import sqlite3
+
+    add(db, "exists")
+    connection = sqlite3.connect(db)
+    connection.execute("PRAGMA user_version = 9")
+    connection.commit()
+    connection.close()
+    assert error("list", db=db)["code"] == "schema-too-new"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["add", "get", "verify", "archive", "supersede", "list", "search", "retrieve", "freshness",
+     "health"],
+)  # fmt: skip
+def test_every_command_has_help(command: str) -> None:
+    result = run(command, "--help")
+    assert result.returncode == 0
+    assert "Usage" in result.stdout
