@@ -189,6 +189,30 @@ def test_freshness_reports_current_then_stale(db: Path, repo: tuple[Path, str]) 
     )
 
 
+def test_add_with_repo_captures_provenance_for_clean_committed_files(
+    db: Path, repo: tuple[Path, str]
+) -> None:
+    directory, head = repo
+    (directory / "draft.py").write_text("not committed\n")
+    item = add(
+        db,
+        "app prints hi",
+        "--evidence",
+        json.dumps({"type": "file", "source": "app.py"}),
+        "--evidence",
+        json.dumps({"type": "file", "source": "draft.py"}),
+        "--repo",
+        str(directory),
+    )
+    assert item["evidence"][0]["gitProvenance"] == {"commit": head, "path": "app.py"}
+    assert "gitProvenance" not in item["evidence"][1]
+    assert item["provenanceCapture"]["captured"] == 1
+    assert item["provenanceCapture"]["warnings"][0]["evidenceIndex"] == 1
+    stored = ok("get", item["id"], db=db)
+    assert stored["evidence"][0]["gitProvenance"]["commit"] == head
+    assert "provenanceCapture" not in stored
+
+
 def test_freshness_unknown_id_is_not_found(db: Path, repo: tuple[Path, str]) -> None:
     assert error("freshness", "nope", "--repo", str(repo[0]), db=db)["code"] == "not-found"
 

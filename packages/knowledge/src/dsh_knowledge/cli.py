@@ -87,6 +87,15 @@ def add(
             '"timestamp"?,"gitProvenance"?}. timestamp defaults to now.',
         ),
     ] = None,
+    repo: Annotated[
+        str | None,
+        typer.Option(
+            "--repo",
+            help="Git repository of the file evidence: attach gitProvenance (commit and path) "
+            "to each file evidence whose source is a clean, tracked file present in HEAD, "
+            "and add a provenanceCapture report to the output.",
+        ),
+    ] = None,
 ) -> None:
     """Add a knowledge item (status candidate, origin explicit); print it."""
     from dsh_common.jsonio import loads
@@ -99,15 +108,21 @@ def add(
             _usage("--evidence must be one JSON object.")
         record.setdefault("timestamp", now_timestamp())
         records.append(record)
+    report = None
+    if repo is not None:
+        from dsh_knowledge.provenance import attach_git_provenance
+
+        # Opportunistic: a file that is dirty, untracked or outside HEAD is stored without
+        # provenance and named in the report; it never blocks the add.
+        records, report = attach_git_provenance(records, repo)
     scope = {"workspace": workspace, "project": project}
     try:
-        emit_json(
-            _repository().create(
-                type=knowledge_type, content=content, scope=scope, evidence=records
-            )
+        item = _repository().create(
+            type=knowledge_type, content=content, scope=scope, evidence=records
         )
     finally:
         _close()
+    emit_json(item if repo is None else {**item, "provenanceCapture": report})
 
 
 @app.command()
@@ -150,7 +165,7 @@ def supersede(
 
 
 @app.command(name="list")
-def list_items(  # noqa: PLR0917 - Typer maps each option to a parameter
+def list_items(
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
     workspace_wide: Annotated[
@@ -203,7 +218,7 @@ def search(
 
 
 @app.command()
-def retrieve(  # noqa: PLR0917 - Typer maps each option to a parameter
+def retrieve(
     query: Annotated[str, typer.Argument(help="What you are looking for, in words.")],
     workspace: Annotated[str, typer.Option("--workspace", help="Workspace (required).")],
     project: Annotated[
