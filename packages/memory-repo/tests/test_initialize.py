@@ -76,3 +76,15 @@ def test_init_on_symlinked_root_is_unsafe_layout(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(tmp_path / "real")
     assert MemoryService(tmp_path / "link").init()["error"] == {"code": "unsafe-layout"}
     assert not (tmp_path / "real" / ".git").exists()
+
+
+def test_init_without_git_identity_says_how_to_set_one(tmp_path: Path, isolated_env: Path) -> None:
+    import pytest
+
+    from dsh_memory.errors import InitFailedError
+
+    (isolated_env / ".gitconfig").write_text("[user]\n\tname =\n\temail =\n")
+    with pytest.raises(InitFailedError) as caught:
+        initialize_repository(tmp_path / "mem")
+    assert caught.value.code == "init-failed"
+    assert "git config --global user.email" in caught.value.message

@@ -190,7 +190,17 @@ class GitTransactions:
         for parent in parents:
             args += ["-p", parent]
         args += ["-m", message]
-        return self.git.run(args).text.strip()
+        try:
+            return self.git.run(args).text.strip()
+        except GitError as exc:
+            if "identity unknown" in exc.stderr or "empty ident" in exc.stderr:
+                # The commonest first-run failure: say how to fix it, not only that it failed.
+                exc.message += (
+                    " (git has no author identity: set one with `git config --global user.name"
+                    ' "Your Name"` and `git config --global user.email you@example.com`)'
+                )
+                exc.args = (exc.message,)
+            raise
 
     # -- moving HEAD -----------------------------------------------------------------------
 
