@@ -14,6 +14,8 @@ import typer
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help: rendering it with rich costs ~170 ms of imports at every `--help`.
+    rich_markup_mode=None,
     help=(
         "Lessons as fingerprinted Markdown records in docs/solutions/dsh-compound/, with "
         "CJK-aware recall. Prints JSON to stdout; errors print "

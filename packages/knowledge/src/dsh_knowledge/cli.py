@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help: rendering it with rich costs ~170 ms of imports at every `--help`.
+    rich_markup_mode=None,
     help="Local, evidence-backed project knowledge: store, lifecycle, ranked retrieval, "
     "Git freshness and health. Output is JSON.",
 )

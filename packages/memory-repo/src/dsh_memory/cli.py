@@ -19,6 +19,8 @@ from dsh_common.cli import emit_json, run_app
 app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help: rendering it with rich costs ~170 ms of imports at every `--help`.
+    rich_markup_mode=None,
     help="The DPSK memory repository: status, health, clear, migration, runs, rollback, "
     "search and context. Prints the memory API's JSON envelope.",
 )
