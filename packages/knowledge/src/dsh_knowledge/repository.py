@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import sqlite3
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from dsh_knowledge.errors import (
@@ -203,25 +203,31 @@ class KnowledgeRepository:
 
     # --- writes ---------------------------------------------------------------------------
 
+    _INSERT_EVIDENCE = (
+        "INSERT INTO knowledge_evidence (knowledge_id, ordinal, type, source, locator, "
+        "timestamp, git_commit, git_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    )
+
+    @staticmethod
+    def _evidence_rows(
+        item_id: str, evidence: builtins.list[Evidence]
+    ) -> Iterator[tuple[Any, ...]]:
+        for ordinal, record in enumerate(evidence):
+            provenance = record.get("gitProvenance") or {}
+            yield (
+                item_id,
+                ordinal,
+                record["type"],
+                record["source"],
+                record.get("locator"),
+                record["timestamp"],
+                provenance.get("commit"),
+                provenance.get("path"),
+            )
+
     def _insert_evidence(self, item_id: str, evidence: builtins.list[Evidence]) -> None:
         self._db.execute("DELETE FROM knowledge_evidence WHERE knowledge_id = ?", (item_id,))
-        self._db.executemany(
-            "INSERT INTO knowledge_evidence (knowledge_id, ordinal, type, source, locator, "
-            "timestamp, git_commit, git_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    item_id,
-                    ordinal,
-                    record["type"],
-                    record["source"],
-                    record.get("locator"),
-                    record["timestamp"],
-                    record.get("gitProvenance", {}).get("commit"),
-                    record.get("gitProvenance", {}).get("path"),
-                )
-                for ordinal, record in enumerate(evidence)
-            ],
-        )
+        self._db.executemany(self._INSERT_EVIDENCE, self._evidence_rows(item_id, evidence))
 
     def _prepare(
         self, spec: Mapping[str, Any]
@@ -290,21 +296,11 @@ class KnowledgeRepository:
         def work() -> None:
             self._db.executemany(self._INSERT, [row for _, row, _ in prepared])
             self._db.executemany(
-                "INSERT INTO knowledge_evidence (knowledge_id, ordinal, type, source, locator, "
-                "timestamp, git_commit, git_path) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                self._INSERT_EVIDENCE,
                 [
-                    (
-                        item_id,
-                        ordinal,
-                        record["type"],
-                        record["source"],
-                        record.get("locator"),
-                        record["timestamp"],
-                        record.get("gitProvenance", {}).get("commit"),
-                        record.get("gitProvenance", {}).get("path"),
-                    )
+                    row
                     for item_id, _, records in prepared
-                    for ordinal, record in enumerate(records)
+                    for row in self._evidence_rows(item_id, records)
                 ],
             )
 
