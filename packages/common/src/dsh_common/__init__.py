@@ -10,6 +10,7 @@ Modules, one job each:
 * :mod:`dsh_common.git` - the hardened git runner and its batch helpers
 * :mod:`dsh_common.jsonio`, :mod:`dsh_common.cli` - JSON and the CLI conventions
 * :mod:`dsh_common.errors` - ``DshError`` and its leaves
+* :mod:`dsh_common.lazy` - lazy public names for a package's ``__init__``
 
 Submodules are imported on use (``from dsh_common.text import query_terms``) so that a
 command pays only for what it needs at start-up; this package imports nothing eagerly.

@@ -9,9 +9,9 @@ The public functions are imported lazily so ``import dsh_compound`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dsh_common.lazy import lazy_exports
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 
 if TYPE_CHECKING:
@@ -48,11 +48,4 @@ _LAZY = {
     "validate_id": "dsh_compound.draft",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'dsh_compound' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

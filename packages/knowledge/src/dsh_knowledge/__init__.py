@@ -6,9 +6,9 @@ The public API is importable from here; modules load on first use (PEP 562), so
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dsh_common.lazy import lazy_exports
 from dsh_knowledge.errors import (
     DatabaseBusyError,
     GitProvenanceError,
@@ -57,11 +57,9 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'dsh_knowledge' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"dsh_knowledge.{module}"), name)
+__getattr__ = lazy_exports(
+    __name__, {name: f"dsh_knowledge.{module}" for name, module in _LAZY.items()}
+)
 
 
 __all__ = [

@@ -114,7 +114,7 @@ def _scanned_rows(repository: KnowledgeRepository, where: str, params: list[Any]
     rows = []
     for (
         item_id,
-        item_type,
+        kind,
         project,
         status,
         created,
@@ -122,21 +122,10 @@ def _scanned_rows(repository: KnowledgeRepository, where: str, params: list[Any]
         count,
         content,
     ) in repository.store.connection.execute(sql, params):
-        normalized = normalize_text(content)
         tokens = content_tokens(content)
+        stream, normalized = token_stream(tokens), normalize_text(content)
         rows.append(
-            Row(
-                item_id,
-                item_type,
-                project,
-                status,
-                created,
-                updated,
-                count,
-                tokens,
-                token_stream(tokens),
-                normalized,
-            )
+            Row(item_id, kind, project, status, created, updated, count, tokens, stream, normalized)
         )
     return rows
 

@@ -7,8 +7,9 @@ command starts fast.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dsh_common.lazy import lazy_exports
 from dsh_memory.errors import MemoryRepoError
 
 if TYPE_CHECKING:
@@ -18,11 +19,5 @@ __version__ = "0.1.0"
 
 __all__ = ["MemoryRepoError", "MemoryService", "__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy: importing the package must not import git/SQLite machinery.
-    if name == "MemoryService":
-        from dsh_memory.service import MemoryService  # noqa: PLC0415
-
-        return MemoryService
-    raise AttributeError(f"module 'dsh_memory' has no attribute {name!r}")
+# Lazy: importing the package must not import git/SQLite machinery.
+__getattr__ = lazy_exports(__name__, {"MemoryService": "dsh_memory.service"})
