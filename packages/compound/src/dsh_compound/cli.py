@@ -91,6 +91,73 @@ def check_command(workspace: WorkspaceOption) -> None:
     emit_json(check(workspace))
 
 
+@app.command("mcp")
+def mcp_command(
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            help="The workspace the tools work in (default: the project root above the "
+            "current directory).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the agent tools over MCP on stdin/stdout (needs the [mcp] extra)."""
+    try:
+        from dsh_compound.mcp_server import serve
+    except ImportError as exc:
+        from dsh_compound.errors import CompoundError
+
+        raise CompoundError(
+            "the MCP server needs the mcp extra: pip install 'dsh-compound[mcp]'",
+            code="mcp-unavailable",
+        ) from exc
+    serve(workspace)
+
+
+@app.command(
+    "hook",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def hook_command(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="session-start or user-prompt-submit.")],
+) -> None:
+    """Agent hook: read the host's payload on stdin, print lessons as additionalContext."""
+    from dsh_compound.hooks import main as hook_main
+
+    raise typer.Exit(hook_main([event, *ctx.args]))
+
+
+@app.command("setup")
+def setup_command(
+    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
+    scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
+    project_dir: Annotated[
+        str | None, typer.Option("--project-dir", help="Project root (default: cwd).")
+    ] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Undo exactly our entries.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
+    ] = False,
+) -> None:
+    """Register the MCP server and hooks in Claude Code or Codex (idempotent, merging)."""
+    from dsh_common.agent_setup import run_setup
+    from dsh_common.cli import emit_json
+    from dsh_compound.agent_tools import INTEGRATION
+
+    emit_json(
+        run_setup(
+            INTEGRATION,
+            host,
+            scope=scope,
+            project_dir=project_dir,
+            remove=remove,
+            dry_run=dry_run,
+        )
+    )
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_common.cli import run_app

@@ -286,6 +286,39 @@ def health(
     emit_json({"results": check_health(items, repo, include_guidance=guidance)})
 
 
+@app.command("setup")
+def setup_command(
+    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
+    scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
+    project_dir: Annotated[
+        str | None, typer.Option("--project-dir", help="Project root (default: cwd).")
+    ] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Undo exactly our entries.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
+    ] = False,
+) -> None:
+    """Register the MCP server and the prompt hook in Claude Code or Codex (merging)."""
+    from dsh_common.agent_setup import Integration, run_setup
+
+    integration = Integration(
+        server="dsh-knowledge",
+        program="dsh-knowledge",
+        mcp_args=("mcp",),
+        hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
+    )
+    emit_json(
+        run_setup(
+            integration,
+            host,
+            scope=scope,
+            project_dir=project_dir,
+            remove=remove,
+            dry_run=dry_run,
+        )
+    )
+
+
 def main() -> None:
     """Console-script entry point."""
     sys.exit(run_app(app, prog_name="dsh-knowledge"))

@@ -205,6 +205,67 @@ def prompt_section_command(ctx: typer.Context) -> None:
     sys.stdout.flush()
 
 
+@app.command("mcp")
+def mcp_command(ctx: typer.Context) -> None:
+    """Serve memory_search and memory_context over MCP on stdin/stdout ([mcp] extra)."""
+    try:
+        from dsh_memory.mcp_server import serve
+    except ImportError:
+        sys.stderr.write(
+            '{"ok": false, "error": {"code": "mcp-unavailable", "message": "the MCP server '
+            "needs the mcp extra: pip install 'dsh-memory[mcp]'\"}}\n"
+        )
+        raise typer.Exit(1) from None
+    serve(ctx.obj.get("root") if isinstance(ctx.obj, dict) else None)
+
+
+@app.command(
+    "hook",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def hook_command(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="session-start.")],
+) -> None:
+    """Agent hook: print the memory prompt section as additionalContext."""
+    from dsh_memory.hooks import main as hook_main
+
+    raise typer.Exit(hook_main([event, *ctx.args]))
+
+
+@app.command("setup")
+def setup_command(
+    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
+    scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
+    project_dir: Annotated[
+        str | None, typer.Option("--project-dir", help="Project root (default: cwd).")
+    ] = None,
+    remove: Annotated[bool, typer.Option("--remove", help="Undo exactly our entries.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
+    ] = False,
+) -> None:
+    """Register the MCP server and the session-start hook in Claude Code or Codex."""
+    from dsh_common.agent_setup import Integration, run_setup
+
+    integration = Integration(
+        server="dsh-memory",
+        program="dsh-memory",
+        mcp_args=("mcp",),
+        hooks=(("SessionStart", ("hook", "session-start", "--mcp-server", "dsh-memory")),),
+    )
+    emit_json(
+        run_setup(
+            integration,
+            host,
+            scope=scope,
+            project_dir=project_dir,
+            remove=remove,
+            dry_run=dry_run,
+        )
+    )
+
+
 def main() -> None:
     sys.exit(run_app(app, prog_name="dsh-memory", render_error=render_error))
 

@@ -1,0 +1,125 @@
+"""What every agent hook shares: read the host's payload, print extra context, never block.
+
+Claude Code and Codex run a hook command with a JSON payload on stdin (``session_id``,
+``cwd``, ``hook_event_name``, plus ``prompt`` for a prompt-submit hook) and read
+``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}`` from stdout.
+A hook that prints nothing and exits 0 adds nothing. Our hooks must never get in an
+agent's way: :func:`run_hook` turns every failure into silence and exit 0 (with the reason
+on stderr only when ``DSH_DEBUG=1``).
+
+Hooks run at every session start and every prompt, so this module imports only the
+standard library's ``json`` - no typer, no orjson, nothing the hook does not need.
+
+Stored text shown to a model is untrusted: :func:`escape_untrusted` makes sure it cannot
+close (or open) the block it is fenced in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, BinaryIO, TextIO
+
+#: A payload larger than this is not a hook payload we understand; the hook stays silent.
+MAX_PAYLOAD_BYTES = 1024 * 1024
+
+#: Hook event names as the hosts spell them, by the names our commands use.
+EVENT_NAMES = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+}
+
+#: ``handler(payload, args)``: ``args`` are the words after the event name.
+HookHandler = Callable[[Mapping[str, Any], list[str]], str | None]
+
+
+def read_payload(stream: BinaryIO | None = None) -> dict[str, Any]:
+    """The JSON object on stdin, or ``{}`` when there is none (a hook run by hand)."""
+    source = stream if stream is not None else sys.stdin.buffer
+    if source.isatty():
+        return {}
+    data = source.read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        raise ValueError("hook payload is larger than 1 MiB")
+    if not data.strip():
+        return {}
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise ValueError("hook payload is not a JSON object")
+    return value
+
+
+def payload_cwd(payload: Mapping[str, Any]) -> str:
+    """The session's working directory: the payload's ``cwd``, else the process's."""
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and cwd else os.getcwd()
+
+
+def context_document(event: str, text: str) -> dict[str, Any]:
+    """The ``hookSpecificOutput`` document that adds ``text`` to the model's context."""
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def escape_untrusted(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` escaped, so that it cannot close its fence."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def one_line(text: str, limit: int) -> str:
+    """Whitespace collapsed, escaped, cut to ``limit`` characters with an ellipsis."""
+    flat = escape_untrusted(" ".join(text.split()))
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def run_hook(
+    event: str,
+    handlers: Mapping[str, HookHandler],
+    args: list[str] | None = None,
+    *,
+    stdin: BinaryIO | None = None,
+    stdout: TextIO | None = None,
+) -> int:
+    """Run the handler for ``event`` (``session-start``...); return the exit code.
+
+    The handler gets the payload and the extra arguments and returns the context text,
+    or None for nothing to say. An unknown event is a configuration mistake: a JSON error
+    on stderr, exit 1 (both hosts treat that as a non-blocking hook error). Everything
+    else exits 0.
+    """
+    handler = handlers.get(event)
+    if handler is None or event not in EVENT_NAMES:
+        known = ", ".join(sorted(handlers))
+        message = f"unknown hook event {event!r}; expected one of: {known}"
+        sys.stderr.write(json.dumps({"error": {"code": "unknown-hook", "message": message}}))
+        sys.stderr.write("\n")
+        return 1
+    try:
+        text = handler(read_payload(stdin), list(args or []))
+    except Exception as exc:  # a hook must never block or break the agent's turn
+        if os.environ.get("DSH_DEBUG") == "1":
+            sys.stderr.write(f"dsh hook {event} failed: {type(exc).__name__}: {exc}\n")
+        return 0
+    if text:
+        out = stdout if stdout is not None else sys.stdout
+        try:
+            out.write(json.dumps(context_document(EVENT_NAMES[event], text), ensure_ascii=False))
+            out.write("\n")
+            out.flush()
+        except BrokenPipeError:  # the host stopped reading (a timeout): nothing to do
+            pass
+    return 0
+
+
+def hook_main(argv: list[str], handlers: Mapping[str, HookHandler]) -> int:
+    """``<command> hook <event>``: ``argv`` is what follows ``hook``."""
+    if not argv or argv[0] in ("-h", "--help"):
+        names = ", ".join(sorted(handlers))
+        sys.stdout.write(
+            f"usage: hook <event>   (events: {names})\n"
+            "Reads the agent host's hook payload (JSON) on stdin and prints "
+            "hookSpecificOutput.additionalContext, or nothing. Never fails the agent's turn.\n"
+        )
+        return 0 if argv else 1
+    return run_hook(argv[0], handlers, argv[1:])

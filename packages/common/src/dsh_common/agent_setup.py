@@ -1,0 +1,379 @@
+"""Register a product's MCP server and hooks in Claude Code or Codex, and undo exactly that.
+
+Used by ``dsh-compound setup``, ``dsh-memory setup`` and ``dsh-knowledge setup``. Pure
+library: it plans file changes (:func:`plan`), shows them as a unified diff, and applies
+them atomically (:func:`apply`). The files are those the hosts document:
+
+- claude-code, project: ``<project>/.mcp.json`` (``mcpServers``) and
+  ``<project>/.claude/settings.json`` (``hooks``);
+- claude-code, user: ``~/.claude.json`` (``mcpServers``) and ``~/.claude/settings.json``;
+- codex, user: ``$CODEX_HOME/config.toml`` (``[mcp_servers.NAME]``, default
+  ``~/.codex``) and ``$CODEX_HOME/hooks.json``;
+- codex, project: ``<project>/.codex/config.toml`` and ``<project>/.codex/hooks.json``
+  (Codex reads them only for a project the user marked trusted).
+
+Merging rules: every other key, server and hook of the user's files is kept as it was;
+our server is the entry named after the product; our hooks are the command hooks whose
+program is the product's command (by file name) followed by ``hook``. Running setup twice
+changes nothing the second time; ``remove`` deletes only those entries, then any container
+(a hook event list, ``hooks``, ``mcpServers``) that became empty, then a file that became
+empty - so setup followed by remove leaves the files as they were. JSON is written back
+with the indentation and final newline the file already had.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh_common import toml_tables
+from dsh_common.errors import DshError
+
+HOSTS = ("claude-code", "codex")
+SCOPES = ("user", "project")
+#: Seconds a host waits for one of our hooks; they take tens of milliseconds.
+HOOK_TIMEOUT_SECONDS = 10
+
+
+class AgentSetupError(DshError, ValueError):
+    """A bad host, scope or project directory, or a config file we must not rewrite."""
+
+    code = "invalid-arguments"
+
+
+class ConfigInvalidError(AgentSetupError):
+    """An existing config file is not valid JSON/TOML or has an unexpected shape."""
+
+    code = "config-invalid"
+
+
+@dataclass(frozen=True)
+class Integration:
+    """What one product registers: its MCP server and its hook commands."""
+
+    server: str  # the MCP server name, e.g. "dsh-compound"
+    program: str  # the console script name, e.g. "dsh-compound"
+    mcp_args: tuple[str, ...] = ("mcp",)
+    #: (host event name, arguments after the program), e.g. ("SessionStart", ("hook", ...)).
+    hooks: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    command: str | None = None  # the resolved program; see resolve_command
+
+
+@dataclass
+class FileChange:
+    """One file before and after (``None``: the file does not / will not exist)."""
+
+    path: Path
+    before: str | None
+    after: str | None
+
+    @property
+    def action(self) -> str:
+        if self.before == self.after:
+            return "unchanged"
+        if self.before is None:
+            return "created"
+        return "removed" if self.after is None else "updated"
+
+    def diff(self) -> str:
+        old = (self.before or "").splitlines(keepends=True)
+        new = (self.after or "").splitlines(keepends=True)
+        lines = difflib.unified_diff(
+            old,
+            new,
+            fromfile=str(self.path) if self.before is not None else "/dev/null",
+            tofile=str(self.path) if self.after is not None else "/dev/null",
+        )
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+@dataclass
+class Locations:
+    """The two files a host and scope use."""
+
+    mcp: Path
+    hooks: Path
+    kind: str = field(default="json")  # "json" (Claude) or "toml" (Codex) for the MCP file
+
+
+def resolve_command(program: str) -> str:
+    """The absolute path of ``program`` beside the running Python, else its bare name.
+
+    A host starts hooks and servers with its own ``PATH``, which often lacks the virtual
+    environment's ``bin``; the console script next to ``sys.executable`` is the one that
+    belongs to this installation. Not resolved through symlinks: a venv's python is one.
+    """
+    candidate = Path(sys.executable).parent / program
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    return program
+
+
+def locations(
+    host: str, scope: str, project_dir: Path, env: Mapping[str, str] | None = None
+) -> Locations:
+    """Where ``host`` keeps MCP servers and hooks for ``scope``."""
+    environ = os.environ if env is None else env
+    home = Path(environ.get("HOME") or Path.home())
+    if host == "claude-code":
+        if scope == "project":
+            return Locations(project_dir / ".mcp.json", project_dir / ".claude" / "settings.json")
+        return Locations(home / ".claude.json", home / ".claude" / "settings.json")
+    if host == "codex":
+        if scope == "project":
+            base = project_dir / ".codex"
+        else:
+            base = Path(environ.get("CODEX_HOME") or home / ".codex")
+        return Locations(base / "config.toml", base / "hooks.json", kind="toml")
+    raise AgentSetupError(f"unknown host {host!r}; expected one of: {', '.join(HOSTS)}")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigInvalidError(f"{path} cannot be read: {exc}") from exc
+
+
+def _load_json(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigInvalidError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ConfigInvalidError(f"{path} does not hold a JSON object")
+    return value
+
+
+def _dump_json(document: dict[str, Any], like: str | None) -> str | None:
+    """``document`` in the style of the text it replaces; None for an empty document."""
+    if not document:
+        return None
+    indent: int | str = 2
+    if like:
+        for line in like.splitlines()[1:]:
+            stripped = line.lstrip(" \t")
+            if stripped and len(stripped) < len(line):
+                whitespace = line[: len(line) - len(stripped)]
+                indent = len(whitespace) if whitespace.strip(" ") == "" else whitespace
+                break
+    text = json.dumps(document, indent=indent, ensure_ascii=False)
+    return text + "\n" if like is None or like.endswith("\n") else text
+
+
+def hook_command(integration: Integration, args: Sequence[str]) -> str:
+    """The shell command line of one hook (hosts run hook commands through a shell)."""
+    program = integration.command or integration.program
+    return " ".join(shlex.quote(part) for part in (program, *args))
+
+
+def _is_ours(hook: Any, integration: Integration) -> bool:
+    if not isinstance(hook, dict) or hook.get("type") != "command":
+        return False
+    command = hook.get("command")
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return len(words) >= 2 and Path(words[0]).name == integration.program and words[1] == "hook"
+
+
+def _merge_hooks(
+    document: dict[str, Any], integration: Integration, *, remove: bool, path: Path
+) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(json.dumps(document))
+    hooks = result.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigInvalidError(f"{path}: 'hooks' is not an object")
+    wanted = {} if remove else dict(integration.hooks)
+    for event in {*hooks, *wanted}:
+        groups = hooks.get(event, [])
+        if not isinstance(groups, list):
+            raise ConfigInvalidError(f"{path}: hooks.{event} is not a list")
+        kept: list[Any] = []
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(inner, list) and any(_is_ours(h, integration) for h in inner):
+                rest = [h for h in inner if not _is_ours(h, integration)]
+                if rest:
+                    kept.append({**group, "hooks": rest})
+                continue
+            kept.append(group)
+        if event in wanted:
+            ours = {
+                "type": "command",
+                "command": hook_command(integration, wanted[event]),
+                "timeout": HOOK_TIMEOUT_SECONDS,
+            }
+            kept.append({"hooks": [ours]})
+        if kept:
+            hooks[event] = kept
+        else:
+            hooks.pop(event, None)
+    if hooks:
+        result["hooks"] = hooks
+    else:
+        result.pop("hooks", None)
+    # Unchanged when only our entry moved position: keep the user's file as it was.
+    return document if _same_hooks(document, result) else result
+
+
+def _same_hooks(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def canonical(doc: dict[str, Any]) -> str:
+        hooks = doc.get("hooks", {})
+        shaped = {k: sorted(json.dumps(g, sort_keys=True) for g in v) for k, v in hooks.items()}
+        return json.dumps({**doc, "hooks": shaped}, sort_keys=True)
+
+    return canonical(a) == canonical(b)
+
+
+def _server_entry(integration: Integration, kind: str) -> dict[str, Any]:
+    command = integration.command or integration.program
+    if kind == "toml":
+        # required: codex waits for the server before the first model request.
+        # default_tools_approval_mode: our tools touch only local dsh data, and without it
+        # `codex exec` refuses every call ("requires approval, but approval policy is never").
+        return {
+            "command": command,
+            "args": list(integration.mcp_args),
+            "required": True,
+            "default_tools_approval_mode": "approve",
+        }
+    return {"type": "stdio", "command": command, "args": list(integration.mcp_args)}
+
+
+def _merge_json_server(
+    document: dict[str, Any], integration: Integration, *, remove: bool, path: Path
+) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(json.dumps(document))
+    servers = result.get("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ConfigInvalidError(f"{path}: 'mcpServers' is not an object")
+    if remove:
+        servers.pop(integration.server, None)
+    else:
+        servers[integration.server] = _server_entry(integration, "json")
+    if servers:
+        result["mcpServers"] = servers
+    else:
+        result.pop("mcpServers", None)
+    return result
+
+
+def plan(
+    integration: Integration,
+    host: str,
+    *,
+    scope: str = "user",
+    project_dir: str | os.PathLike[str] | None = None,
+    remove: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> list[FileChange]:
+    """The changes setup (or ``remove``) would make; nothing is written."""
+    if host not in HOSTS:
+        raise AgentSetupError(f"unknown host {host!r}; expected one of: {', '.join(HOSTS)}")
+    if scope not in SCOPES:
+        raise AgentSetupError(f"unknown scope {scope!r}; expected one of: {', '.join(SCOPES)}")
+    project = Path(os.path.abspath(project_dir or os.getcwd()))
+    if scope == "project" and not project.is_dir():
+        raise AgentSetupError(f"project directory {project} does not exist")
+    where = locations(host, scope, project, env)
+    changes: list[FileChange] = []
+
+    mcp_text = _read(where.mcp)
+    if where.kind == "toml":
+        values = None if remove else _server_entry(integration, "toml")
+        new_text: str | None = toml_tables.set_table(
+            mcp_text or "", ["mcp_servers", integration.server], values, str(where.mcp)
+        )
+        if new_text == "" and not mcp_text:
+            new_text = mcp_text
+        elif not (new_text or "").strip():
+            new_text = None
+        changes.append(FileChange(where.mcp, mcp_text, new_text))
+    else:
+        before = _load_json(where.mcp, mcp_text)
+        after = _merge_json_server(before, integration, remove=remove, path=where.mcp)
+        changes.append(
+            FileChange(
+                where.mcp, mcp_text, mcp_text if after == before else _dump_json(after, mcp_text)
+            )
+        )
+
+    hooks_text = _read(where.hooks)
+    before_hooks = _load_json(where.hooks, hooks_text)
+    after_hooks = _merge_hooks(before_hooks, integration, remove=remove, path=where.hooks)
+    changes.append(
+        FileChange(
+            where.hooks,
+            hooks_text,
+            hooks_text if after_hooks is before_hooks else _dump_json(after_hooks, hooks_text),
+        )
+    )
+    return changes
+
+
+def apply(changes: Sequence[FileChange]) -> None:
+    """Write (or delete) every changed file, each atomically; parents are created."""
+    from dsh_common.io import atomic_write  # noqa: PLC0415
+
+    for change in changes:
+        if change.before == change.after:
+            continue
+        if change.after is None:
+            change.path.unlink(missing_ok=True)
+            continue
+        change.path.parent.mkdir(parents=True, exist_ok=True)
+        # ~/.claude.json and config.toml may hold credentials: new files are owner-only.
+        mode = None if change.path.exists() else 0o600
+        atomic_write(change.path, change.after.encode("utf-8"), mode=mode)
+
+
+def run_setup(
+    integration: Integration,
+    host: str,
+    *,
+    scope: str = "user",
+    project_dir: str | os.PathLike[str] | None = None,
+    remove: bool = False,
+    dry_run: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Plan, then apply unless ``dry_run``; the JSON result the ``setup`` commands print."""
+    resolved = integration
+    if integration.command is None:
+        resolved = Integration(
+            integration.server,
+            integration.program,
+            integration.mcp_args,
+            integration.hooks,
+            resolve_command(integration.program),
+        )
+    changes = plan(resolved, host, scope=scope, project_dir=project_dir, remove=remove, env=env)
+    if not dry_run:
+        apply(changes)
+    result: dict[str, Any] = {
+        "host": host,
+        "scope": scope,
+        "server": resolved.server,
+        "command": resolved.command,
+        "removed": remove,
+        "dryRun": dry_run,
+        "files": [{"path": str(c.path), "action": c.action} for c in changes],
+    }
+    if dry_run:
+        result["diff"] = "".join(change.diff() for change in changes)
+    return result

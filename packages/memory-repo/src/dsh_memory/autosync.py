@@ -1,0 +1,111 @@
+"""Start ``dsh-memory-sync`` in the background when the last sync is old (off by default).
+
+Memory grows when ``dsh-memory-sync`` turns idle sessions into records. Rather than asking
+users for a scheduler, the session-start hook may start it: when the setting
+``memory.auto_sync_interval_minutes`` in ``$DSH_HOME/settings.yaml`` is a positive number
+of minutes and ``.last-sync`` (whose modification time the sync advances) is older than
+that, the hook spawns ``dsh-memory-sync`` fully detached (own session, no stdin/stdout,
+not waited for) and returns at once. It never spawns when the setting is absent or 0,
+when memory is disabled, when the command is not installed, when a sync holds the
+operation lock, or when it already spawned one within the interval (a throttle stamp,
+``$DSH_HOME/state/memory-auto-sync.stamp``, keeps many parallel sessions from starting
+many syncs - the sync itself serialises on its operation lock anyway).
+
+The setting is read the way :mod:`dsh_memory.settings` reads ``enabled``: one key of the
+top-level ``memory:`` block, line by line, nothing else of the file interpreted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from dsh_memory.root import LAST_SYNC_FILE, dsh_home
+
+SETTING = "auto_sync_interval_minutes"
+SYNC_COMMAND = "dsh-memory-sync"
+STAMP = Path("state") / "memory-auto-sync.stamp"
+
+_KEY = re.compile(r"^[ \t]+auto_sync_interval_minutes\s*:\s*(?P<value>[0-9]+)\s*(?:#.*)?$")
+
+
+def interval_minutes(settings_file: Path) -> int:
+    """The configured interval, 0 (off) when absent or unreadable."""
+    from dsh_memory.settings import _memory_block, _read_lines  # noqa: PLC0415
+
+    try:
+        lines = _read_lines(settings_file)
+        block = _memory_block(lines) if lines is not None else None
+    except Exception:  # an unreadable settings file means: do not start anything
+        return 0
+    if lines is None or block is None:
+        return 0
+    for line in lines[block[0] + 1 : block[1]]:
+        match = _KEY.match(line.rstrip("\r\n"))
+        if match is not None:
+            return int(match["value"])
+    return 0
+
+
+def sync_command() -> str | None:
+    """``dsh-memory-sync`` beside this Python, else on ``PATH``, else None."""
+    beside = Path(sys.executable).parent / SYNC_COMMAND
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which(SYNC_COMMAND)
+
+
+def _age_seconds(path: Path, now: float) -> float | None:
+    try:
+        return now - path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def due(root: Path, minutes: int, env: Mapping[str, str] | None = None) -> bool:
+    """True when a sync should start now (interval passed, no sync running, not throttled)."""
+    if minutes <= 0:
+        return False
+    now = time.time()
+    interval = minutes * 60
+    last = _age_seconds(root / LAST_SYNC_FILE, now)
+    if last is None or last < interval:
+        return False  # no initialised repository, or synced recently
+    if (root / ".sync" / "operation.lock").exists():
+        return False
+    stamp = _age_seconds(dsh_home(env) / STAMP, now)
+    return stamp is None or stamp >= interval
+
+
+def spawn_sync(command: str, env: Mapping[str, str] | None = None) -> int:
+    """Start ``command`` detached; touch the throttle stamp; return the child's pid."""
+    import subprocess  # noqa: PLC0415 - only on the rare path that spawns
+
+    stamp = dsh_home(env) / STAMP
+    stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp.touch()
+    child = subprocess.Popen(
+        [command],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # outlives the hook and the agent session
+        close_fds=True,
+    )
+    return child.pid
+
+
+def maybe_start_sync(root: Path, settings_file: Path) -> int | None:
+    """Spawn a background sync when one is due; the pid, or None."""
+    minutes = interval_minutes(settings_file)
+    if not due(root, minutes):
+        return None
+    command = sync_command()
+    if command is None:
+        return None
+    return spawn_sync(command)

@@ -1,0 +1,70 @@
+"""``dsh-memory hook session-start``: the memory prompt section for Claude Code and Codex.
+
+The section is the spec's (static instructions plus the bounded ``summary.md`` snapshot
+under ``[DPSK MEMORY: UNTRUSTED CONTEXT]``), with the tool names the host actually has:
+``setup`` registers the hook as ``hook session-start --mcp-server dsh-memory``, and the
+section then names ``mcp__dsh-memory__memory_search`` and ``mcp__dsh-memory__memory_context``.
+Without ``--mcp-server`` no tool is wired, and the section points at the CLI instead.
+When memory is disabled (``memory.enabled: false``) nothing is printed.
+
+It may also start a background ``dsh-memory-sync`` (see :mod:`dsh_memory.autosync`, off by
+default). Reached from the launcher without typer; nothing here blocks the agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsh_common.agent_hooks import hook_main
+
+TOOL_NAMES = ("memory_search", "memory_context")
+_CLI_HINT = (
+    "(no MCP tools are wired in this host: run `dsh-memory search --query <words>` or "
+    "`dsh-memory context --query <words>` in a shell instead)"
+)
+
+
+def _server_name(args: list[str]) -> str | None:
+    for index, word in enumerate(args):
+        if word == "--mcp-server" and index + 1 < len(args):
+            return args[index + 1]
+        if word.startswith("--mcp-server="):
+            return word.split("=", 1)[1]
+    return None
+
+
+def wire_tool_names(section: str, server: str | None) -> str:
+    """The section with each tool named as the host exposes it (or a CLI hint)."""
+    if server is None:
+        first, second = (f"`{name}`" for name in TOOL_NAMES)
+        return section.replace(f"{first} 或 {second}", f"{first} 或 {second} {_CLI_HINT}", 1)
+    for name in TOOL_NAMES:
+        section = section.replace(f"`{name}`", f"`mcp__{server}__{name}`")
+    return section
+
+
+def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
+    """The prompt section (empty when disabled); may start a background sync."""
+    from dsh_memory.service import MemoryService  # noqa: PLC0415
+
+    service = MemoryService()
+    section = service.prompt_section()
+    if section:
+        try:
+            from dsh_memory.autosync import maybe_start_sync  # noqa: PLC0415
+
+            maybe_start_sync(service.root, service.settings_file)
+        except Exception:  # noqa: S110 - the context must still reach the agent
+            pass
+    if not section:
+        return None
+    return wire_tool_names(section, _server_name(args))
+
+
+HANDLERS = {"session-start": session_start}
+
+
+def main(argv: list[str]) -> int:
+    """``dsh-memory hook <event>``; ``argv`` is what follows ``hook``."""
+    return hook_main(argv, HANDLERS)
