@@ -23,6 +23,7 @@ with the indentation and final newline the file already had.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -62,8 +63,12 @@ class Integration:
     program: str  # the console script name, e.g. "dsh-compound"
     mcp_args: tuple[str, ...] = ("mcp",)
     #: (host event name, arguments after the program), e.g. ("SessionStart", ("hook", ...)).
+    #: An argument ``{host}`` becomes the host's name (``claude-code`` or ``codex``).
     hooks: tuple[tuple[str, tuple[str, ...]], ...] = ()
     command: str | None = None  # the resolved program; see resolve_command
+    #: Variables copied into Codex's server entry when set at setup time: Codex starts MCP
+    #: servers with a minimal environment, so a non-default DSH_HOME would not reach them.
+    env_names: tuple[str, ...] = ("DSH_HOME",)
 
 
 @dataclass
@@ -192,14 +197,27 @@ def _is_ours(hook: Any, integration: Integration) -> bool:
 
 
 def _merge_hooks(
-    document: dict[str, Any], integration: Integration, *, remove: bool, path: Path
+    document: dict[str, Any],
+    integration: Integration,
+    *,
+    remove: bool,
+    path: Path,
+    host: str,
 ) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(json.dumps(document))
     hooks = result.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigInvalidError(f"{path}: 'hooks' is not an object")
-    wanted = {} if remove else dict(integration.hooks)
-    for event in {*hooks, *wanted}:
+    wanted = (
+        {}
+        if remove
+        else {
+            event: tuple(host if arg == "{host}" else arg for arg in args)
+            for event, args in integration.hooks
+        }
+    )
+    # Existing events first, in the file's order; new ones after, in ours.
+    for event in [*hooks, *(e for e in wanted if e not in hooks)]:
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
             raise ConfigInvalidError(f"{path}: hooks.{event} is not a list")
@@ -240,18 +258,25 @@ def _same_hooks(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return canonical(a) == canonical(b)
 
 
-def _server_entry(integration: Integration, kind: str) -> dict[str, Any]:
+def _server_entry(
+    integration: Integration, kind: str, env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     command = integration.command or integration.program
     if kind == "toml":
+        environ = os.environ if env is None else env
+        passed = {name: environ[name] for name in integration.env_names if environ.get(name)}
         # required: codex waits for the server before the first model request.
         # default_tools_approval_mode: our tools touch only local dsh data, and without it
         # `codex exec` refuses every call ("requires approval, but approval policy is never").
-        return {
+        entry: dict[str, Any] = {
             "command": command,
             "args": list(integration.mcp_args),
             "required": True,
             "default_tools_approval_mode": "approve",
         }
+        if passed:
+            entry["env"] = passed
+        return entry
     return {"type": "stdio", "command": command, "args": list(integration.mcp_args)}
 
 
@@ -295,7 +320,7 @@ def plan(
 
     mcp_text = _read(where.mcp)
     if where.kind == "toml":
-        values = None if remove else _server_entry(integration, "toml")
+        values = None if remove else _server_entry(integration, "toml", env)
         new_text: str | None = toml_tables.set_table(
             mcp_text or "", ["mcp_servers", integration.server], values, str(where.mcp)
         )
@@ -315,7 +340,9 @@ def plan(
 
     hooks_text = _read(where.hooks)
     before_hooks = _load_json(where.hooks, hooks_text)
-    after_hooks = _merge_hooks(before_hooks, integration, remove=remove, path=where.hooks)
+    after_hooks = _merge_hooks(
+        before_hooks, integration, remove=remove, path=where.hooks, host=host
+    )
     changes.append(
         FileChange(
             where.hooks,
@@ -355,13 +382,7 @@ def run_setup(
     """Plan, then apply unless ``dry_run``; the JSON result the ``setup`` commands print."""
     resolved = integration
     if integration.command is None:
-        resolved = Integration(
-            integration.server,
-            integration.program,
-            integration.mcp_args,
-            integration.hooks,
-            resolve_command(integration.program),
-        )
+        resolved = dataclasses.replace(integration, command=resolve_command(integration.program))
     changes = plan(resolved, host, scope=scope, project_dir=project_dir, remove=remove, env=env)
     if not dry_run:
         apply(changes)

@@ -183,12 +183,14 @@ def set_table(text: str, path: Sequence[str], values: Mapping[str, Any] | None, 
     if ranges:
         owned = {i for a, b in ranges for i in range(a, b)}
         first = ranges[0][0]
-        kept_before = [line for i, line in enumerate(lines[:first])]
+        kept_before = lines[:first]
         kept_after = [line for i, line in enumerate(lines) if i >= first and i not in owned]
-        if not block and not "".join(kept_after).strip() and kept_before:
-            # Removing the last table: drop the blank line we put before it when appending.
-            kept_after = []
-            if not kept_before[-1].strip():
+        if not block and kept_before and not kept_before[-1].strip():
+            # The blank line we put before an appended table goes with it: at the end of
+            # the file, or where it would leave two blank lines in a row.
+            if not "".join(kept_after).strip():
+                kept_after, kept_before = [], kept_before[:-1]
+            elif not kept_after[0].strip():
                 kept_before = kept_before[:-1]
         new_text = "".join(kept_before) + block + "".join(kept_after)
     elif block:

@@ -9,7 +9,9 @@ not waited for) and returns at once. It never spawns when the setting is absent 
 when memory is disabled, when the command is not installed, when a sync holds the
 operation lock, or when it already spawned one within the interval (a throttle stamp,
 ``$DSH_HOME/state/memory-auto-sync.stamp``, keeps many parallel sessions from starting
-many syncs - the sync itself serialises on its operation lock anyway).
+many syncs - the sync itself serialises on its operation lock anyway). The command is
+``$DSH_MEMORY_SYNC_COMMAND`` when set, else the ``dsh-memory-sync`` installed beside this
+Python, else the one on ``PATH``.
 
 The setting is read the way :mod:`dsh_memory.settings` reads ``enabled``: one key of the
 top-level ``memory:`` block, line by line, nothing else of the file interpreted.
@@ -52,8 +54,12 @@ def interval_minutes(settings_file: Path) -> int:
     return 0
 
 
-def sync_command() -> str | None:
-    """``dsh-memory-sync`` beside this Python, else on ``PATH``, else None."""
+def sync_command(env: Mapping[str, str] | None = None) -> str | None:
+    """``$DSH_MEMORY_SYNC_COMMAND``, else ``dsh-memory-sync`` beside this Python, else on
+    ``PATH``, else None (not installed: nothing is started)."""
+    configured = (os.environ if env is None else env).get("DSH_MEMORY_SYNC_COMMAND")
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
     beside = Path(sys.executable).parent / SYNC_COMMAND
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)

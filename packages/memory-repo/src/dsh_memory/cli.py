@@ -252,7 +252,13 @@ def setup_command(
         server="dsh-memory",
         program="dsh-memory",
         mcp_args=("mcp",),
-        hooks=(("SessionStart", ("hook", "session-start", "--mcp-server", "dsh-memory")),),
+        hooks=(
+            (
+                "SessionStart",
+                ("hook", "session-start", "--mcp-server", "dsh-memory", "--host", "{host}"),
+            ),
+        ),
+        env_names=("DSH_HOME", "DSH_MEMORY_ROOT"),
     )
     emit_json(
         run_setup(

@@ -2,8 +2,10 @@
 
 The section is the spec's (static instructions plus the bounded ``summary.md`` snapshot
 under ``[DPSK MEMORY: UNTRUSTED CONTEXT]``), with the tool names the host actually has:
-``setup`` registers the hook as ``hook session-start --mcp-server dsh-memory``, and the
-section then names ``mcp__dsh-memory__memory_search`` and ``mcp__dsh-memory__memory_context``.
+``setup`` registers the hook as ``hook session-start --mcp-server dsh-memory --host <host>``.
+Claude Code names MCP tools ``mcp__<server>__<tool>``, so the section names
+``mcp__dsh-memory__memory_search``; Codex shows them as tool ``memory_search`` in the
+namespace ``mcp__dsh_memory`` (hyphens become underscores), and the section says so.
 Without ``--mcp-server`` no tool is wired, and the section points at the CLI instead.
 When memory is disabled (``memory.enabled: false``) nothing is printed.
 
@@ -25,22 +27,29 @@ _CLI_HINT = (
 )
 
 
-def _server_name(args: list[str]) -> str | None:
+def _option(args: list[str], name: str) -> str | None:
     for index, word in enumerate(args):
-        if word == "--mcp-server" and index + 1 < len(args):
+        if word == name and index + 1 < len(args):
             return args[index + 1]
-        if word.startswith("--mcp-server="):
+        if word.startswith(f"{name}="):
             return word.split("=", 1)[1]
     return None
 
 
-def wire_tool_names(section: str, server: str | None) -> str:
+def tool_name(server: str, tool: str, host: str | None) -> str:
+    """How ``host`` shows MCP tool ``tool`` of ``server`` to the model."""
+    if host == "codex":
+        return f"{tool}` (namespace `mcp__{server.replace('-', '_')}`)"
+    return f"mcp__{server}__{tool}`"
+
+
+def wire_tool_names(section: str, server: str | None, host: str | None = None) -> str:
     """The section with each tool named as the host exposes it (or a CLI hint)."""
     if server is None:
         first, second = (f"`{name}`" for name in TOOL_NAMES)
         return section.replace(f"{first} 或 {second}", f"{first} 或 {second} {_CLI_HINT}", 1)
     for name in TOOL_NAMES:
-        section = section.replace(f"`{name}`", f"`mcp__{server}__{name}`")
+        section = section.replace(f"`{name}`", "`" + tool_name(server, name, host))
     return section
 
 
@@ -59,7 +68,7 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
             pass
     if not section:
         return None
-    return wire_tool_names(section, _server_name(args))
+    return wire_tool_names(section, _option(args, "--mcp-server"), _option(args, "--host"))
 
 
 HANDLERS = {"session-start": session_start}

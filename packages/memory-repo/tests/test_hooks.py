@@ -1,0 +1,114 @@
+"""``dsh-memory hook session-start`` as the agent hosts run it, and the background sync."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dsh_memory.prompt import UNTRUSTED_MARKER
+
+
+def run_hook(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "dsh_memory.launcher", "hook", "session-start", *args],
+        input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env if env is not None else dict(os.environ),
+        check=False,
+    )
+
+
+def context_of(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)["hookSpecificOutput"]
+    assert output["hookEventName"] == "SessionStart"
+    text: str = output["additionalContext"]
+    return text
+
+
+def test_the_section_names_the_claude_code_tools_and_carries_the_summary(
+    memory_root: Path,
+) -> None:
+    (memory_root / "summary.md").write_text("# Summary\nThe team prefers pnpm.\n")
+    text = context_of(run_hook("--mcp-server", "dsh-memory", "--host", "claude-code"))
+    assert "`mcp__dsh-memory__memory_search`" in text
+    assert "`mcp__dsh-memory__memory_context`" in text
+    assert UNTRUSTED_MARKER in text
+    assert "The team prefers pnpm." in text
+
+
+def test_the_section_names_the_codex_namespace(memory_root: Path) -> None:
+    text = context_of(run_hook("--mcp-server", "dsh-memory", "--host", "codex"))
+    assert "`memory_search` (namespace `mcp__dsh_memory`)" in text
+
+
+def test_without_a_wired_server_the_section_points_at_the_cli(memory_root: Path) -> None:
+    text = context_of(run_hook())
+    assert "dsh-memory search --query" in text
+    assert "mcp__" not in text
+
+
+def test_disabled_memory_prints_nothing(memory_root: Path, tmp_path: Path) -> None:
+    settings = tmp_path / "dsh" / "settings.yaml"
+    settings.write_text("memory:\n  enabled: false\n")
+    result = run_hook("--mcp-server", "dsh-memory")
+    assert (result.returncode, result.stdout) == (0, "")
+
+
+def _fake_sync(bin_dir: Path, marker: Path) -> None:
+    bin_dir.mkdir()
+    script = bin_dir / "dsh-memory-sync"
+    script.write_text(f"#!/bin/sh\necho started > '{marker}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+
+
+def _age(path: Path, seconds: float) -> None:
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def _wait_for(path: Path) -> bool:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_stale_last_sync_starts_a_detached_sync_when_enabled(
+    memory_root: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "sync-ran"
+    _fake_sync(tmp_path / "bin", marker)
+    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  auto_sync_interval_minutes: 60\n")
+    _age(memory_root / ".last-sync", 2 * 3600)
+    env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(tmp_path / "bin" / "dsh-memory-sync")}
+    first = run_hook("--mcp-server", "dsh-memory", env=env)
+    assert first.returncode == 0 and UNTRUSTED_MARKER not in first.stderr
+    assert _wait_for(marker)
+    # The throttle stamp keeps a second session within the interval from starting another.
+    marker.unlink()
+    run_hook(env=env)
+    time.sleep(0.5)
+    assert not marker.exists()
+
+
+def test_no_sync_is_started_by_default_or_when_recent(memory_root: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "sync-ran"
+    _fake_sync(tmp_path / "bin", marker)
+    env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(tmp_path / "bin" / "dsh-memory-sync")}
+    _age(memory_root / ".last-sync", 30 * 24 * 3600)
+    run_hook(env=env)  # the setting is absent: off
+    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  auto_sync_interval_minutes: 60\n")
+    os.utime(memory_root / ".last-sync")  # synced just now
+    run_hook(env=env)
+    time.sleep(0.5)
+    assert not marker.exists()
