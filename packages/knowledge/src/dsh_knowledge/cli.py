@@ -286,6 +286,56 @@ def health(
     emit_json({"results": check_health(items, repo, include_guidance=guidance)})
 
 
+# --- agent delivery (the launcher routes these before typer loads; listed here for --help) ---
+
+
+@app.command(name="mcp")
+def mcp_command(
+    db: Annotated[
+        str | None, typer.Option("--db", help="SQLite file (else $DSH_KNOWLEDGE_DB, else default).")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Default project (else $DSH_KNOWLEDGE_PROJECT).")
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Session workspace (default: the cwd).")
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session-id", help="Session evidence id (else $DSH_KNOWLEDGE_SESSION_ID)."),
+    ] = None,
+) -> None:
+    """Serve the seven knowledge tools over MCP stdio (needs dsh-knowledge[mcp])."""
+    from dsh_knowledge.launcher import _mcp
+
+    args = []
+    for flag, value in (
+        ("--db", db),
+        ("--project", project),
+        ("--workspace", workspace),
+        ("--session-id", session_id),
+    ):
+        if value is not None:
+            args += [flag, value]
+    raise typer.Exit(_mcp(args))
+
+
+@app.command(name="hook")
+def hook_command(
+    event: Annotated[str, typer.Argument(help="user-prompt-submit")],
+    db: Annotated[str | None, typer.Option("--db", help="SQLite file.")] = None,
+    project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
+) -> None:
+    """Agent hook: payload JSON on stdin, hookSpecificOutput on stdout; silent on any error."""
+    from dsh_knowledge.hooks import main as hook_main
+
+    args = [event]
+    for flag, value in (("--db", db), ("--project", project)):
+        if value is not None:
+            args += [flag, value]
+    raise typer.Exit(hook_main(args))
+
+
 def main() -> None:
     """Console-script entry point."""
     sys.exit(run_app(app, prog_name="dsh-knowledge"))
