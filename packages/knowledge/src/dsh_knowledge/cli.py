@@ -451,7 +451,6 @@ def hook_command(
     raise typer.Exit(hook_main(args))
 
 
-
 @app.command("setup")
 def setup_command(
     host: Annotated[str, typer.Argument(help="claude-code or codex.")],
