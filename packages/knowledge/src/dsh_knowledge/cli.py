@@ -471,6 +471,7 @@ def setup_command(
         program="dsh-knowledge",
         mcp_args=("mcp",),
         hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
+        env_names=("DSH_HOME", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT"),
     )
     emit_json(
         run_setup(
