@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
