@@ -49,7 +49,7 @@ types: setup
 check: lint types test  ## format check, lint, strict types, tests
 
 bench: setup  ## run every package's benchmarks
-	@for script in packages/*/bench/bench_*.py; do echo "== $$script"; $(UV) run --frozen python "$$script" || exit 1; done
+	@for script in packages/*/bench/bench_*.py bench/bench_*.py; do echo "== $$script"; $(UV) run --frozen python "$$script" || exit 1; done
 
 clean:
 	rm -rf .venv .tools .pytest_cache .mypy_cache .ruff_cache dist build

@@ -142,13 +142,21 @@ def setup_command(
     ] = False,
 ) -> None:
     """Register the MCP server and hooks in Claude Code or Codex (idempotent, merging)."""
-    from dsh_common.agent_setup import run_setup
+    from dsh_common.agent_setup import Integration, run_setup
     from dsh_common.cli import emit_json
-    from dsh_compound.agent_tools import INTEGRATION
 
+    integration = Integration(
+        server="dsh-compound",
+        program="dsh-compound",
+        mcp_args=("mcp",),
+        hooks=(
+            ("SessionStart", ("hook", "session-start")),
+            ("UserPromptSubmit", ("hook", "user-prompt-submit")),
+        ),
+    )
     emit_json(
         run_setup(
-            INTEGRATION,
+            integration,
             host,
             scope=scope,
             project_dir=project_dir,

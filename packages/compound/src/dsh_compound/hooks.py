@@ -28,7 +28,7 @@ _STALE_FILES_SHOWN = 3
 
 def _workspace(payload: Mapping[str, Any]) -> Path | None:
     """The project root of the session, or None when it holds no lessons at all."""
-    from dsh_compound.agent_tools import find_workspace  # noqa: PLC0415
+    from dsh_compound.project_root import find_workspace  # noqa: PLC0415
 
     root = find_workspace(payload_cwd(payload))
     return root if (root / Path(*CORPUS_DIRECTORY.split("/"))).is_dir() else None

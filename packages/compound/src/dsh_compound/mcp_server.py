@@ -24,7 +24,8 @@ from mcp.server.stdio import stdio_server
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps
 from dsh_compound import __version__
-from dsh_compound.agent_tools import TOOL_DEFINITIONS, call_tool, find_workspace
+from dsh_compound.agent_tools import TOOL_DEFINITIONS, call_tool
+from dsh_compound.project_root import find_workspace
 
 SERVER_NAME = "dsh-compound"
 

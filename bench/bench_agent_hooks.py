@@ -1,0 +1,154 @@
+"""Every agent hook as a whole process, beside ``--help`` of its command and bare Python.
+
+A host runs a hook command at every session start and every prompt, so what counts is the
+wall time of the whole process: interpreter start, imports, the work, exit. Target: each
+hook under 80 ms median with 500 lessons, 10,000 memory records and 10,000 knowledge items.
+
+    uv run --frozen python bench/bench_agent_hooks.py [--runs 21]
+
+Corpora come from the packages' own generators (packages/*/bench/corpus.py): the lessons
+fill the 4 MiB scan bound, some of their sources are changed (so session-start has stale
+lessons to report), memory has a 16 KiB summary, knowledge lives in the default database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+TARGET_MS = 80.0
+
+
+def _load(package: str, module: str) -> object:
+    sys.path.insert(0, str(ROOT / "packages" / package / "bench"))
+    try:
+        return __import__(module)
+    finally:
+        sys.path.pop(0)
+        sys.modules.pop(module, None)
+
+
+def build(base: Path, lessons: int, memories: int, items: int) -> tuple[Path, dict[str, str]]:
+    env = {**os.environ, "HOME": str(base / "home"), "DSH_HOME": str(base / "home" / ".dsh")}
+    os.environ.update(env)
+    (base / "home").mkdir()
+    (base / "home" / ".gitconfig").write_text(
+        "[user]\n\tname = Bench\n\temail = bench@example.com\n"
+    )
+    workspace = base / "ws"
+    compound_corpus = _load("compound", "corpus")
+    compound_corpus.generate(workspace, lessons, 4_000_000)  # type: ignore[attr-defined]
+    for index, source in enumerate(sorted((workspace / "src").rglob("*"))):
+        if source.is_file() and index % 7 == 0:
+            source.write_text(source.read_text() + "\n// changed after capture\n")
+
+    memory_root = base / "home" / ".dsh" / "storages" / "memory"
+    subprocess.run(
+        [str(BIN / "dsh-memory"), "init"], env=env, capture_output=True, check=True, timeout=120
+    )
+    memory_corpus = _load("memory-repo", "corpus")
+    memory_corpus.write_corpus(memory_root, memories)  # type: ignore[attr-defined]
+    (memory_root / "summary.md").write_text("# Summary\n" + "- a remembered preference\n" * 700)
+
+    knowledge_corpus = _load("knowledge", "corpus")
+    from dsh_knowledge.agent_config import default_database_path
+    from dsh_knowledge.repository import KnowledgeRepository
+    from dsh_knowledge.store import KnowledgeStore
+
+    database = default_database_path()
+    database.parent.mkdir(parents=True, exist_ok=True)
+    store = KnowledgeStore(database)
+    try:
+        rows = knowledge_corpus.generate(items, workspace=str(workspace))  # type: ignore[attr-defined]
+        KnowledgeRepository(store).create_many(rows)
+    finally:
+        store.close()
+    return workspace, env
+
+
+def measure(argv: list[str], payload: str, env: dict[str, str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, input=payload, env=env, capture_output=True, text=True, check=False)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--lessons", type=int, default=500)
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--items", type=int, default=10_000)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        workspace, env = build(Path(directory), options.lessons, options.memories, options.items)
+        start = {"cwd": str(workspace), "hook_event_name": "SessionStart", "source": "startup"}
+        prompt = {
+            "cwd": str(workspace),
+            "hook_event_name": "UserPromptSubmit",
+            "session_id": "bench",
+            "prompt": "Why does the login request time out with a database connection pool?",
+        }
+        cases: list[tuple[str, list[str], dict[str, str], bool]] = [
+            ("python -c pass", [sys.executable, "-c", "pass"], {}, False),
+            ("dsh-compound --help", [str(BIN / "dsh-compound"), "--help"], {}, False),
+            (
+                "dsh-compound hook session-start",
+                [str(BIN / "dsh-compound"), "hook", "session-start"],
+                start,
+                True,
+            ),
+            (
+                "dsh-compound hook user-prompt-submit",
+                [str(BIN / "dsh-compound"), "hook", "user-prompt-submit"],
+                prompt,
+                True,
+            ),
+            ("dsh-memory --help", [str(BIN / "dsh-memory"), "--help"], {}, False),
+            (
+                "dsh-memory hook session-start",
+                [str(BIN / "dsh-memory"), "hook", "session-start", "--mcp-server", "dsh-memory"],
+                start,
+                True,
+            ),
+            ("dsh-knowledge --help", [str(BIN / "dsh-knowledge"), "--help"], {}, False),
+            (
+                "dsh-knowledge hook user-prompt-submit",
+                [str(BIN / "dsh-knowledge"), "hook", "user-prompt-submit"],
+                prompt,
+                True,
+            ),
+        ]
+        print(
+            f"{options.lessons} lessons, {options.memories} memory records, "
+            f"{options.items} knowledge items; {options.runs} runs each (ms)\n"
+        )
+        print("| command | median | p95 | hook target < 80 ms |")
+        print("|---|---:|---:|---|")
+        for label, argv, payload, is_hook in cases:
+            # One unmeasured run warms the page cache and any lazily built index.
+            measure(argv, json.dumps(payload), env, 1)
+            times = measure(argv, json.dumps(payload), env, options.runs)
+            median = statistics.median(times)
+            verdict = ("yes" if median < TARGET_MS else "NO") if is_hook else ""
+            print(f"| `{label}` | {median:.0f} | {p95(times):.0f} | {verdict} |")
+
+
+if __name__ == "__main__":
+    main()
