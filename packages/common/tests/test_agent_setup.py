@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -203,3 +204,39 @@ def test_bad_host_scope_and_project_are_invalid_arguments(tmp_path: Path) -> Non
         with pytest.raises(DshError) as caught:
             run_setup(COMPOUND, host, env={"HOME": str(tmp_path)}, **kwargs)  # type: ignore[arg-type]
         assert caught.value.code == "invalid-arguments"
+
+
+def test_a_symlinked_user_file_is_edited_through_the_link(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    dotfiles = tmp_path / "dotfiles"
+    (home / ".claude").mkdir(parents=True)
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    real.write_text(json.dumps(USER_SETTINGS, indent=2) + "\n")
+    (home / ".claude" / "settings.json").symlink_to(real)
+    run_setup(COMPOUND, "claude-code", env={"HOME": str(home)})
+    assert (home / ".claude" / "settings.json").is_symlink()
+    assert "hook session-start" in real.read_text()
+    run_setup(COMPOUND, "claude-code", env={"HOME": str(home)}, remove=True)
+    assert json.loads(real.read_text()) == USER_SETTINGS
+
+
+def test_a_symlinked_project_file_is_refused_before_anything_is_written(project: Path) -> None:
+    outside = project.parent / "elsewhere.json"
+    outside.write_text("{}\n")
+    (project / ".claude" / "settings.json").unlink()
+    (project / ".claude" / "settings.json").symlink_to(outside)
+    before = snapshot(project)
+    with pytest.raises(DshError) as caught:
+        run_setup(COMPOUND, "claude-code", scope="project", project_dir=project)
+    assert caught.value.code == "symlink-rejected"
+    assert snapshot(project) == before and outside.read_text() == "{}\n"
+
+
+def test_a_hard_linked_file_is_refused_before_anything_is_written(project: Path) -> None:
+    os.link(project / ".claude" / "settings.json", project / "copy.json")
+    mcp_before = (project / ".mcp.json").read_text()
+    with pytest.raises(DshError) as caught:
+        run_setup(COMPOUND, "claude-code", scope="project", project_dir=project)
+    assert caught.value.code == "config-invalid"
+    assert (project / ".mcp.json").read_text() == mcp_before

@@ -28,6 +28,7 @@ import difflib
 import json
 import os
 import shlex
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common import toml_tables
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, SymlinkRejectedError
 
 HOSTS = ("claude-code", "codex")
 SCOPES = ("user", "project")
@@ -138,6 +139,35 @@ def locations(
             base = Path(environ.get("CODEX_HOME") or home / ".codex")
         return Locations(base / "config.toml", base / "hooks.json", kind="toml")
     raise AgentSetupError(f"unknown host {host!r}; expected one of: {', '.join(HOSTS)}")
+
+
+def _target(path: Path, scope: str) -> Path:
+    """The file to edit for ``path``: checked before anything is written.
+
+    In the user's home a config file is often a symlink into a dotfiles repository: we edit
+    the file it points to, so the link survives. In a project (untrusted: it may be someone
+    else's repository) a symlinked config file is refused. Hard-linked files are refused
+    everywhere: replacing one would silently split the link.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return path
+    except OSError as exc:
+        raise ConfigInvalidError(f"{path} cannot be inspected: {exc.strerror}") from exc
+    if stat.S_ISLNK(info.st_mode):
+        if scope == "project":
+            raise SymlinkRejectedError(f"{path} is a symbolic link; not editing it in a project")
+        path = Path(os.path.realpath(path))
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return path
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigInvalidError(f"{path} is not a regular file")
+    if info.st_nlink > 1:
+        raise ConfigInvalidError(f"{path} has {info.st_nlink} hard links; not replacing it")
+    return path
 
 
 def _read(path: Path) -> str | None:
@@ -316,6 +346,7 @@ def plan(
     if scope == "project" and not project.is_dir():
         raise AgentSetupError(f"project directory {project} does not exist")
     where = locations(host, scope, project, env)
+    where = Locations(_target(where.mcp, scope), _target(where.hooks, scope), where.kind)
     changes: list[FileChange] = []
 
     mcp_text = _read(where.mcp)
