@@ -60,7 +60,7 @@ def test_claude_code_gets_context_from_every_hook_and_runs_every_mcp_server(
     settings = project / ".claude" / "settings.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"permissions": {"allow": ["Read"]}}, indent=2) + "\n")
-    files = (project / ".mcp.json", settings)
+    files = (project / ".mcp.json", settings, project / ".claude" / "skills" / "dsh" / "SKILL.md")
     before = snapshot(*files)
 
     setup_all("claude-code", "--scope", "project", "--project-dir", str(project))
@@ -97,6 +97,9 @@ def test_claude_code_gets_context_from_every_hook_and_runs_every_mcp_server(
     assert "UserPromptSubmit hook additional context" in first
     assert "<dsh-knowledge" in first and KNOWLEDGE_MARKER in first
     assert "<dsh-compound>" in first and "Raise timeoutMs in src/login.js" in first
+
+    # The dsh skill that setup installed is offered to the model.
+    assert "capture a lesson after a fix is verified" in first
 
     # Each scripted tool call ran and its result reached the next request.
     assert len(model.requests) >= 4

@@ -89,6 +89,7 @@ def test_marketplace_add_install_then_a_session_uses_hooks_and_tools(
     assert "- login-timeout [changed: src/login.js]" in first
     assert "<dsh-knowledge" in first and KNOWLEDGE_MARKER in first
     assert "<dsh-compound>" in first
+    assert "capture a lesson after a fix is verified" in first  # the plugin's skill
 
     results = tool_results(model.requests[2])
     recalled, searched = results["toolu_1"], results["toolu_2"]

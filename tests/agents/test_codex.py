@@ -64,7 +64,7 @@ def test_codex_gets_context_from_every_hook_and_runs_every_mcp_server(
     codex_home = agent_home / ".codex"
     config = codex_home / "config.toml"
     config.write_text(USER_CONFIG)
-    files = (config, codex_home / "hooks.json")
+    files = (config, codex_home / "hooks.json", codex_home / "skills" / "dsh" / "SKILL.md")
     before = snapshot(*files)
 
     setup_all("codex")
@@ -109,6 +109,9 @@ def test_codex_gets_context_from_every_hook_and_runs_every_mcp_server(
     assert "- login-timeout [changed: src/login.js]" in first
     assert "<dsh-knowledge" in first and KNOWLEDGE_MARKER in first
     assert "<dsh-compound>" in first and "Raise timeoutMs in src/login.js" in first
+
+    # The dsh skill that setup installed is offered to the model.
+    assert "capture a lesson after a fix is verified" in first
 
     assert len(model.requests) >= 4
     results = outputs(model.requests[3])

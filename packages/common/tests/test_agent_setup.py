@@ -240,3 +240,33 @@ def test_a_hard_linked_file_is_refused_before_anything_is_written(project: Path)
         run_setup(COMPOUND, "claude-code", scope="project", project_dir=project)
     assert caught.value.code == "config-invalid"
     assert (project / ".mcp.json").read_text() == mcp_before
+
+
+SKILLED = Integration(
+    server="dsh-compound",
+    program="dsh-compound",
+    command="/opt/bin/dsh-compound",
+    files=(("skills/dsh/SKILL.md", "---\nname: dsh\n---\nbody\n"),),
+)
+
+
+def test_owned_files_are_written_and_removed_with_their_empty_folders(project: Path) -> None:
+    before = snapshot(project)
+    run_setup(SKILLED, "claude-code", scope="project", project_dir=project)
+    skill = project / ".claude" / "skills" / "dsh" / "SKILL.md"
+    assert skill.read_text() == "---\nname: dsh\n---\nbody\n"
+    again = run_setup(SKILLED, "claude-code", scope="project", project_dir=project)
+    assert {entry["action"] for entry in again["files"]} == {"unchanged"}
+    run_setup(SKILLED, "claude-code", scope="project", project_dir=project, remove=True)
+    assert snapshot(project) == before
+    assert not (project / ".claude" / "skills").exists()
+    assert (project / ".claude").is_dir()  # the user's folder stays
+
+
+def test_remove_keeps_an_owned_file_the_user_edited(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex")}
+    run_setup(SKILLED, "codex", env=env)
+    skill = tmp_path / "codex" / "skills" / "dsh" / "SKILL.md"
+    skill.write_text("my own notes\n")
+    run_setup(SKILLED, "codex", env=env, remove=True)
+    assert skill.read_text() == "my own notes\n"

@@ -70,6 +70,9 @@ class Integration:
     #: Variables copied into Codex's server entry when set at setup time: Codex starts MCP
     #: servers with a minimal environment, so a non-default DSH_HOME would not reach them.
     env_names: tuple[str, ...] = ("DSH_HOME",)
+    #: Whole files we own, by path under the host's config folder (``~/.claude``,
+    #: ``<project>/.claude``, ``$CODEX_HOME``, ``<project>/.codex``), e.g. a skill.
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -79,6 +82,8 @@ class FileChange:
     path: Path
     before: str | None
     after: str | None
+    #: Empty folders left by a removal are pruned up to (not including) this one.
+    prune_to: Path | None = None
 
     @property
     def action(self) -> str:
@@ -107,6 +112,7 @@ class Locations:
     mcp: Path
     hooks: Path
     kind: str = field(default="json")  # "json" (Claude) or "toml" (Codex) for the MCP file
+    base: Path = field(default=Path())  # the host's config folder for this scope
 
 
 def resolve_command(program: str) -> str:
@@ -130,14 +136,16 @@ def locations(
     home = Path(environ.get("HOME") or Path.home())
     if host == "claude-code":
         if scope == "project":
-            return Locations(project_dir / ".mcp.json", project_dir / ".claude" / "settings.json")
-        return Locations(home / ".claude.json", home / ".claude" / "settings.json")
+            base = project_dir / ".claude"
+            return Locations(project_dir / ".mcp.json", base / "settings.json", base=base)
+        base = home / ".claude"
+        return Locations(home / ".claude.json", base / "settings.json", base=base)
     if host == "codex":
         if scope == "project":
             base = project_dir / ".codex"
         else:
             base = Path(environ.get("CODEX_HOME") or home / ".codex")
-        return Locations(base / "config.toml", base / "hooks.json", kind="toml")
+        return Locations(base / "config.toml", base / "hooks.json", kind="toml", base=base)
     raise AgentSetupError(f"unknown host {host!r}; expected one of: {', '.join(HOSTS)}")
 
 
@@ -346,7 +354,9 @@ def plan(
     if scope == "project" and not project.is_dir():
         raise AgentSetupError(f"project directory {project} does not exist")
     where = locations(host, scope, project, env)
-    where = Locations(_target(where.mcp, scope), _target(where.hooks, scope), where.kind)
+    where = Locations(
+        _target(where.mcp, scope), _target(where.hooks, scope), where.kind, where.base
+    )
     changes: list[FileChange] = []
 
     mcp_text = _read(where.mcp)
@@ -381,6 +391,12 @@ def plan(
             hooks_text if after_hooks is before_hooks else _dump_json(after_hooks, hooks_text),
         )
     )
+    for relative, text in integration.files:
+        path = _target(where.base / relative, scope)
+        current = _read(path)
+        # Remove only a file that is exactly ours: one the user edited is theirs now.
+        after = (None if current == text else current) if remove else text
+        changes.append(FileChange(path, current, after, prune_to=where.base))
     return changes
 
 
@@ -393,11 +409,24 @@ def apply(changes: Sequence[FileChange]) -> None:
             continue
         if change.after is None:
             change.path.unlink(missing_ok=True)
+            _prune_empty(change.path.parent, change.prune_to)
             continue
         change.path.parent.mkdir(parents=True, exist_ok=True)
         # ~/.claude.json and config.toml may hold credentials: new files are owner-only.
         mode = None if change.path.exists() else 0o600
         atomic_write(change.path, change.after.encode("utf-8"), mode=mode)
+
+
+def _prune_empty(directory: Path, stop: Path | None) -> None:
+    """Remove ``directory`` and its parents while empty, below ``stop`` only."""
+    if stop is None:
+        return
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()  # fails on a folder that is not empty: exactly what we want
+        except OSError:
+            return
+        directory = directory.parent
 
 
 def run_setup(

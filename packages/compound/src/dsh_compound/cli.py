@@ -141,10 +141,13 @@ def setup_command(
         bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
     ] = False,
 ) -> None:
-    """Register the MCP server and hooks in Claude Code or Codex (idempotent, merging)."""
+    """Register the MCP server, hooks and the dsh skill in Claude Code or Codex (merging)."""
+    from importlib.resources import files
+
     from dsh_common.agent_setup import Integration, run_setup
     from dsh_common.cli import emit_json
 
+    skill = files("dsh_compound").joinpath("skill", "SKILL.md").read_text(encoding="utf-8")
     integration = Integration(
         server="dsh-compound",
         program="dsh-compound",
@@ -153,6 +156,7 @@ def setup_command(
             ("SessionStart", ("hook", "session-start")),
             ("UserPromptSubmit", ("hook", "user-prompt-submit")),
         ),
+        files=(("skills/dsh/SKILL.md", skill),),
     )
     emit_json(
         run_setup(
