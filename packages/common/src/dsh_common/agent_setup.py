@@ -395,8 +395,8 @@ def plan(
         path = _target(where.base / relative, scope)
         current = _read(path)
         # Remove only a file that is exactly ours: one the user edited is theirs now.
-        after = (None if current == text else current) if remove else text
-        changes.append(FileChange(path, current, after, prune_to=where.base))
+        owned: str | None = (None if current == text else current) if remove else text
+        changes.append(FileChange(path, current, owned, prune_to=where.base))
     return changes
 
 
