@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dsh_common import errors as common_errors
 from dsh_common import paths as common_paths
+from dsh_common.cli import escape_undecodable, is_undecodable
 from dsh_common.io import read_bounded
 from dsh_compound.draft import validate_id
 from dsh_compound.errors import (
@@ -92,8 +93,13 @@ def corpus_path(workspace: common_paths.Workspace) -> Path:
 
 def corpus_exists(workspace: common_paths.Workspace) -> bool:
     """Whether the corpus exists; raise if a component is a link or it is not a directory."""
-    with translate_common_errors():
-        exists = common_paths.check_no_symlinks(workspace, CORPUS_DIRECTORY)
+    try:
+        with translate_common_errors():
+            exists = common_paths.check_no_symlinks(workspace, CORPUS_DIRECTORY)
+    except CompoundError:
+        raise
+    except OSError as exc:  # e.g. an unreadable docs/ directory (EACCES)
+        raise InvalidCorpusError(f"{CORPUS_DIRECTORY} cannot be read: {exc.strerror}") from exc
     if exists and not corpus_path(workspace).is_dir():
         raise InvalidCorpusError(f"{CORPUS_DIRECTORY} exists but is not a directory")
     return exists
@@ -216,6 +222,11 @@ def _scan_directory(directory: Path, directory_fd: int, result: ScanResult) -> N
         names = names[: LIMITS.scan_names]
     accepted_bytes = 0
     for name in names:
+        if is_undecodable(name):
+            # No record ID can come from it, and the name itself cannot go into JSON as is.
+            result.scanned += 1
+            result.warnings.add(f"skipped {escape_undecodable(name)}: the name is not UTF-8")
+            continue
         record_id = name[: -len(RECORD_SUFFIX)]
         try:
             validate_id(record_id)

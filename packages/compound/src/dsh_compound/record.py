@@ -39,8 +39,12 @@ VERIFICATION_NOTICE = (
 )
 VERIFICATION_SOURCE = "self-reported"
 
-_SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-_TIMESTAMP_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$")
+# Always used with fullmatch: ``match`` with ``$`` would let a trailing newline through.
+# ``[0-9]``, not ``\d``: ``\d`` also matches Arabic-Indic and fullwidth digits.
+_SHA256_PATTERN = re.compile(r"[0-9a-f]{64}")
+_TIMESTAMP_PATTERN = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?Z"
+)
 _BACKTICK_RUN = re.compile(r"`+")
 
 
@@ -52,7 +56,7 @@ def sha256(data: bytes | str) -> str:
 
 def is_sha256(value: object) -> bool:
     """True for 64 lowercase hexadecimal characters."""
-    return isinstance(value, str) and bool(_SHA256_PATTERN.match(value))
+    return isinstance(value, str) and bool(_SHA256_PATTERN.fullmatch(value))
 
 
 def build_metadata(
@@ -178,7 +182,7 @@ def validate_metadata(value: object, *, expected_id: str | None = None) -> dict[
             raise _malformed(f"files entry {entry.get('path')!r} has no valid sha256")
     for field in ("createdAt", "updatedAt"):
         stamp = value.get(field)
-        if not isinstance(stamp, str) or not _TIMESTAMP_PATTERN.match(stamp):
+        if not isinstance(stamp, str) or not _TIMESTAMP_PATTERN.fullmatch(stamp):
             raise _malformed(f"{field} is not an ISO 8601 UTC timestamp")
     as_draft = {**value, "files": [entry.get("path") for entry in files]}
     try:

@@ -42,6 +42,7 @@ from dsh_compound.errors import (
 from dsh_compound.evidence import UNKNOWN, fingerprint_sources
 from dsh_compound.limits import CORPUS_DIRECTORY
 from dsh_compound.record import build_metadata, is_sha256, parse_record, render_record, sha256
+from dsh_compound.workspace import select_workspace
 
 LOCK_SUFFIX = ".lock"
 
@@ -133,8 +134,7 @@ def capture(
     replaced only if its current digest equals ``replace`` (``createdAt`` is kept).
     Returns ``{id, path, digest, metadata, contentStatus, evidenceStatus}``.
     """
-    with translate_common_errors():
-        selected = common_paths.resolve_workspace(workspace)
+    selected = select_workspace(workspace)
     clean = validate_draft(draft, workspace=selected)
     if replace is not None and not is_sha256(replace):
         raise InvalidDigestError("--replace needs the record's 64-character lowercase hex digest")
