@@ -30,7 +30,7 @@ from dsh_compound.errors import (
     SymlinkRejectedError,
     translate_common_errors,
 )
-from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, truncate
 from dsh_compound.record import ParsedRecord, parse_record, sha256
 
 RECORD_SUFFIX = ".md"
@@ -111,6 +111,31 @@ def modified_warning(record_id: str) -> str:
         f"record {record_id!r}: contentStatus modified - the Markdown body differs from its "
         "structured metadata; inspect it, then re-capture with --replace before relying on it"
     )
+
+
+def unknown_keys_warning(record_id: str, keys: tuple[str, ...]) -> str:
+    """The warning for a record whose metadata holds fields schema 1 does not define.
+
+    Such a field is never written by a capture, so someone added it by hand; it may pose as
+    an attestation (``verification.helperVerified``) and proves nothing.
+    """
+    shown = ", ".join(repr(truncate(key, 80)) for key in keys[:5])
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return (
+        f"record {record_id!r}: metadata holds fields this helper never writes ({shown}{more}); "
+        "they were added by hand, are not evidence and prove nothing - ignore them, or "
+        "re-capture with --replace to drop them"
+    )
+
+
+def record_warnings(stored: StoredRecord) -> list[str]:
+    """The warnings a single record carries on its own: modified content, unknown keys."""
+    warnings: list[str] = []
+    if stored.parsed.content_status != "consistent":
+        warnings.append(modified_warning(stored.id))
+    if stored.parsed.unknown_keys:
+        warnings.append(unknown_keys_warning(stored.id, stored.parsed.unknown_keys))
+    return warnings
 
 
 def read_record(workspace: common_paths.Workspace, record_id: str) -> StoredRecord:
@@ -248,6 +273,7 @@ def _scan_directory(directory: Path, directory_fd: int, result: ScanResult) -> N
             result.warnings.add(f"skipped {name}: {exc.message}")
             continue
         accepted_bytes += len(data)
-        result.records.append(StoredRecord(record_id, directory / name, data, parsed))
-        if parsed.content_status != "consistent":
-            result.warnings.add(modified_warning(record_id))
+        stored = StoredRecord(record_id, directory / name, data, parsed)
+        result.records.append(stored)
+        for warning in record_warnings(stored):
+            result.warnings.add(warning)

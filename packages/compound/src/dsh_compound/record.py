@@ -143,13 +143,47 @@ def content_status(metadata: dict[str, Any], body: str) -> str:
     return "consistent" if same else "modified"
 
 
+#: The keys schema 1 defines, per level. Anything else was added by someone else.
+_KNOWN_KEYS = frozenset(
+    {
+        "schemaVersion", "id", "title", "tags", "problem", "rootCause", "resolution",
+        "whenToUse", "verification", "files", "createdAt", "updatedAt",
+    }
+)  # fmt: skip
+_KNOWN_VERIFICATION_KEYS = frozenset({"command", "result", "source", "executedByHelper"})
+_KNOWN_FILE_KEYS = frozenset({"path", "sha256"})
+
+
+def unknown_keys(metadata: dict[str, Any]) -> tuple[str, ...]:
+    """Dotted names of metadata keys schema 1 does not define, in file order.
+
+    They are kept (a newer writer may add some) but never rendered, so they cannot make a
+    record ``modified``: a forged ``"verification": {"helperVerified": true}`` would read
+    as ``consistent``. Naming them lets every read warn about them instead.
+    """
+    found = [key for key in metadata if key not in _KNOWN_KEYS]
+    found += [
+        f"verification.{key}"
+        for key in metadata["verification"]
+        if key not in _KNOWN_VERIFICATION_KEYS
+    ]
+    for index, entry in enumerate(metadata["files"]):
+        found += [f"files[{index}].{key}" for key in entry if key not in _KNOWN_FILE_KEYS]
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class ParsedRecord:
-    """A record read from disk: its metadata, its body text and their agreement."""
+    """A record read from disk: its metadata, its body text and their agreement.
+
+    ``unknown_keys`` names metadata fields schema 1 does not define (see
+    :func:`unknown_keys`); readers report them as a warning.
+    """
 
     metadata: dict[str, Any]
     body: str
     content_status: str
+    unknown_keys: tuple[str, ...] = ()
 
 
 def _malformed(why: str) -> MalformedRecordError:
@@ -224,7 +258,12 @@ def parse_record(data: bytes, *, expected_id: str | None = None) -> ParsedRecord
         body = raw_body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _malformed("the body is not UTF-8") from exc
-    return ParsedRecord(metadata=metadata, body=body, content_status=content_status(metadata, body))
+    return ParsedRecord(
+        metadata=metadata,
+        body=body,
+        content_status=content_status(metadata, body),
+        unknown_keys=unknown_keys(metadata),
+    )
 
 
 def summary_of(metadata: dict[str, Any]) -> str:

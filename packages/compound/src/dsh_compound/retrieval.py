@@ -25,7 +25,7 @@ from typing import Any
 from dsh_common import paths as common_paths
 from dsh_common.cli import is_undecodable
 from dsh_common.text import han_bigrams, han_runs, normalize, segment_words
-from dsh_compound.corpus import StoredRecord, scan_corpus
+from dsh_compound.corpus import StoredRecord, scan_corpus, unknown_keys_warning
 from dsh_compound.errors import InvalidLimitError, InvalidQueryError
 from dsh_compound.evidence import FileStatusCache, evidence_report, evidence_warning
 from dsh_compound.limits import LIMITS, js_length
@@ -218,6 +218,8 @@ def _result(
     warnings: list[str] = []
     if stored.parsed.content_status != "consistent":
         warnings.append("contentStatus modified: the body differs from the metadata")
+    if stored.parsed.unknown_keys:
+        warnings.append(unknown_keys_warning(stored.id, stored.parsed.unknown_keys))
     moved = evidence_warning(stored.id, report)
     if moved is not None:
         warnings.append(moved)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dsh_compound.corpus import modified_warning, read_record, scan_corpus
+from dsh_compound.corpus import read_record, record_warnings, scan_corpus
 from dsh_compound.draft import validate_id
 from dsh_compound.evidence import (
     STATUS_PRECEDENCE,
@@ -28,9 +28,7 @@ def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
     stored = read_record(selected, id)
     metadata = stored.parsed.metadata
     report = evidence_report(selected, metadata["files"])
-    warnings: list[str] = []
-    if stored.parsed.content_status != CONSISTENT:
-        warnings.append(modified_warning(id))
+    warnings = record_warnings(stored)
     moved = evidence_warning(id, report)
     if moved is not None:
         warnings.append(moved)
@@ -68,12 +66,12 @@ def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
         status = stored.parsed.content_status
         evidence_counts[report["evidenceStatus"]] += 1
         content_counts[status] += 1
-        if report["evidenceStatus"] == UNCHANGED and status == CONSISTENT:
+        warnings = record_warnings(stored)
+        # A record with fields nobody captured (a forged attestation, say) needs review
+        # even when its sources and body are intact.
+        if report["evidenceStatus"] == UNCHANGED and status == CONSISTENT and not warnings:
             clean_ids.append(stored.id)
             continue
-        warnings: list[str] = []
-        if status != CONSISTENT:
-            warnings.append(modified_warning(stored.id))
         moved = evidence_warning(stored.id, report)
         if moved is not None:
             warnings.append(moved)
