@@ -161,13 +161,18 @@ def unknown_keys(metadata: dict[str, Any]) -> tuple[str, ...]:
     record ``modified``: a forged ``"verification": {"helperVerified": true}`` would read
     as ``consistent``. Naming them lets every read warn about them instead.
     """
+    verification = metadata["verification"]
+    files = metadata["files"]
+    # Set comparisons in C settle the common case (nothing unknown) for a whole scan.
+    if (
+        metadata.keys() <= _KNOWN_KEYS
+        and verification.keys() <= _KNOWN_VERIFICATION_KEYS
+        and all(entry.keys() <= _KNOWN_FILE_KEYS for entry in files)
+    ):
+        return ()
     found = [key for key in metadata if key not in _KNOWN_KEYS]
-    found += [
-        f"verification.{key}"
-        for key in metadata["verification"]
-        if key not in _KNOWN_VERIFICATION_KEYS
-    ]
-    for index, entry in enumerate(metadata["files"]):
+    found += [f"verification.{key}" for key in verification if key not in _KNOWN_VERIFICATION_KEYS]
+    for index, entry in enumerate(files):
         found += [f"files[{index}].{key}" for key in entry if key not in _KNOWN_FILE_KEYS]
     return tuple(found)
 
