@@ -188,6 +188,14 @@ def test_capture_into_a_read_only_corpus_is_read_only(
     failure = error(run("capture", *args, "--replace", first["digest"], prefix=prefix))
     assert failure["code"] == "read-only"
     assert snapshot(corpus) == before
+    # Reading needs no write access: the read-only corpus answers as usual.
+    ws = ["--workspace", str(workspace)]
+    for command in (["recall", *ws, "--query", "login"], ["inspect", *ws, "--id", "existing"]):
+        done = run(*command, prefix=prefix)
+        assert done.returncode == 0, done.stderr
+        assert first["digest"] in done.stdout
+    done = run("check", *ws, prefix=prefix)
+    assert json.loads(done.stdout)["unchangedConsistent"]["ids"] == ["existing"]
 
 
 def test_capture_under_a_read_only_workspace_cannot_create_the_corpus(

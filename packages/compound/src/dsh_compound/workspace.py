@@ -29,4 +29,8 @@ def select_workspace(workspace: str | os.PathLike[str]) -> common_paths.Workspac
     """The canonical workspace for ``workspace`` (a directory, not a symlink, UTF-8 text)."""
     text = require_decodable_path(workspace, "the workspace path")
     with translate_common_errors():
-        return common_paths.resolve_workspace(text)
+        selected = common_paths.resolve_workspace(text)
+    # An ancestor symlink may lead to a canonical path that is not UTF-8, and every path
+    # we return is built on the canonical root.
+    require_decodable_path(str(selected.canonical), "the canonical workspace path")
+    return selected
