@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
@@ -84,5 +83,7 @@ def main(argv: Sequence[str]) -> int:
             sys.stdout.flush()
     except Exception:  # an agent's prompt must never fail because of us
         if os.environ.get("DSH_DEBUG"):
+            import traceback  # noqa: PLC0415 - only when debugging: it is slow to import
+
             traceback.print_exc()
     return 0
