@@ -179,3 +179,22 @@ def test_smaller_retrieval_limit_selects_what_the_limit_100_walk_selects(
                 repository, query, workspace=WS, project="p", exclude_ids=seen
             )
             assert sorted(i["id"] for i in chosen) == sorted(expected)
+
+
+def test_recording_skips_a_busy_database_instead_of_waiting(db_path: Path) -> None:
+    import time
+
+    store = KnowledgeStore(db_path)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        start = time.monotonic()
+        record_injection(store, "busy-session", ["a"])
+        assert time.monotonic() - start < 5
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert injected_ids(store, "busy-session") == set()
+    record_injection(store, "busy-session", ["a"])
+    assert injected_ids(store, "busy-session") == {"a"}
+    store.close()
