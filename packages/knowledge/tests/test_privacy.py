@@ -162,7 +162,7 @@ def test_agent_layer_codes_are_unique_and_distinct_from_the_core() -> None:
     import inspect
 
     import dsh_knowledge.errors as core
-    from dsh_knowledge._tool_args import ToolInputError, ToolUnavailableError
+    from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
 
     core_codes = {
         cls.code

@@ -19,8 +19,6 @@ from typing import Any
 from dsh_knowledge._tool_args import (
     MAX_ITEM_CONTENT_CHARS,
     MAX_LIST_CONTENT_CHARS,
-    ToolInputError,
-    ToolUnavailableError,
     check_keys,
     clamp_limit,
     optional_bool,
@@ -43,6 +41,7 @@ from dsh_knowledge.provenance import attach_git_provenance
 from dsh_knowledge.provenance_update import provenance_guidance
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
 from dsh_knowledge.tool_schemas import (
     MAX_CONTENT_CHARS,
     MAX_EVIDENCE_FIELD_CHARS,
