@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -10,11 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from dsh_common.cli import emit_json, escape_undecodable, json_safe
 from dsh_common.errors import DshError, InvalidJsonError
 from dsh_common.jsonio import dumps, dumps_bytes, loads
 
 APP = textwrap.dedent(
     '''
+    import os
     import sys
     from typing import Annotated
     import typer
@@ -37,6 +41,18 @@ APP = textwrap.dedent(
     def other() -> None:
         """Another command."""
 
+    @app.command()
+    def touch(path: Annotated[str, typer.Option("--path")]) -> None:
+        """Create a file (to show that a refused argument changes nothing)."""
+        open(path, "w").close()
+        emit_json({"created": path})
+
+    @app.command()
+    def listing(directory: Annotated[str, typer.Option("--dir")]) -> None:
+        """Fail naming the first file of a directory, as a library error quoting a name."""
+        name = sorted(os.listdir(directory))[0]
+        raise DshError(f"cannot use {name}", code="bad-name")
+
     if __name__ == "__main__":
         envelope = len(sys.argv) > 1 and sys.argv[1] == "--envelope"
         args = sys.argv[2:] if envelope else sys.argv[1:]
@@ -55,7 +71,7 @@ def app_script(tmp_path: Path) -> Path:
     return script
 
 
-def _run(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(script: Path, *args: str | bytes) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(script), *args], capture_output=True, text=True, timeout=60
     )
@@ -124,3 +140,53 @@ def test_loads_raises_a_typed_error() -> None:
 def test_error_to_json_has_exactly_code_and_message() -> None:
     error = DshError("m", code="c", details={"x": 1})
     assert error.to_json() == {"code": "c", "message": "m"}
+
+
+def test_non_utf8_argument_is_refused_before_the_command_runs(
+    app_script: Path, tmp_path: Path
+) -> None:
+    target = os.fsencode(tmp_path) + b"/\xffnope"
+    done = _run(app_script, "touch", "--path", target)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert json.loads(done.stderr) == {
+        "error": {
+            "code": "invalid-arguments",
+            "message": f"the value of --path is not valid UTF-8: '{tmp_path}/\\xffnope'",
+        }
+    }
+    assert not os.path.lexists(target)  # nothing was created under the undecodable name
+
+
+def test_non_utf8_argument_uses_the_product_envelope(app_script: Path) -> None:
+    done = _run(app_script, "--envelope", "greet", b"--n\xe9me", "x")
+    assert done.returncode == 1
+    assert json.loads(done.stderr) == {"ok": False, "error": {"code": "invalid-arguments"}}
+
+
+def test_error_quoting_a_non_utf8_file_name_is_printed_escaped(
+    app_script: Path, tmp_path: Path
+) -> None:
+    directory = tmp_path / "names"
+    directory.mkdir()
+    (Path(os.fsdecode(os.fsencode(directory) + b"/caf\xe9.md"))).touch()
+    done = _run(app_script, "listing", "--dir", str(directory))
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert json.loads(done.stderr) == {
+        "error": {"code": "bad-name", "message": "cannot use caf\\xe9.md"}
+    }
+
+
+def test_escape_undecodable_shows_bytes_and_keeps_valid_text() -> None:
+    assert escape_undecodable(os.fsdecode(b"/srv/\xffnope")) == "/srv/\\xffnope"
+    assert escape_undecodable("连接池 é") == "连接池 é"
+    assert escape_undecodable("\ud800") == "\\ud800"  # a surrogate no byte maps to
+    assert json_safe({"k\udcff": ["\udcfe", 1, ("\udcfd",)]}) == {"k\\xff": ["\\xfe", 1, ["\\xfd"]]}
+
+
+def test_emit_json_never_crashes_on_undecodable_text() -> None:
+    stream = io.StringIO()
+    emit_json({"path": os.fsdecode(b"a\xffb")}, stream=stream)
+    assert json.loads(stream.getvalue()) == {"path": "a\\xffb"}

@@ -145,3 +145,56 @@ def test_injection_table_leaves_the_node_schema_alone(db_path: Path, store: Know
     assert raw.execute("PRAGMA user_version").fetchone()[0] == version == 3
     raw.close()
     KnowledgeStore(db_path).close()  # reopening (migrations, index) still works
+
+
+def test_smaller_retrieval_limit_selects_what_the_limit_100_walk_selects(
+    repository: KnowledgeRepository,
+) -> None:
+    import random
+
+    from dsh_knowledge.context_block import select_for_context
+    from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+
+    rng = random.Random(3)
+    words = ["cache", "deploy", "queue", "retry", "worker", "timeout", "redis", "router"]
+    ids = []
+    for n in range(120):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 10)))
+        # Repeats make near-duplicates, which the ranked walk suppresses.
+        ids.append(
+            add(
+                repository,
+                text if n % 7 else "cache deploy queue retry worker timeout redis router",
+                project="p" if n % 2 else None,
+            )
+        )
+    for query in ("cache retry", "deploy worker timeout", "redis"):
+        for seen_count in (0, 3, 10, 40):
+            full = retrieve_relevant_knowledge(
+                repository, query, workspace=WS, project="p", limit=100
+            )
+            seen = {r["knowledge"]["id"] for r in full[:seen_count]}
+            expected = [r["knowledge"]["id"] for r in full if r["knowledge"]["id"] not in seen][:4]
+            chosen = select_for_context(
+                repository, query, workspace=WS, project="p", exclude_ids=seen
+            )
+            assert sorted(i["id"] for i in chosen) == sorted(expected)
+
+
+def test_recording_skips_a_busy_database_instead_of_waiting(db_path: Path) -> None:
+    import time
+
+    store = KnowledgeStore(db_path)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        start = time.monotonic()
+        record_injection(store, "busy-session", ["a"])
+        assert time.monotonic() - start < 5
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert injected_ids(store, "busy-session") == set()
+    record_injection(store, "busy-session", ["a"])
+    assert injected_ids(store, "busy-session") == {"a"}
+    store.close()

@@ -170,3 +170,10 @@ def test_hook_does_not_import_typer_or_mcp() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_hook_ignores_an_oversized_payload(seeded: tuple[Path, str], db_path: Path) -> None:
+    workspace, _ = seeded
+    payload = claude_payload(workspace, "provider calls routing " + "x" * (1024 * 1024))
+    result = run_hook(json.dumps(payload), "--db", str(db_path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")

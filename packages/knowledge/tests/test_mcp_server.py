@@ -33,15 +33,22 @@ READ_ONLY = {
 
 
 def session(
-    args: list[str], body: Callable[[ClientSession], Awaitable[None]], env: dict[str, str]
+    args: list[str],
+    body: Callable[[ClientSession], Awaitable[None]],
+    env: dict[str, str],
+    errlog: Path | None = None,
 ) -> None:
     params = StdioServerParameters(
         command=command(), args=["mcp", *args], env={**os.environ, **env}
     )
 
     async def main() -> None:
-        with anyio.fail_after(60):
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        log = open(errlog or os.devnull, "w")  # noqa: SIM115 - the server's stderr
+        with log, anyio.fail_after(60):
+            async with (
+                stdio_client(params, errlog=log) as (read, write),
+                ClientSession(read, write) as client,
+            ):
                 await client.initialize()
                 await body(client)
 
@@ -114,13 +121,19 @@ def test_tools_schemas_annotations_and_every_call(tmp_path: Path) -> None:
         assert bound.content[0].text == "query must be at most 256 characters."  # type: ignore[union-attr]
         seen["done"] = True
 
+    stderr = tmp_path / "server-stderr.txt"
     session(
         ["--db", str(db), "--project", "web", "--workspace", str(workspace)],
         body,
-        {"DSH_KNOWLEDGE_SESSION_ID": "mcp-session-7"},
+        {"DSH_KNOWLEDGE_SESSION_ID": "mcp-session-7", "DSH_DEBUG": "1"},
+        errlog=stderr,
     )
     assert seen == {"done": True}
+    # The refused secret is nowhere: not stored, not in the server's log.
     assert TOKEN not in db.read_bytes().decode("latin-1")
+    for extra in db.parent.glob("k.sqlite-*"):
+        assert TOKEN not in extra.read_bytes().decode("latin-1")
+    assert TOKEN not in stderr.read_text()
 
 
 def test_discovery_from_environment_and_cwd(tmp_path: Path) -> None:

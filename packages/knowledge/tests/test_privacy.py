@@ -156,3 +156,19 @@ def test_evidence_fields_are_filtered(field: str) -> None:
 def test_non_strings_are_not_sensitive() -> None:
     assert not contains_sensitive_content(None)
     assert not contains_sensitive_content(12345)
+
+
+def test_agent_layer_codes_are_unique_and_distinct_from_the_core() -> None:
+    import inspect
+
+    import dsh_knowledge.errors as core
+    from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
+
+    core_codes = {
+        cls.code
+        for _, cls in inspect.getmembers(core, inspect.isclass)
+        if issubclass(cls, core.KnowledgeError)
+    }
+    agent_codes = [PrivacyRejectedError.code, ToolInputError.code, ToolUnavailableError.code]
+    assert agent_codes == ["privacy-policy-rejected", "invalid-tool-input", "tool-unavailable"]
+    assert not core_codes & set(agent_codes)

@@ -48,6 +48,8 @@ def test_capture_after_commit_moves_updated_at(tmp_path: Path) -> None:
     assert dirty["results"][0]["captured"] == 0
     assert dirty["results"][0]["warnings"] == [{"evidenceIndex": 0, "reason": "file_not_in_head"}]
     assert json.loads(run(db, "get", item_id).stdout) == before  # untouched
+    pending = json.loads(run(db, "review", "--repo", str(workspace)).stdout)["candidates"][0]
+    assert pending["health"]["guidance"][-1]["code"] == "capture_provenance"
 
     git(workspace, "add", "src/new.py")
     staged = json.loads(run(db, "provenance", item_id, "--repo", str(workspace)).stdout)

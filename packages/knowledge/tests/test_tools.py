@@ -33,8 +33,15 @@ def ctx(repository: KnowledgeRepository, workspace: Path) -> ToolContext:
     return ToolContext(repository=repository, workspace=str(workspace), session_id="sess-1")
 
 
+jsonschema = pytest.importorskip("jsonschema", reason="jsonschema comes with the [mcp] extra")
+
+
 def call(context: ToolContext, name: str, **arguments: Any) -> dict[str, Any]:
-    return call_tool(context, name, arguments)
+    """Call a tool; its arguments must satisfy the input schema, its result the output schema."""
+    jsonschema.Draft202012Validator(INPUT_SCHEMAS[name]).validate(arguments)
+    result = call_tool(context, name, arguments)
+    jsonschema.Draft202012Validator(OUTPUT_SCHEMAS[name]).validate(result)
+    return result
 
 
 def refused(context: ToolContext, name: str, **arguments: Any) -> str:
@@ -89,6 +96,8 @@ def test_every_tool_has_closed_input_and_output_schemas() -> None:
 )
 def test_add_bounds(ctx: ToolContext, arguments: dict[str, Any], message: str) -> None:
     assert refused(ctx, "knowledge_add", **arguments) == message
+    # The published input schema refuses the same arguments.
+    assert not jsonschema.Draft202012Validator(INPUT_SCHEMAS["knowledge_add"]).is_valid(arguments)
     assert call(ctx, "knowledge_list", project=None)["items"] == []
 
 

@@ -12,6 +12,7 @@ which works for Click itself and for the copy that recent Typer releases vendor.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -24,6 +25,42 @@ ErrorRenderer = Callable[[str, str], Any]
 USAGE_ERROR_CODE = "invalid-arguments"
 INTERNAL_ERROR_CODE = "internal-error"
 
+# A lone surrogate cannot be written as UTF-8. Python puts U+DC80..U+DCFF in place of each
+# byte of a non-UTF-8 argv entry or file name (PEP 383, "surrogateescape").
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    point = ord(match.group())
+    if 0xDC80 <= point <= 0xDCFF:
+        return f"\\x{point - 0xDC00:02x}"  # the original byte, as Python would show it
+    return f"\\u{point:04x}"
+
+
+def escape_undecodable(text: str) -> str:
+    """``text`` with every byte that was not UTF-8 shown as ``\\xNN`` (printable, UTF-8 safe).
+
+    ``'/srv/\\udcffnope'`` (how Python decodes the argument ``b'/srv/\\xffnope'``) becomes
+    ``'/srv/\\\\xffnope'``. Text without surrogates is returned unchanged.
+    """
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def is_undecodable(text: str) -> bool:
+    """True when ``text`` holds a lone surrogate, i.e. it came from bytes that were not UTF-8."""
+    return _SURROGATE.search(text) is not None
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with :func:`escape_undecodable` applied to every string, keys included."""
+    if isinstance(value, str):
+        return escape_undecodable(value)
+    if isinstance(value, dict):
+        return {json_safe(key): json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return value
+
 
 def default_error_document(code: str, message: str) -> dict[str, Any]:
     """``{"error": {"code", "message"}}``."""
@@ -33,7 +70,13 @@ def default_error_document(code: str, message: str) -> dict[str, Any]:
 def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
     """Print ``value`` as indented JSON and a newline (stdout by default)."""
     out = stream if stream is not None else sys.stdout
-    out.write(dumps_bytes(value, pretty=True).decode("utf-8") + "\n")
+    try:
+        data = dumps_bytes(value, pretty=True)
+    except TypeError:
+        # A string from a non-UTF-8 argument or file name cannot be encoded: escape its
+        # bytes rather than crash the printer (and with it the error report itself).
+        data = dumps_bytes(json_safe(value), pretty=True)
+    out.write(data.decode("utf-8") + "\n")
     out.flush()
 
 
@@ -61,11 +104,23 @@ def run_app(
 
     Commands print their own result with :func:`emit_json`. ``DshError`` becomes its code,
     a parser error becomes ``usage_error_code``, anything unexpected ``internal-error`` (with
-    the traceback only when ``DSH_DEBUG=1``, for developers).
+    the traceback only when ``DSH_DEBUG=1``, for developers). An argument that is not
+    valid UTF-8 is refused with ``usage_error_code`` before any command runs, so it can
+    change nothing: no result of ours could name it faithfully in JSON.
     """
+    arguments = list(args) if args is not None else sys.argv[1:]
+    for position, argument in enumerate(arguments):
+        if is_undecodable(argument):
+            before = arguments[position - 1] if position else ""
+            what = f"the value of {before}" if before.startswith("--") else "an argument"
+            return emit_error(
+                usage_error_code,
+                f"{what} is not valid UTF-8: '{escape_undecodable(argument)}'",
+                render_error=render_error,
+            )
     try:
         result = app(
-            args=list(args) if args is not None else None,
+            args=arguments,
             prog_name=prog_name,
             standalone_mode=False,
         )

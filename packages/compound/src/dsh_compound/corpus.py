@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dsh_common import errors as common_errors
 from dsh_common import paths as common_paths
+from dsh_common.cli import escape_undecodable, is_undecodable
 from dsh_common.io import read_bounded
 from dsh_compound.draft import validate_id
 from dsh_compound.errors import (
@@ -29,7 +30,7 @@ from dsh_compound.errors import (
     SymlinkRejectedError,
     translate_common_errors,
 )
-from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, truncate
 from dsh_compound.record import ParsedRecord, parse_record, sha256
 
 RECORD_SUFFIX = ".md"
@@ -92,8 +93,13 @@ def corpus_path(workspace: common_paths.Workspace) -> Path:
 
 def corpus_exists(workspace: common_paths.Workspace) -> bool:
     """Whether the corpus exists; raise if a component is a link or it is not a directory."""
-    with translate_common_errors():
-        exists = common_paths.check_no_symlinks(workspace, CORPUS_DIRECTORY)
+    try:
+        with translate_common_errors():
+            exists = common_paths.check_no_symlinks(workspace, CORPUS_DIRECTORY)
+    except CompoundError:
+        raise
+    except OSError as exc:  # e.g. an unreadable docs/ directory (EACCES)
+        raise InvalidCorpusError(f"{CORPUS_DIRECTORY} cannot be read: {exc.strerror}") from exc
     if exists and not corpus_path(workspace).is_dir():
         raise InvalidCorpusError(f"{CORPUS_DIRECTORY} exists but is not a directory")
     return exists
@@ -105,6 +111,31 @@ def modified_warning(record_id: str) -> str:
         f"record {record_id!r}: contentStatus modified - the Markdown body differs from its "
         "structured metadata; inspect it, then re-capture with --replace before relying on it"
     )
+
+
+def unknown_keys_warning(record_id: str, keys: tuple[str, ...]) -> str:
+    """The warning for a record whose metadata holds fields schema 1 does not define.
+
+    Such a field is never written by a capture, so someone added it by hand; it may pose as
+    an attestation (``verification.helperVerified``) and proves nothing.
+    """
+    shown = ", ".join(repr(truncate(key, 80)) for key in keys[:5])
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return (
+        f"record {record_id!r}: metadata holds fields this helper never writes ({shown}{more}); "
+        "they were added by hand, are not evidence and prove nothing - ignore them, or "
+        "re-capture with --replace to drop them"
+    )
+
+
+def record_warnings(stored: StoredRecord) -> list[str]:
+    """The warnings a single record carries on its own: modified content, unknown keys."""
+    warnings: list[str] = []
+    if stored.parsed.content_status != "consistent":
+        warnings.append(modified_warning(stored.id))
+    if stored.parsed.unknown_keys:
+        warnings.append(unknown_keys_warning(stored.id, stored.parsed.unknown_keys))
+    return warnings
 
 
 def read_record(workspace: common_paths.Workspace, record_id: str) -> StoredRecord:
@@ -216,6 +247,11 @@ def _scan_directory(directory: Path, directory_fd: int, result: ScanResult) -> N
         names = names[: LIMITS.scan_names]
     accepted_bytes = 0
     for name in names:
+        if is_undecodable(name):
+            # No record ID can come from it, and the name itself cannot go into JSON as is.
+            result.scanned += 1
+            result.warnings.add(f"skipped {escape_undecodable(name)}: the name is not UTF-8")
+            continue
         record_id = name[: -len(RECORD_SUFFIX)]
         try:
             validate_id(record_id)
@@ -237,6 +273,7 @@ def _scan_directory(directory: Path, directory_fd: int, result: ScanResult) -> N
             result.warnings.add(f"skipped {name}: {exc.message}")
             continue
         accepted_bytes += len(data)
-        result.records.append(StoredRecord(record_id, directory / name, data, parsed))
-        if parsed.content_status != "consistent":
-            result.warnings.add(modified_warning(record_id))
+        stored = StoredRecord(record_id, directory / name, data, parsed)
+        result.records.append(stored)
+        for warning in record_warnings(stored):
+            result.warnings.add(warning)

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from dsh_common import paths as common_paths
+from dsh_common.cli import is_undecodable
 from dsh_common.errors import DshError
 from dsh_common.io import read_bounded
 from dsh_common.jsonio import loads
@@ -26,8 +27,10 @@ from dsh_compound.errors import (
     translate_common_errors,
 )
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, exceeds_js_length
+from dsh_compound.workspace import require_decodable_path, select_workspace
 
-_ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+# Always used with fullmatch: ``match`` with ``$`` accepted "evil\n", a file name with a newline.
+_ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _BOM = b"\xef\xbb\xbf"
 
 #: Text fields of a draft with their length limits (JavaScript characters), in draft order.
@@ -60,7 +63,7 @@ def validate_id(value: object) -> str:
         raise InvalidIdError("id must not be empty")
     if len(value) > LIMITS.id_length:
         raise InvalidIdError(f"id is longer than {LIMITS.id_length} characters")
-    if not _ID_PATTERN.match(value):
+    if not _ID_PATTERN.fullmatch(value):
         raise InvalidIdError(
             f"id {value!r} is not a lowercase kebab-case slug (a-z, 0-9, single hyphens)"
         )
@@ -74,7 +77,7 @@ def _is_valid_id(value: str) -> bool:
     # A scan validates each record's ID twice (file name and metadata); remember the good.
     return (
         len(value) <= LIMITS.id_length
-        and bool(_ID_PATTERN.match(value))
+        and bool(_ID_PATTERN.fullmatch(value))
         and not common_paths.is_windows_device_name(value)
     )
 
@@ -86,6 +89,8 @@ def _text(draft: dict[str, Any], field: str, limit: int, problems: list[str]) ->
         return ""
     if not value or value.isspace():
         problems.append(f"{field} must not be empty")
+    elif is_undecodable(value):
+        problems.append(f"{field} is not valid UTF-8 text")
     elif exceeds_js_length(value, limit):
         problems.append(f"{field} is longer than {limit} characters")
     return value
@@ -102,6 +107,8 @@ def _tags(draft: dict[str, Any], problems: list[str]) -> list[str]:
     for index, tag in enumerate(value):
         if not isinstance(tag, str) or not tag or tag.isspace():
             problems.append(f"tags[{index}] must be a nonempty string")
+        elif is_undecodable(tag):
+            problems.append(f"tags[{index}] is not valid UTF-8 text")
         elif exceeds_js_length(tag, LIMITS.tag_length):
             problems.append(f"tags[{index}] is longer than {LIMITS.tag_length} characters")
         else:
@@ -143,6 +150,7 @@ def normalize_source_path(raw: str, workspace: common_paths.Workspace | None = N
     With a workspace, absolute spellings under its lexical or canonical root are mapped
     into it; the corpus directory and internal directories are refused either way.
     """
+    require_decodable_path(raw, "source path")
     with translate_common_errors():
         if workspace is None:
             return _validated_relative_path(raw)
@@ -205,9 +213,9 @@ def read_draft_input(workspace: str | os.PathLike[str], input: str | os.PathLike
     means it) and must then fall inside the workspace; it obeys the same path rules as
     evidence paths. At most 32 KiB are read; one leading BOM is accepted.
     """
+    selected = select_workspace(workspace)
+    absolute = os.path.abspath(require_decodable_path(input, "the draft input path"))
     with translate_common_errors():
-        selected = common_paths.resolve_workspace(workspace)
-        absolute = os.path.abspath(os.fspath(input))
         relative, location = common_paths.resolve_in_workspace(
             selected, absolute, forbidden_prefixes=[CORPUS_DIRECTORY]
         )

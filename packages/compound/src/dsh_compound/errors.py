@@ -10,6 +10,7 @@ The codes are a contract (README "Error codes"); a test pins the table.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -114,7 +115,7 @@ class HardLinkedRecordError(CompoundError, OSError):
 
 
 class RecordTooLargeError(CompoundError, OSError):
-    """A record is larger than 64 KiB."""
+    """A record is larger than 64 KiB, or a capture would render one (nothing is written)."""
 
     code = "record-too-large"
 
@@ -135,6 +136,18 @@ class LockHeldError(CompoundError, OSError):
     """Another capture holds ``<id>.lock`` (or a crashed one left it; never auto-removed)."""
 
     code = "lock-held"
+
+
+class CorpusReadOnlyError(CompoundError, OSError):
+    """Capture cannot write to the corpus: a read-only file system or no write permission."""
+
+    code = "read-only"
+
+
+class DiskFullError(CompoundError, OSError):
+    """Capture ran out of space: disk full, quota exceeded or file size limit reached."""
+
+    code = "disk-full"
 
 
 class InvalidQueryError(CompoundError, ValueError):
@@ -171,6 +184,45 @@ def translate_common_errors() -> Iterator[None]:
         if target is None:
             raise
         raise target(exc.message, details=exc.details) from exc
+
+
+#: ``errno`` values of a write that tell the corpus cannot be written at all...
+_READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+#: ...and those that tell there is no room (EFBIG: RLIMIT_FSIZE or the file system's limit).
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+
+def storage_error(exc: OSError, action: str) -> CompoundError | None:
+    """The error a failed write of ``action`` is to the user, or None if it is unforeseen.
+
+    A full disk and a read-only corpus are foreseeable: they get their own codes and say
+    what to do, instead of surfacing as ``internal-error``.
+    """
+    if exc.errno in _READ_ONLY_ERRNOS:
+        return CorpusReadOnlyError(
+            f"cannot {action}: {exc.strerror} - the corpus folder is read-only or not "
+            "writable by this user; no record was written"
+        )
+    if exc.errno in _DISK_FULL_ERRNOS:
+        return DiskFullError(
+            f"disk full: cannot {action} ({exc.strerror}); no record was written - free "
+            "some space and capture again"
+        )
+    return None
+
+
+@contextmanager
+def storage_errors(action: str) -> Iterator[None]:
+    """Translate a failed write's OSError by :func:`storage_error`; pass everything else."""
+    try:
+        yield
+    except DshError:
+        raise  # our own leaves (some derive from OSError) already say what happened
+    except OSError as exc:
+        translated = storage_error(exc, action)
+        if translated is None:
+            raise
+        raise translated from exc
 
 
 #: Codes the CLI itself can print besides the ones above (from ``dsh_common.cli.run_app``).

@@ -42,8 +42,17 @@ def fingerprint_sources(workspace: common_paths.Workspace, files: list[str]) -> 
     """
     digests: list[str] = []
     for relative in files:
-        with translate_common_errors():
-            exists = common_paths.check_no_symlinks(workspace, relative)
+        try:
+            with translate_common_errors():
+                exists = common_paths.check_no_symlinks(workspace, relative)
+        except common_errors.DshError:
+            raise
+        except OSError as exc:
+            # An unreadable directory (EACCES) or a component longer than the file system
+            # allows (ENAMETOOLONG) on the way: foreseeable, and this path's fault alone.
+            raise InvalidPathError(
+                f"source file {relative!r} cannot be read: {exc.strerror}"
+            ) from exc
         if not exists:
             raise SourceNotFoundError(f"source file {relative!r} does not exist")
         try:
@@ -79,6 +88,10 @@ def _file_status(workspace: common_paths.Workspace, path: str, expected: str) ->
         return unknown("a path component is a symbolic link")
     except common_errors.InvalidPathError:
         exists = False  # a parent became a file: the recorded file is gone
+    except OSError as exc:
+        # An unreadable directory on the way (EACCES), a component over the file system's
+        # name limit (ENAMETOOLONG)...: this one file cannot be vouched for, nothing more.
+        return unknown(f"cannot be read safely: {exc.strerror}")
     if not exists:
         return {"path": path, "status": MISSING}
     location: Path = workspace.absolute(relative)

@@ -39,8 +39,12 @@ VERIFICATION_NOTICE = (
 )
 VERIFICATION_SOURCE = "self-reported"
 
-_SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
-_TIMESTAMP_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$")
+# Always used with fullmatch: ``match`` with ``$`` would let a trailing newline through.
+# ``[0-9]``, not ``\d``: ``\d`` also matches Arabic-Indic and fullwidth digits.
+_SHA256_PATTERN = re.compile(r"[0-9a-f]{64}")
+_TIMESTAMP_PATTERN = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?Z"
+)
 _BACKTICK_RUN = re.compile(r"`+")
 
 
@@ -52,7 +56,7 @@ def sha256(data: bytes | str) -> str:
 
 def is_sha256(value: object) -> bool:
     """True for 64 lowercase hexadecimal characters."""
-    return isinstance(value, str) and bool(_SHA256_PATTERN.match(value))
+    return isinstance(value, str) and bool(_SHA256_PATTERN.fullmatch(value))
 
 
 def build_metadata(
@@ -139,13 +143,52 @@ def content_status(metadata: dict[str, Any], body: str) -> str:
     return "consistent" if same else "modified"
 
 
+#: The keys schema 1 defines, per level. Anything else was added by someone else.
+_KNOWN_KEYS = frozenset(
+    {
+        "schemaVersion", "id", "title", "tags", "problem", "rootCause", "resolution",
+        "whenToUse", "verification", "files", "createdAt", "updatedAt",
+    }
+)  # fmt: skip
+_KNOWN_VERIFICATION_KEYS = frozenset({"command", "result", "source", "executedByHelper"})
+_KNOWN_FILE_KEYS = frozenset({"path", "sha256"})
+
+
+def unknown_keys(metadata: dict[str, Any]) -> tuple[str, ...]:
+    """Dotted names of metadata keys schema 1 does not define, in file order.
+
+    They are kept (a newer writer may add some) but never rendered, so they cannot make a
+    record ``modified``: a forged ``"verification": {"helperVerified": true}`` would read
+    as ``consistent``. Naming them lets every read warn about them instead.
+    """
+    verification = metadata["verification"]
+    files = metadata["files"]
+    # Set comparisons in C settle the common case (nothing unknown) for a whole scan.
+    if (
+        metadata.keys() <= _KNOWN_KEYS
+        and verification.keys() <= _KNOWN_VERIFICATION_KEYS
+        and all(entry.keys() <= _KNOWN_FILE_KEYS for entry in files)
+    ):
+        return ()
+    found = [key for key in metadata if key not in _KNOWN_KEYS]
+    found += [f"verification.{key}" for key in verification if key not in _KNOWN_VERIFICATION_KEYS]
+    for index, entry in enumerate(files):
+        found += [f"files[{index}].{key}" for key in entry if key not in _KNOWN_FILE_KEYS]
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class ParsedRecord:
-    """A record read from disk: its metadata, its body text and their agreement."""
+    """A record read from disk: its metadata, its body text and their agreement.
+
+    ``unknown_keys`` names metadata fields schema 1 does not define (see
+    :func:`unknown_keys`); readers report them as a warning.
+    """
 
     metadata: dict[str, Any]
     body: str
     content_status: str
+    unknown_keys: tuple[str, ...] = ()
 
 
 def _malformed(why: str) -> MalformedRecordError:
@@ -178,7 +221,7 @@ def validate_metadata(value: object, *, expected_id: str | None = None) -> dict[
             raise _malformed(f"files entry {entry.get('path')!r} has no valid sha256")
     for field in ("createdAt", "updatedAt"):
         stamp = value.get(field)
-        if not isinstance(stamp, str) or not _TIMESTAMP_PATTERN.match(stamp):
+        if not isinstance(stamp, str) or not _TIMESTAMP_PATTERN.fullmatch(stamp):
             raise _malformed(f"{field} is not an ISO 8601 UTC timestamp")
     as_draft = {**value, "files": [entry.get("path") for entry in files]}
     try:
@@ -220,7 +263,12 @@ def parse_record(data: bytes, *, expected_id: str | None = None) -> ParsedRecord
         body = raw_body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _malformed("the body is not UTF-8") from exc
-    return ParsedRecord(metadata=metadata, body=body, content_status=content_status(metadata, body))
+    return ParsedRecord(
+        metadata=metadata,
+        body=body,
+        content_status=content_status(metadata, body),
+        unknown_keys=unknown_keys(metadata),
+    )
 
 
 def summary_of(metadata: dict[str, Any]) -> str:

@@ -23,12 +23,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_common import paths as common_paths
+from dsh_common.cli import is_undecodable
 from dsh_common.text import han_bigrams, han_runs, normalize, segment_words
-from dsh_compound.corpus import StoredRecord, scan_corpus
-from dsh_compound.errors import InvalidLimitError, InvalidQueryError, translate_common_errors
+from dsh_compound.corpus import StoredRecord, scan_corpus, unknown_keys_warning
+from dsh_compound.errors import InvalidLimitError, InvalidQueryError
 from dsh_compound.evidence import FileStatusCache, evidence_report, evidence_warning
 from dsh_compound.limits import LIMITS, js_length
 from dsh_compound.record import self_reported_evidence, summary_of
+from dsh_compound.workspace import select_workspace
 
 #: Field weights per matching term, in the spec's order.
 FIELD_WEIGHTS: tuple[tuple[str, int], ...] = (
@@ -54,6 +56,8 @@ def validate_query(query: object) -> str:
     """Return ``query`` if it is nonempty text of at most 500 JavaScript characters."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidQueryError("query must be nonempty text")
+    if is_undecodable(query):
+        raise InvalidQueryError("query is not valid UTF-8 text")
     if js_length(query) > LIMITS.query_length:
         raise InvalidQueryError(f"query is longer than {LIMITS.query_length} characters")
     return query
@@ -214,6 +218,8 @@ def _result(
     warnings: list[str] = []
     if stored.parsed.content_status != "consistent":
         warnings.append("contentStatus modified: the body differs from the metadata")
+    if stored.parsed.unknown_keys:
+        warnings.append(unknown_keys_warning(stored.id, stored.parsed.unknown_keys))
     moved = evidence_warning(stored.id, report)
     if moved is not None:
         warnings.append(moved)
@@ -238,8 +244,7 @@ def recall(
     """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``."""
     text = validate_query(query)
     count = validate_limit(limit)
-    with translate_common_errors():
-        selected = common_paths.resolve_workspace(workspace)
+    selected = select_workspace(workspace)
     scan = scan_corpus(selected)
     terms = _Terms.split(recall_terms(text))
     use_index = len(terms.short_han) > _GRAM_INDEX_THRESHOLD

@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dsh_common import paths as common_paths
-from dsh_compound.corpus import modified_warning, read_record, scan_corpus
+from dsh_compound.corpus import read_record, record_warnings, scan_corpus
 from dsh_compound.draft import validate_id
-from dsh_compound.errors import translate_common_errors
 from dsh_compound.evidence import (
     STATUS_PRECEDENCE,
     UNCHANGED,
@@ -17,6 +15,7 @@ from dsh_compound.evidence import (
     evidence_warning,
 )
 from dsh_compound.record import self_reported_evidence, summary_of
+from dsh_compound.workspace import select_workspace
 
 CONSISTENT = "consistent"
 MODIFIED = "modified"
@@ -25,14 +24,11 @@ MODIFIED = "modified"
 def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
     """The complete record ``id``: metadata, body, fresh evidence and content status."""
     validate_id(id)
-    with translate_common_errors():
-        selected = common_paths.resolve_workspace(workspace)
+    selected = select_workspace(workspace)
     stored = read_record(selected, id)
     metadata = stored.parsed.metadata
     report = evidence_report(selected, metadata["files"])
-    warnings: list[str] = []
-    if stored.parsed.content_status != CONSISTENT:
-        warnings.append(modified_warning(id))
+    warnings = record_warnings(stored)
     moved = evidence_warning(id, report)
     if moved is not None:
         warnings.append(moved)
@@ -57,8 +53,7 @@ def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
     evidence is ``unchanged`` and content ``consistent`` are only counted and named under
     ``unchangedConsistent``.
     """
-    with translate_common_errors():
-        selected = common_paths.resolve_workspace(workspace)
+    selected = select_workspace(workspace)
     scan = scan_corpus(selected)
     cache: FileStatusCache = {}
     needs_review: list[dict[str, Any]] = []
@@ -71,12 +66,12 @@ def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
         status = stored.parsed.content_status
         evidence_counts[report["evidenceStatus"]] += 1
         content_counts[status] += 1
-        if report["evidenceStatus"] == UNCHANGED and status == CONSISTENT:
+        warnings = record_warnings(stored)
+        # A record with fields nobody captured (a forged attestation, say) needs review
+        # even when its sources and body are intact.
+        if report["evidenceStatus"] == UNCHANGED and status == CONSISTENT and not warnings:
             clean_ids.append(stored.id)
             continue
-        warnings: list[str] = []
-        if status != CONSISTENT:
-            warnings.append(modified_warning(stored.id))
         moved = evidence_warning(stored.id, report)
         if moved is not None:
             warnings.append(moved)

@@ -36,12 +36,16 @@ from dsh_compound.errors import (
     InvalidDigestError,
     RecordExistsError,
     RecordNotFoundError,
+    RecordTooLargeError,
     SymlinkRejectedError,
+    storage_error,
+    storage_errors,
     translate_common_errors,
 )
 from dsh_compound.evidence import UNKNOWN, fingerprint_sources
-from dsh_compound.limits import CORPUS_DIRECTORY
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 from dsh_compound.record import build_metadata, is_sha256, parse_record, render_record, sha256
+from dsh_compound.workspace import select_workspace
 
 LOCK_SUFFIX = ".lock"
 
@@ -53,6 +57,9 @@ def _ensure_corpus(workspace: common_paths.Workspace) -> Path:
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
+            storage = storage_error(exc, f"create {CORPUS_DIRECTORY}")
+            if storage is not None:
+                raise storage from exc
             raise InvalidCorpusError(f"cannot create {CORPUS_DIRECTORY}: {exc.strerror}") from exc
         # A concurrent writer could have put a link in place between the check and mkdir.
         corpus_exists(workspace)
@@ -75,6 +82,21 @@ def _check_replaceable(location: Path, record_id: str) -> int:
     return stat.S_IMODE(info.st_mode)
 
 
+def _must_fit(data: bytes, record_id: str) -> bytes:
+    """Refuse a rendering over the 64 KiB record limit: every reader would refuse it.
+
+    The draft limit (32 KiB) does not imply the record limit: the record holds each text
+    twice (JSON and Markdown) plus 32 file digests, so a valid draft can render to ~70 KiB.
+    """
+    if len(data) > LIMITS.record_bytes:
+        raise RecordTooLargeError(
+            f"record {record_id!r} would be {len(data)} bytes, over the "
+            f"{LIMITS.record_bytes}-byte record limit (each text is stored twice, as JSON and "
+            "as Markdown); shorten the draft's texts or list fewer files"
+        )
+    return data
+
+
 def _current_digest_must_be(location: Path, record_id: str, expected: str) -> bytes:
     data = read_record_bytes(location, record_id)
     actual = sha256(data)
@@ -95,7 +117,7 @@ def _replace(
     metadata = build_metadata(
         clean, digests, created_at=existing.metadata["createdAt"], updated_at=utc_now_iso()
     )
-    data = render_record(metadata)
+    data = _must_fit(render_record(metadata), record_id)
 
     def still_the_inspected_record() -> None:
         # Re-check at the last moment, with the new bytes already durable: the lock only
@@ -113,7 +135,7 @@ def _create(
 ) -> tuple[dict[str, Any], bytes]:
     now = utc_now_iso()
     metadata = build_metadata(clean, digests, created_at=now, updated_at=now)
-    data = render_record(metadata)
+    data = _must_fit(render_record(metadata), record_id)
     try:
         create_exclusive(directory / f"{record_id}{RECORD_SUFFIX}", data)
     except common_errors.AlreadyExistsError as exc:
@@ -133,25 +155,30 @@ def capture(
     replaced only if its current digest equals ``replace`` (``createdAt`` is kept).
     Returns ``{id, path, digest, metadata, contentStatus, evidenceStatus}``.
     """
-    with translate_common_errors():
-        selected = common_paths.resolve_workspace(workspace)
+    selected = select_workspace(workspace)
     clean = validate_draft(draft, workspace=selected)
     if replace is not None and not is_sha256(replace):
         raise InvalidDigestError("--replace needs the record's 64-character lowercase hex digest")
     digests = fingerprint_sources(selected, clean["files"])
     record_id = clean["id"]
+    # Measure before anything exists on disk; _create and _replace measure the final bytes
+    # again (a replacement keeps the old createdAt, whose length may differ).
+    now = utc_now_iso()
+    _must_fit(
+        render_record(build_metadata(clean, digests, created_at=now, updated_at=now)), record_id
+    )
     if replace is not None and not corpus_exists(selected):
         raise RecordNotFoundError(f"no record {record_id!r} to replace")
     directory = _ensure_corpus(selected)
-    with translate_common_errors():
+    with translate_common_errors(), storage_errors(f"write to {CORPUS_DIRECTORY}"):
         lock = acquire_lock(directory / f"{record_id}{LOCK_SUFFIX}")
-    try:
-        if replace is None:
-            metadata, data = _create(directory, record_id, clean, digests)
-        else:
-            metadata, data = _replace(directory, record_id, clean, digests, replace)
-    finally:
-        lock.release()
+        try:
+            if replace is None:
+                metadata, data = _create(directory, record_id, clean, digests)
+            else:
+                metadata, data = _replace(directory, record_id, clean, digests, replace)
+        finally:
+            lock.release()
     return {
         "id": record_id,
         "path": str(directory / f"{record_id}{RECORD_SUFFIX}"),

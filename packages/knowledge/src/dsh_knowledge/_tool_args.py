@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from dsh_knowledge.errors import KnowledgeError
+from dsh_knowledge.tool_errors import ToolInputError
 from dsh_knowledge.tool_schemas import (
     DEFAULT_TOOL_LIMIT,
     INPUT_SCHEMAS,
@@ -24,8 +24,6 @@ __all__ = [
     "MAX_GET_EVIDENCE",
     "MAX_ITEM_CONTENT_CHARS",
     "MAX_LIST_CONTENT_CHARS",
-    "ToolInputError",
-    "ToolUnavailableError",
     "check_keys",
     "clamp_limit",
     "optional_bool",
@@ -38,18 +36,6 @@ __all__ = [
 MAX_LIST_CONTENT_CHARS = 280  # list and search summaries
 MAX_ITEM_CONTENT_CHARS = 1200  # get and add summaries
 MAX_GET_EVIDENCE = 8
-
-
-class ToolInputError(KnowledgeError, ValueError):
-    """A tool argument is missing, of the wrong type or out of bounds."""
-
-    code = "invalid-tool-input"
-
-
-class ToolUnavailableError(KnowledgeError, RuntimeError):
-    """The store or the workspace a tool needs is not available."""
-
-    code = "tool-unavailable"
 
 
 def check_keys(tool: str, arguments: Mapping[str, Any]) -> None:

@@ -437,14 +437,17 @@ def mcp_command(
 
 @app.command(name="hook")
 def hook_command(
-    event: Annotated[str, typer.Argument(help="user-prompt-submit")],
+    event: Annotated[str, typer.Argument(help="user-prompt-submit or stop")],
     db: Annotated[str | None, typer.Option("--db", help="SQLite file.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
+    auto_extract: Annotated[
+        bool, typer.Option("--auto-extract", help="stop: extract candidates (opt-in).")
+    ] = False,
 ) -> None:
     """Agent hook: payload JSON on stdin, hookSpecificOutput on stdout; silent on any error."""
     from dsh_knowledge.hooks import main as hook_main
 
-    args = [event]
+    args = [event, *(["--auto-extract"] if auto_extract else [])]
     for flag, value in (("--db", db), ("--project", project)):
         if value is not None:
             args += [flag, value]

@@ -110,8 +110,12 @@ def select_for_context(
     text = query[:MAX_QUERY_CHARACTERS]
     if not text.strip():
         return []
+    # The earlier tool retrieves 100, drops seen ids, keeps 4. The ranked walk is greedy, so
+    # the first k of a limit-100 answer are exactly a limit-k answer: asking for 4 + |seen|
+    # gives the same 4 items while scoring far fewer rows (the hook runs on every prompt).
+    limit = min(RETRIEVAL_LIMIT, MAX_INJECTED_KNOWLEDGE_ITEMS + len(exclude_ids))
     results = retrieve_relevant_knowledge(
-        repository, text, workspace=workspace, project=project, limit=RETRIEVAL_LIMIT
+        repository, text, workspace=workspace, project=project, limit=limit
     )
     fresh = [r["knowledge"] for r in results if r["knowledge"]["id"] not in exclude_ids]
     chosen = fresh[:MAX_INJECTED_KNOWLEDGE_ITEMS]

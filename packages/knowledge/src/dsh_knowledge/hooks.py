@@ -1,4 +1,4 @@
-"""Agent hooks: ``dsh-knowledge hook user-prompt-submit`` (Claude Code and Codex).
+"""Agent hooks: ``dsh-knowledge hook user-prompt-submit`` and ``hook stop`` (Claude Code, Codex).
 
 The hook reads the host's JSON payload on stdin (``prompt``, ``cwd``, ``session_id`` - both
 hosts send these; Claude Code adds ``transcript_path``, ``prompt_id``, ``permission_mode``,
@@ -10,6 +10,10 @@ It must never block or slow an agent's prompt: it prints nothing and exits 0 whe
 relevant, when the database does not exist (it is never created here), or on any error.
 ``DSH_DEBUG=1`` writes the error to stderr, still with exit 0. This module imports neither
 typer nor the MCP SDK: the launcher routes here before either could load.
+
+``hook stop`` (opt-in: ``--auto-extract`` or ``DSH_KNOWLEDGE_AUTO_EXTRACT=1``) runs automatic
+extraction on the turns of ``transcript_path`` not yet looked at (see
+:mod:`dsh_knowledge.auto_extract`) and prints nothing.
 """
 
 from __future__ import annotations
@@ -17,14 +21,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 __all__ = ["MAX_PAYLOAD_BYTES", "main", "user_prompt_submit"]
 
 MAX_PAYLOAD_BYTES = 1024 * 1024
-_EVENTS = {"user-prompt-submit": "UserPromptSubmit"}
+_EVENTS = {"user-prompt-submit": "UserPromptSubmit", "stop": "Stop"}
 
 
 def user_prompt_submit(
@@ -68,15 +71,26 @@ def _read_payload(stdin: TextIO) -> Any:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``hook <event> [--db PATH] [--project NAME]``; always exit code 0."""
+    """``hook user-prompt-submit|stop [--db PATH] [--project NAME] [--auto-extract]``; exit 0."""
     try:
         if not argv or argv[0] not in _EVENTS:
             return 0
         from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
 
-        options = parse_agent_options(argv[1:], allowed=("--db", "--project"))
+        rest = [arg for arg in argv[1:] if arg != "--auto-extract"]
+        options = parse_agent_options(rest, allowed=("--db", "--project"))
         payload = _read_payload(sys.stdin)
         if not isinstance(payload, dict):
+            return 0
+        if argv[0] == "stop":
+            from dsh_knowledge.auto_extract import (  # noqa: PLC0415 - lazy: start-up time
+                auto_extract_enabled,
+                extract_after_turn,
+            )
+
+            if auto_extract_enabled("--auto-extract" in argv[1:]):
+                # Stop hooks print nothing: candidates wait silently for review.
+                extract_after_turn(payload, db=options.db, project=options.project)
             return 0
         output = user_prompt_submit(payload, db=options.db, project=options.project)
         if output is not None:
@@ -84,5 +98,7 @@ def main(argv: Sequence[str]) -> int:
             sys.stdout.flush()
     except Exception:  # an agent's prompt must never fail because of us
         if os.environ.get("DSH_DEBUG"):
+            import traceback  # noqa: PLC0415 - only when debugging: it is slow to import
+
             traceback.print_exc()
     return 0

@@ -6,15 +6,17 @@ name the earlier Node tool uses or may add (its objects all start with ``knowled
 created with ``CREATE TABLE IF NOT EXISTS`` outside the numbered migrations, and
 ``user_version`` is not touched, so the Node tool opens the file exactly as before and never
 reads the table. Bounds: at most 256 ids per session (the oldest are forgotten first), at
-most 1,000 sessions, and a session idle for more than 24 hours is dropped entirely.
+most 1,000 sessions, and a session idle for more than 24 hours is dropped entirely. The
+record is written best effort (at most a 1 s wait for a busy file, then skipped).
 """
 
 from __future__ import annotations
 
+import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from dsh_knowledge.store import KnowledgeStore
+from dsh_knowledge.store import BUSY_TIMEOUT_MS, KnowledgeStore
 
 __all__ = [
     "INJECTION_TABLE",
@@ -30,6 +32,10 @@ MAX_IDS_PER_SESSION = 256
 MAX_TRACKED_SESSIONS = 1000
 SESSION_IDLE_SECONDS = 24 * 3600
 MAX_SESSION_ID_CHARS = 256
+# The hook runs before every prompt: waiting 60 s for a busy database (the store's writer
+# retry) is not acceptable there. The record is best effort: past this wait it is skipped, and
+# the worst outcome is that an item is shown once more later.
+RECORD_BUSY_TIMEOUT_MS = 1000
 
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {INJECTION_TABLE} ("
@@ -101,4 +107,26 @@ def record_injection(
             (MAX_TRACKED_SESSIONS,),
         )
 
-    store.write(work)
+    _best_effort_write(store, work)
+
+
+def _best_effort_write(store: KnowledgeStore, work: Callable[[], None]) -> bool:
+    """Run ``work`` in one BEGIN IMMEDIATE transaction; False when the file stayed busy."""
+    db = store.connection
+    db.execute(f"PRAGMA busy_timeout = {RECORD_BUSY_TIMEOUT_MS}")
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            work()
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error).lower() or "busy" in str(error).lower():
+            return False
+        raise
+    finally:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return True

@@ -12,7 +12,7 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"]:
+    if argv[:1] == ["hook"] and "--help" not in argv:
         from dsh_knowledge.hooks import main as hook_main  # noqa: PLC0415 - lazy: start-up time
 
         sys.exit(hook_main(argv[1:]))

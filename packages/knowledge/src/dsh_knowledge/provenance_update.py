@@ -12,7 +12,7 @@ item where nothing could be captured is left exactly as it was.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh_knowledge.errors import NotFoundError
@@ -23,7 +23,20 @@ from dsh_knowledge.provenance import (
 )
 from dsh_knowledge.repository import KnowledgeRepository
 
-__all__ = ["capture_missing_provenance"]
+__all__ = ["CAPTURE_PROVENANCE_GUIDANCE", "capture_missing_provenance", "provenance_guidance"]
+
+CAPTURE_PROVENANCE_GUIDANCE = (
+    "Once the evidence file is committed and clean, run `dsh-knowledge provenance {id}` to "
+    "record its Git provenance."
+)
+
+
+def provenance_guidance(item: Mapping[str, Any]) -> dict[str, str] | None:
+    """The ``capture_provenance`` guidance entry when file evidence lacks provenance."""
+    if any(e["type"] == "file" and "gitProvenance" not in e for e in item["evidence"]):
+        message = CAPTURE_PROVENANCE_GUIDANCE.format(id=item["id"])
+        return {"code": "capture_provenance", "message": message}
+    return None
 
 
 def capture_missing_provenance(

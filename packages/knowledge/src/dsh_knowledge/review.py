@@ -16,6 +16,7 @@ from typing import Any
 
 from dsh_knowledge.errors import NotFoundError
 from dsh_knowledge.health import MAX_HEALTH_BATCH_ITEMS, check_health
+from dsh_knowledge.provenance_update import provenance_guidance
 from dsh_knowledge.repository import UNSET, KnowledgeRepository, _transition_error, _Unset
 
 __all__ = ["review_candidates", "set_status"]
@@ -52,7 +53,11 @@ def review_candidates(
         for group in by_workspace.values():
             for start in range(0, len(group), MAX_HEALTH_BATCH_ITEMS):
                 batch = group[start : start + MAX_HEALTH_BATCH_ITEMS]
-                for result in check_health(batch, repo_dir, include_guidance=True):
+                results = check_health(batch, repo_dir, include_guidance=True)
+                for item, result in zip(batch, results, strict=True):
+                    extra = provenance_guidance(item)
+                    if extra is not None:
+                        result["guidance"].append(extra)
                     healths[result["knowledgeId"]] = result
     return [{"item": item, "health": healths.get(item["id"])} for item in items]
 

@@ -57,18 +57,24 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 _STR = {"type": "string"}
+# Not blank: the tools refuse whitespace-only text ("<field> must not be empty.").
+_NOT_BLANK = r"\S"
 _INT = {"type": "integer", "minimum": 0}
 _WORKSPACE = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_WORKSPACE_CHARS,
+    "pattern": _NOT_BLANK,
     "description": "Workspace scope; defaults to the session workspace.",
 }
 _PROJECT = {
-    "anyOf": [{"type": "string", "minLength": 1, "maxLength": MAX_PROJECT_CHARS}, {"type": "null"}],
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": MAX_PROJECT_CHARS, "pattern": _NOT_BLANK},
+        {"type": "null"},
+    ],
     "description": "Omit for the configured project; null for workspace-wide knowledge.",
 }
-_ID = {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS}
+_ID = {"type": "string", "minLength": 1, "maxLength": MAX_ID_CHARS, "pattern": _NOT_BLANK}
 _LIMIT = {
     "type": "number",
     "description": f"1-{MAX_TOOL_LIMIT}, default {DEFAULT_TOOL_LIMIT} (fractions round down).",
@@ -78,8 +84,18 @@ _TYPE = {"type": "string", "enum": list(KNOWLEDGE_TYPES)}
 _EVIDENCE_IN = _closed(
     {
         "type": {"type": "string", "enum": list(EVIDENCE_TYPES)},
-        "source": {"type": "string", "minLength": 1, "maxLength": MAX_EVIDENCE_FIELD_CHARS},
-        "locator": {"type": "string", "minLength": 1, "maxLength": MAX_EVIDENCE_FIELD_CHARS},
+        "source": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_EVIDENCE_FIELD_CHARS,
+            "pattern": _NOT_BLANK,
+        },
+        "locator": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_EVIDENCE_FIELD_CHARS,
+            "pattern": _NOT_BLANK,
+        },
     },
     ["type", "source"],
 )
@@ -88,7 +104,12 @@ INPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "knowledge_add": _closed(
         {
             "type": _TYPE,
-            "content": {"type": "string", "minLength": 1, "maxLength": MAX_CONTENT_CHARS},
+            "content": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_CONTENT_CHARS,
+                "pattern": _NOT_BLANK,
+            },
             "workspace": _WORKSPACE,
             "project": _PROJECT,
             "evidence": {"type": "array", "items": _EVIDENCE_IN, "maxItems": MAX_EVIDENCE_ITEMS},

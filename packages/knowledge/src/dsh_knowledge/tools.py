@@ -19,8 +19,6 @@ from typing import Any
 from dsh_knowledge._tool_args import (
     MAX_ITEM_CONTENT_CHARS,
     MAX_LIST_CONTENT_CHARS,
-    ToolInputError,
-    ToolUnavailableError,
     check_keys,
     clamp_limit,
     optional_bool,
@@ -40,8 +38,10 @@ from dsh_knowledge.models import (
 )
 from dsh_knowledge.privacy import ensure_no_secrets
 from dsh_knowledge.provenance import attach_git_provenance
+from dsh_knowledge.provenance_update import provenance_guidance
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
 from dsh_knowledge.tool_schemas import (
     MAX_CONTENT_CHARS,
     MAX_EVIDENCE_FIELD_CHARS,
@@ -59,11 +59,6 @@ __all__ = ["STORAGE_UNAVAILABLE", "WORKSPACE_UNAVAILABLE", "ToolContext", "call_
 WORKSPACE_UNAVAILABLE = "Workspace is unavailable; provide an explicit workspace scope."
 STORAGE_UNAVAILABLE = "Knowledge storage is unavailable."
 MAX_SESSION_ID_CHARS = 128
-
-_PROVENANCE_GUIDANCE = (
-    "Once the evidence file is committed and clean, run `dsh-knowledge provenance {id}` to "
-    "record its Git provenance."
-)
 
 
 @dataclass
@@ -241,12 +236,9 @@ def _health_of(
     results = check_health(items, context.workspace, include_guidance=include_guidance)
     if include_guidance:
         for item, result in zip(items, results, strict=True):
-            lacking = any(
-                e["type"] == "file" and "gitProvenance" not in e for e in item["evidence"]
-            )
-            if lacking:
-                message = _PROVENANCE_GUIDANCE.format(id=item["id"])
-                result["guidance"].append({"code": "capture_provenance", "message": message})
+            extra = provenance_guidance(item)
+            if extra is not None:
+                result["guidance"].append(extra)
     return results
 
 
