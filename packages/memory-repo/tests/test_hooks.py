@@ -75,7 +75,7 @@ def test_disabled_memory_prints_nothing(memory_root: Path, tmp_path: Path) -> No
 def _fake_sync(bin_dir: Path, marker: Path) -> None:
     bin_dir.mkdir()
     script = bin_dir / "dsh-memory-sync"
-    script.write_text(f"#!/bin/sh\necho started > '{marker}'\n")
+    script.write_text(f"#!/bin/sh\necho \"$@\" > '{marker}'\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
 
 
@@ -98,12 +98,16 @@ def test_a_stale_last_sync_starts_a_detached_sync_when_enabled(
 ) -> None:
     marker = tmp_path / "sync-ran"
     _fake_sync(tmp_path / "bin", marker)
-    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  auto_sync_interval_minutes: 60\n")
+    (tmp_path / "dsh" / "settings.yaml").write_text(
+        "memory:\n  auto_sync_interval_minutes: 60\n  auto_sync_agent: claude\n"
+    )
     _age(memory_root / ".last-sync", 2 * 3600)
     env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(tmp_path / "bin" / "dsh-memory-sync")}
     first = run_hook("--mcp-server", "dsh-memory", env=env)
     assert first.returncode == 0 and UNTRUSTED_MARKER not in first.stderr
     assert _wait_for(marker)
+    time.sleep(0.1)
+    assert marker.read_text().split() == ["--json", "--agent", "claude"]
     # The throttle stamp keeps a second session within the interval from starting another.
     marker.unlink()
     run_hook(env=env)

@@ -13,7 +13,10 @@ many syncs - the sync itself serialises on its operation lock anyway). The comma
 ``$DSH_MEMORY_SYNC_COMMAND`` when set, else the ``dsh-memory-sync`` installed beside this
 Python, else the one on ``PATH``.
 
-The setting is read the way :mod:`dsh_memory.settings` reads ``enabled``: one key of the
+``memory.auto_sync_agent`` (``dsh``, ``claude`` or ``codex``) is passed as ``--agent``; the
+sync runs with ``--json`` (its output goes nowhere anyway).
+
+The settings are read the way :mod:`dsh_memory.settings` reads ``enabled``: one key of the
 top-level ``memory:`` block, line by line, nothing else of the file interpreted.
 """
 
@@ -34,24 +37,41 @@ SYNC_COMMAND = "dsh-memory-sync"
 STAMP = Path("state") / "memory-auto-sync.stamp"
 
 _KEY = re.compile(r"^[ \t]+auto_sync_interval_minutes\s*:\s*(?P<value>[0-9]+)\s*(?:#.*)?$")
+_AGENT = re.compile(
+    r"^[ \t]+auto_sync_agent\s*:\s*[\"']?(?P<value>dsh|claude|codex)[\"']?\s*(?:#.*)?$"
+)
 
 
-def interval_minutes(settings_file: Path) -> int:
-    """The configured interval, 0 (off) when absent or unreadable."""
+def _memory_lines(settings_file: Path) -> list[str]:
+    """The lines of the ``memory:`` block; none when the file cannot be read."""
     from dsh_memory.settings import _memory_block, _read_lines  # noqa: PLC0415
 
     try:
         lines = _read_lines(settings_file)
         block = _memory_block(lines) if lines is not None else None
     except Exception:  # an unreadable settings file means: do not start anything
-        return 0
+        return []
     if lines is None or block is None:
-        return 0
-    for line in lines[block[0] + 1 : block[1]]:
-        match = _KEY.match(line.rstrip("\r\n"))
+        return []
+    return [line.rstrip("\r\n") for line in lines[block[0] + 1 : block[1]]]
+
+
+def interval_minutes(settings_file: Path) -> int:
+    """The configured interval, 0 (off) when absent or unreadable."""
+    for line in _memory_lines(settings_file):
+        match = _KEY.match(line)
         if match is not None:
             return int(match["value"])
     return 0
+
+
+def sync_agent(settings_file: Path) -> str | None:
+    """``memory.auto_sync_agent`` (dsh, claude or codex), or None for the sync's default."""
+    for line in _memory_lines(settings_file):
+        match = _AGENT.match(line)
+        if match is not None:
+            return match["value"]
+    return None
 
 
 def sync_command(env: Mapping[str, str] | None = None) -> str | None:
@@ -88,15 +108,16 @@ def due(root: Path, minutes: int, env: Mapping[str, str] | None = None) -> bool:
     return stamp is None or stamp >= interval
 
 
-def spawn_sync(command: str, env: Mapping[str, str] | None = None) -> int:
+def spawn_sync(command: str, agent: str | None = None, env: Mapping[str, str] | None = None) -> int:
     """Start ``command`` detached; touch the throttle stamp; return the child's pid."""
     import subprocess  # noqa: PLC0415 - only on the rare path that spawns
 
     stamp = dsh_home(env) / STAMP
     stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp.touch()
+    argv = [command, "--json", *(["--agent", agent] if agent else [])]
     child = subprocess.Popen(
-        [command],
+        argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -114,4 +135,4 @@ def maybe_start_sync(root: Path, settings_file: Path) -> int | None:
     command = sync_command()
     if command is None:
         return None
-    return spawn_sync(command)
+    return spawn_sync(command, sync_agent(settings_file))
