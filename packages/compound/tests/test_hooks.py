@@ -100,6 +100,17 @@ def test_an_unknown_event_is_a_json_error() -> None:
     assert json.loads(result.stderr)["error"]["code"] == "unknown-hook"
 
 
+def test_a_missing_event_is_a_json_error_and_help_is_usage() -> None:
+    base = [sys.executable, "-m", "dsh_compound.launcher", "hook"]
+    missing = subprocess.run(base, capture_output=True, text=True, timeout=60, check=False)
+    assert missing.returncode == 1 and missing.stdout == ""
+    assert json.loads(missing.stderr)["error"]["code"] == "invalid-arguments"
+    usage = subprocess.run(
+        [*base, "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert usage.returncode == 0 and "session-start" in usage.stdout
+
+
 def test_the_hook_path_never_imports_typer(workspace: Path) -> None:
     probe = (
         "import sys, runpy; sys.argv = ['dsh-compound', 'hook', 'session-start'];"

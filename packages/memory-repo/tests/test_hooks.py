@@ -126,3 +126,19 @@ def test_no_sync_is_started_by_default_or_when_recent(memory_root: Path, tmp_pat
     run_hook(env=env)
     time.sleep(0.5)
     assert not marker.exists()
+
+
+def test_a_missing_or_unknown_event_is_the_memory_error_envelope() -> None:
+    for args in ([], ["pre-tool-use"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "dsh_memory.launcher", "hook", *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1 and done.stdout == ""
+        document = json.loads(done.stderr)
+        assert document["ok"] is False
+        assert document["error"]["code"] in ("invalid-arguments", "unknown-hook")

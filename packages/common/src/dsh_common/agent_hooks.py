@@ -33,6 +33,17 @@ EVENT_NAMES = {
 
 #: ``handler(payload, args)``: ``args`` are the words after the event name.
 HookHandler = Callable[[Mapping[str, Any], list[str]], str | None]
+#: ``render_error(code, message)``: the product's error document (dsh-memory has its own).
+ErrorRenderer = Callable[[str, str], Any]
+
+
+def _error_document(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _emit_error(code: str, message: str, render_error: ErrorRenderer) -> int:
+    sys.stderr.write(json.dumps(render_error(code, message), ensure_ascii=False) + "\n")
+    return 1
 
 
 def read_payload(stream: BinaryIO | None = None) -> dict[str, Any]:
@@ -80,6 +91,7 @@ def run_hook(
     *,
     stdin: BinaryIO | None = None,
     stdout: TextIO | None = None,
+    render_error: ErrorRenderer = _error_document,
 ) -> int:
     """Run the handler for ``event`` (``session-start``...); return the exit code.
 
@@ -92,9 +104,7 @@ def run_hook(
     if handler is None or event not in EVENT_NAMES:
         known = ", ".join(sorted(handlers))
         message = f"unknown hook event {event!r}; expected one of: {known}"
-        sys.stderr.write(json.dumps({"error": {"code": "unknown-hook", "message": message}}))
-        sys.stderr.write("\n")
-        return 1
+        return _emit_error("unknown-hook", message, render_error)
     try:
         text = handler(read_payload(stdin), list(args or []))
     except Exception as exc:  # a hook must never block or break the agent's turn
@@ -112,14 +122,23 @@ def run_hook(
     return 0
 
 
-def hook_main(argv: list[str], handlers: Mapping[str, HookHandler]) -> int:
+def hook_main(
+    argv: list[str],
+    handlers: Mapping[str, HookHandler],
+    *,
+    render_error: ErrorRenderer = _error_document,
+) -> int:
     """``<command> hook <event>``: ``argv`` is what follows ``hook``."""
-    if not argv or argv[0] in ("-h", "--help"):
-        names = ", ".join(sorted(handlers))
+    names = ", ".join(sorted(handlers))
+    if not argv:
+        return _emit_error(
+            "invalid-arguments", f"hook needs an event name: one of {names}", render_error
+        )
+    if argv[0] in ("-h", "--help"):
         sys.stdout.write(
             f"usage: hook <event>   (events: {names})\n"
             "Reads the agent host's hook payload (JSON) on stdin and prints "
             "hookSpecificOutput.additionalContext, or nothing. Never fails the agent's turn.\n"
         )
-        return 0 if argv else 1
-    return run_hook(argv[0], handlers, argv[1:])
+        return 0
+    return run_hook(argv[0], handlers, argv[1:], render_error=render_error)

@@ -96,6 +96,11 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
 HANDLERS = {"session-start": session_start}
 
 
+def _memory_error(code: str, message: str) -> dict[str, Any]:
+    # dsh-memory's spec envelope, as every other dsh-memory command prints it.
+    return {"ok": False, "error": {"code": code, "message": message}}
+
+
 def main(argv: list[str]) -> int:
     """``dsh-memory hook <event>``; ``argv`` is what follows ``hook``."""
-    return hook_main(argv, HANDLERS)
+    return hook_main(argv, HANDLERS, render_error=_memory_error)
