@@ -103,3 +103,21 @@ def request_text(request: Any) -> str:
 
 def snapshot(*paths: Path) -> dict[str, str | None]:
     return {str(path): path.read_text() if path.exists() else None for path in paths}
+
+
+def tool_results(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``tool_use_id`` -> the tool_result block, for every result in the request."""
+    results = {}
+    for message in request["messages"]:
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if block.get("type") == "tool_result":
+                results[block["tool_use_id"]] = block
+    return results
+
+
+def result_text(block: dict[str, Any]) -> str:
+    content = block["content"]
+    if isinstance(content, str):
+        return content
+    return "\n".join(part.get("text", "") for part in content)

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from .conftest import AgentClis
 from .fake_model import FakeModel, serve
@@ -18,8 +17,10 @@ from .scenario import (
     build_project,
     dsh,
     request_text,
+    result_text,
     setup_all,
     snapshot,
+    tool_results,
 )
 
 TOOLS = (
@@ -33,24 +34,6 @@ SCRIPT = (
     ("tool", TOOLS[2], {"query": "codegen"}),
     ("text", "All three dsh tools answered."),
 )
-
-
-def tool_results(request: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """``tool_use_id`` -> the tool_result block, for every result in the request."""
-    results = {}
-    for message in request["messages"]:
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if block.get("type") == "tool_result":
-                results[block["tool_use_id"]] = block
-    return results
-
-
-def result_text(block: dict[str, Any]) -> str:
-    content = block["content"]
-    if isinstance(content, str):
-        return content
-    return "\n".join(part.get("text", "") for part in content)
 
 
 def test_claude_code_gets_context_from_every_hook_and_runs_every_mcp_server(

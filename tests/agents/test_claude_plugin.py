@@ -23,8 +23,9 @@ from .scenario import (
     SUMMARY_MARKER,
     build_project,
     request_text,
+    result_text,
+    tool_results,
 )
-from .test_claude_code import result_text, tool_results
 
 TOOLS = (
     "mcp__plugin_dsh_dsh-compound__compound_recall",
