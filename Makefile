@@ -27,7 +27,7 @@ $(CURDIR)/.tools/bin/uv:
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv
 
 setup: $(UV)  ## create .venv with every package and the dev tools
-	$(UV) sync --all-packages --locked
+	$(UV) sync --all-packages --all-extras --locked
 
 demo: setup  ## run the demo of the main job
 	$(UV) run --frozen python scripts/demo.py
