@@ -777,6 +777,8 @@
       const input = document.getElementById("delete-word");
       if (input) input.focus();
     }
+    // For people nothing; for tests and assistive tools: the page has settled.
+    document.body.dataset.busy = String(state.busy || state.saving);
     document.body.dataset.ready = "true";
   }
 
