@@ -10,6 +10,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -559,3 +560,59 @@ def test_the_server_module_is_only_imported_by_the_ui_command(cli_env: dict[str,
     )
     assert result.stdout.split() == ["False", "False"]
     assert os.environ.get("DSH_MEMORY_ROOT") is None
+
+
+def test_the_page_ships_inside_the_wheel(tmp_path: Path) -> None:
+    import zipfile
+
+    uv = shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not on PATH: the wheel cannot be built here")
+    package = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [uv, "build", "--wheel", "--out-dir", str(tmp_path), str(package)],
+        capture_output=True, check=True, timeout=300,
+    )  # fmt: skip
+    (wheel,) = tmp_path.glob("dsh_memory-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("index.html", "app.js", "app.css", "favicon.svg"):
+        assert f"dsh_memory/ui/static/{name}" in names
+    metadata = (
+        zipfile.ZipFile(wheel)
+        .read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        .decode()
+    )
+    assert "Provides-Extra: ui" in metadata
+    assert "starlette" in metadata
+    assert "uvicorn" in metadata
+
+
+def test_the_browser_gets_a_private_redirect_file_not_the_token(
+    memory_root: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    record = tmp_path / "browser-argv.txt"
+    browser = tmp_path / "browser.sh"
+    # A stand-in browser ($BROWSER is honoured by Python's webbrowser module): it records
+    # its command line and the page it was asked to open.
+    browser.write_text(
+        f'#!/bin/sh\nprintf "%s\\n" "$1" > {record}.tmp\ncat "${{1#file://}}" >> {record}.tmp\n'
+        f'stat -c %a "${{1#file://}}" >> {record}.tmp\nmv {record}.tmp {record}\n'
+    )
+    browser.chmod(0o700)
+    env = {**cli_env, "BROWSER": f"{browser} %s"}
+    with _start_command(["ui"], env) as process:
+        assert process.stdout is not None
+        url = json.loads(process.stdout.readline())["value"]["url"]
+        deadline = time.monotonic() + 30
+        while not record.exists():
+            assert time.monotonic() < deadline, "the browser was not started"
+            time.sleep(0.05)
+        argv, *page, mode = record.read_text().splitlines()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) == 0
+    token = url.split("token=")[1]
+    assert argv.startswith("file://")
+    assert token not in argv
+    assert mode == "600"
+    assert f'content="0;url={url}"' in "\n".join(page)
+    assert not Path(argv.removeprefix("file://")).exists()  # removed when the server stops

@@ -12,8 +12,11 @@ the Origin before it looks at the method or the body, so a refused request chang
 
 from __future__ import annotations
 
+import html
+import os
 import socket
 import sys
+import tempfile
 import threading
 import webbrowser
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
@@ -275,6 +278,27 @@ class UiServer:
         self.server.should_exit = True
 
 
+def open_in_browser(url: str, folder: Path) -> Path:
+    """Open ``url`` through an owner-only redirect file, as Jupyter does.
+
+    ``webbrowser.open(url)`` would put the token on the browser's command line, where any
+    local user can read it in the process list - and any local user can reach 127.0.0.1.
+    The command line gets the path of a 0600 file in a 0700 folder instead.
+    """
+    escaped = html.escape(url, quote=True)
+    page = (
+        '<!doctype html><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={escaped}">'
+        f'<title>dsh memory</title><a href="{escaped}">Open the dsh memory settings page</a>\n'
+    )
+    redirect = folder / "open.html"
+    descriptor = os.open(redirect, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(page)
+    webbrowser.open(redirect.as_uri())
+    return redirect
+
+
 def serve(
     root: Path,
     settings_file: Path,
@@ -290,7 +314,8 @@ def serve(
     stream.flush()
     sys.stderr.write(f"dsh-memory settings page: {server.url}\n(press Ctrl-C to stop)\n")
     sys.stderr.flush()
-    if open_browser:
-        # The socket is already listening: the browser's first request waits in its backlog.
-        webbrowser.open(server.url)
-    server.run()
+    with tempfile.TemporaryDirectory(prefix="dsh-memory-ui-") as folder:
+        if open_browser:
+            # The socket already listens: the browser's first request waits in its backlog.
+            open_in_browser(server.url, Path(folder))
+        server.run()
