@@ -6,6 +6,7 @@ refusal (token, Host, Origin, body) is checked to change nothing in the reposito
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -473,20 +474,30 @@ def test_a_cli_run_holding_the_lock_makes_the_page_wait(
 # -- the command ---------------------------------------------------------------------------
 
 
-def _start_command(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+@contextlib.contextmanager
+def _start_command(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """The real command in a subprocess; killed if the test leaves it running."""
+    process = subprocess.Popen(
         [sys.executable, "-m", "dsh_memory.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
 
 
 def test_ui_command_prints_the_url_serves_and_stops_on_ctrl_c(
     memory_root: Path, cli_env: dict[str, str]
 ) -> None:
-    with _start_command(["ui", "--no-browser"], cli_env) as process:
+    elsewhere = {**cli_env, "DSH_HOME": str(memory_root.parent / "unused")}
+    command = ["ui", "--root", str(memory_root), "--no-browser"]
+    with _start_command(command, elsewhere) as process:
         assert process.stdout is not None
         announced = json.loads(process.stdout.readline())
         url = announced["value"]["url"]
@@ -494,20 +505,16 @@ def test_ui_command_prints_the_url_serves_and_stops_on_ctrl_c(
         match = re.fullmatch(r"http://127\.0\.0\.1:([0-9]+)/#token=([A-Za-z0-9_-]{40,})", url)
         assert match, url
         port, token = int(match[1]), match[2]
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        connection.request(
-            "POST", "/api/memory/getSettings", body=b"{}",
-            headers={"X-DSH-Token": token, "Content-Type": "application/json"},
-        )  # fmt: skip
-        assert json.loads(connection.getresponse().read()) == {
-            "ok": True,
-            "value": {"enabled": True},
-        }
-        connection.close()
+        with contextlib.closing(http.client.HTTPConnection("127.0.0.1", port, timeout=30)) as c:
+            c.request(
+                "POST", "/api/memory/status", body=b"{}",
+                headers={"X-DSH-Token": token, "Content-Type": "application/json"},
+            )  # fmt: skip
+            assert json.loads(c.getresponse().read())["value"]["empty"] is True
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0
-        stderr = process.stderr.read() if process.stderr else ""
-        assert "Traceback" not in stderr
+        assert process.stderr is not None
+        assert "Traceback" not in process.stderr.read()
     with socket.socket() as probe:  # the port is free again
         probe.bind(("127.0.0.1", port))
 

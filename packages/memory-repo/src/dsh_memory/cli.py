@@ -208,6 +208,7 @@ def prompt_section_command(ctx: typer.Context) -> None:
 @app.command("ui")
 def ui_command(
     ctx: typer.Context,
+    ui_root: RootOption = None,
     port: Annotated[
         int, typer.Option("--port", help="Port on 127.0.0.1 (default: a free one).")
     ] = 0,
@@ -226,7 +227,7 @@ def ui_command(
         raise UiUnavailableError(
             f"the settings page needs the ui extra: pip install 'dsh-memory[ui]' ({exc})"
         ) from exc
-    root = ctx.obj.get("root") if isinstance(ctx.obj, dict) else None
+    root = ui_root or (ctx.obj.get("root") if isinstance(ctx.obj, dict) else None)
     # The root is fixed here, once: nothing the page sends can change it.
     serve(resolve_memory_root(root), settings_path(), port=port, open_browser=not no_browser)
 

@@ -43,7 +43,7 @@
       lastRun: "Last run",
       noRuns: "No run has been recorded yet.",
       history: "Recent runs",
-      changedFiles: "{n} changed files",
+      changedFiles: "files changed: {n}",
       applyCommit: "apply commit",
       rollbackButton: "Roll back this run…",
       rollbackExplain:
@@ -777,7 +777,7 @@
       const input = document.getElementById("delete-word");
       if (input) input.focus();
     }
-    // For people nothing; for tests and assistive tools: the page has settled.
+    // Nothing visible: tells tests (and anything automating the page) that it has settled.
     document.body.dataset.busy = String(state.busy || state.saving);
     document.body.dataset.ready = "true";
   }
