@@ -482,3 +482,40 @@ def test_the_token_leaves_the_address_bar(open_page: OpenPage, ui: UiServer) -> 
     page.reload()  # the tab keeps the token for reloads
     settle(page)
     assert page.query_selector("#memory-enabled") is not None
+
+
+_HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from dsh_memory.oplock import operation_lock
+with operation_lock(Path(sys.argv[1]), "sync", "20260820T100000Z-a1b2c3d4"):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_deleting_while_a_cli_run_holds_the_lock_says_operation_in_progress(
+    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+) -> None:
+    legacy_repo(memory_root, write_file, commit)
+    before = head(memory_root)
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LOCK, str(memory_root)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        try:
+            assert holder.stdout is not None
+            assert holder.stdout.readline().strip() == "held"
+            page = open_page()
+            assert "sync run is in progress" in (page.text_content("#health-busy") or "")
+            page.click("#delete-start")
+            page.click("#delete-continue")
+            page.fill("#delete-word", "delete")
+            page.click("#delete-confirm")
+            settle(page)
+            text = notice(page, "delete")
+            assert text.startswith("Another memory operation is running right now")
+            assert text.endswith("(operation-in-progress)")
+        finally:
+            holder.kill()
+    assert head(memory_root) == before
+    assert (memory_root / "handbook/old-note.md").exists()
