@@ -519,3 +519,13 @@ def test_deleting_while_a_cli_run_holds_the_lock_says_operation_in_progress(
             holder.kill()
     assert head(memory_root) == before
     assert (memory_root / "handbook/old-note.md").exists()
+
+
+def test_a_missing_repository_is_explained_not_a_blank_page(
+    open_page: OpenPage, memory_root: Path
+) -> None:
+    shutil.rmtree(memory_root)
+    page = open_page()
+    assert "dsh-memory init" in (page.text_content("li.problem[data-problem=unreachable]") or "")
+    assert "(repo-unavailable)" in (page.text_content("#sec-repo") or "")
+    assert page.is_checked("#memory-enabled")  # the settings file is still there to use
