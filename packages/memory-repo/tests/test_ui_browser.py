@@ -8,6 +8,7 @@ page shows is checked against what the repository then holds.
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
 import subprocess
@@ -273,12 +274,13 @@ def test_a_preview_is_discarded_only_after_confirmation(
             "MemoryService has no memory.previews/discardPreview yet (the memory-write "
             "branch adds them); this runs once both are merged"
         )
-    preview_id = "20991231T000000Z-a1b2c3d4"
+    now = datetime.datetime.now(datetime.UTC)
+    preview_id = now.strftime("%Y%m%dT%H%M%SZ") + "-a1b2c3d4"
     folder = memory_root / ".sync" / "previews" / preview_id
     folder.mkdir(parents=True)
-    manifest = {
-        "created_at": "2099-12-31T00:00:00Z",
-        "expires_at": "2100-01-07T00:00:00Z",
+    manifest = {  # the manifest dsh_memory.previews reads (created_at, expires_at, ...)
+        "created_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "expires_at": (now + datetime.timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "candidate_sessions": 1,
         "changed_paths": ["handbook/preferences.md"],
     }
