@@ -104,8 +104,18 @@ SCHEMA_V3 = """
 ALTER TABLE knowledge ADD COLUMN creation_origin TEXT NOT NULL DEFAULT 'explicit'
   CHECK (creation_origin IN ('explicit', 'automatic'));
 CREATE INDEX knowledge_origin_scope_status_idx
-  ON knowledge(creation_origin, workspace, project, status);
+  ON knowledge(workspace, project, status, creation_origin);
 """
+
+# Releases before 0.1.1 created this index with the columns in another order. The schema
+# stays at version 3 (the Node tool knows no version 4), so the repair is detected by the
+# index's columns rather than by user_version.
+ORIGIN_INDEX = "knowledge_origin_scope_status_idx"
+ORIGIN_INDEX_COLUMNS = ("workspace", "project", "status", "creation_origin")
+ORIGIN_INDEX_DDL = (
+    "CREATE INDEX knowledge_origin_scope_status_idx\n"
+    "  ON knowledge(workspace, project, status, creation_origin)"
+)
 
 # Ordered, named migrations: (version reached, name, DDL).
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
@@ -209,6 +219,36 @@ class KnowledgeStore:
                     f"is still at version {self.user_version}: {error}"
                 ) from error
             version = self.user_version
+        self._repair_origin_index()
+
+    def _origin_index_columns(self) -> tuple[str, ...]:
+        rows = self.connection.execute(f"PRAGMA index_info({ORIGIN_INDEX})").fetchall()
+        return tuple(str(row[2]) for row in sorted(rows))
+
+    def _repair_origin_index(self) -> None:
+        """Recreate ``knowledge_origin_scope_status_idx`` if it is not the earlier tool's.
+
+        One transaction (drop and create together), re-checked under the write lock since
+        another process may have repaired it meanwhile. A read-only file keeps its old index:
+        the index only speeds up queries, and reading must still work.
+        """
+        if self._origin_index_columns() == ORIGIN_INDEX_COLUMNS:
+            return
+
+        def repair() -> None:
+            if self._origin_index_columns() == ORIGIN_INDEX_COLUMNS:
+                return
+            self.connection.execute(f"DROP INDEX IF EXISTS {ORIGIN_INDEX}")
+            self.connection.execute(ORIGIN_INDEX_DDL)
+
+        try:
+            self.write(repair)
+        except sqlite3.OperationalError as error:
+            if "readonly" in str(error).lower() or "read-only" in str(error).lower():
+                return
+            raise MigrationError(
+                f"Repairing index {ORIGIN_INDEX} failed and was rolled back: {error}"
+            ) from error
 
     # --- transactions ---------------------------------------------------------------------
 
