@@ -22,8 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dsh_knowledge._storage_errors import printable, storage_error
 from dsh_knowledge.errors import (
     DatabaseBusyError,
+    DatabaseCorruptError,
     MigrationError,
     SchemaTooNewError,
     StorageError,
@@ -143,6 +145,12 @@ class KnowledgeStore:
         raw = os.fspath(path)
         if not raw.strip():
             raise ValidationError("Database path must not be empty.")
+        if printable(raw) != raw:
+            # Undecodable bytes (argv, a directory listing): SQLite and our JSON output take
+            # text only, and a file whose name we cannot print is not one we should create.
+            raise ValidationError(
+                f"Database path must be valid Unicode; it holds undecodable bytes: {printable(raw)}"
+            )
         self.path = raw if raw == ":memory:" else str(Path(raw).resolve())
         # Per-connection facts the retrieval layer may reuse until the database changes.
         self.search_cache: dict[str, Any] = {}
@@ -166,13 +174,20 @@ class KnowledgeStore:
             try:
                 self._configure()
             except sqlite3.DatabaseError as error:  # not a database, unreadable, read-only
-                raise StorageError(f"Cannot open the knowledge database: {error}") from error
+                raise storage_error(error, self.path) or StorageError(
+                    f"Cannot open the knowledge database: {printable(str(error))}"
+                ) from error
             self._migrate()
             try:
                 # False only on an SQLite without FTS5/trigram: retrieval then scans.
                 self.index_ready = ensure_search_index(self)
             except sqlite3.Error as error:  # e.g. a read-only file that needs its index built
-                raise StorageError(f"Cannot prepare the search index: {error}") from error
+                known = storage_error(error, self.path)
+                if isinstance(known, DatabaseCorruptError):
+                    raise known from error
+                raise StorageError(
+                    f"Cannot prepare the search index: {printable(str(error))}"
+                ) from error
         except BaseException:
             self.connection.close()
             raise
@@ -214,9 +229,15 @@ class KnowledgeStore:
             try:
                 self.write(step)
             except sqlite3.Error as error:
+                known = storage_error(error, self.path)
+                if isinstance(known, DatabaseCorruptError):
+                    raise known from error
+                full = known is not None and known.message.startswith("disk full")
                 raise MigrationError(
                     f"Migration {target} ({name}) failed and was rolled back; the database "
-                    f"is still at version {self.user_version}: {error}"
+                    f"is still at version {self.user_version}: "
+                    + ("disk full: " if full else "")
+                    + printable(str(error))
                 ) from error
             version = self.user_version
         self._repair_origin_index()
@@ -243,8 +264,8 @@ class KnowledgeStore:
 
         try:
             self.write(repair)
-        except sqlite3.OperationalError as error:
-            if "readonly" in str(error).lower() or "read-only" in str(error).lower():
+        except sqlite3.Error as error:
+            if getattr(error, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
                 return
             raise MigrationError(
                 f"Repairing index {ORIGIN_INDEX} failed and was rolled back: {error}"
