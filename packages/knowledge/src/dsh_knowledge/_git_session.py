@@ -132,7 +132,8 @@ def discover_root(session: _Session, workspace: str) -> str:
     result = session.run(absolute, ["rev-parse", "--show-toplevel"])
     if result.returncode != 0:
         raise _GitFailure("not_repository")
-    root = result.stdout.decode("utf-8", "replace")
+    # surrogateescape: a root whose name is not UTF-8 must still name the same directory.
+    root = result.stdout.decode("utf-8", "surrogateescape")
     root = root[:-1] if root.endswith("\n") else root
     if not root or "\n" in root or "\0" in root or not os.path.isabs(root):
         # Also a bare repository or a .git directory: there is no work tree to compare.

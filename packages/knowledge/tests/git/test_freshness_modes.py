@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -266,3 +267,17 @@ def test_git_binary_heuristic_is_reproduced_on_random_contents(
         assert entry["status"] == expected, (entry, contents[name])
     # The sample exercises both sides of the heuristic.
     assert {e["status"] for e in report["evidence"]} == {"current", "potentially_stale"}
+
+
+def test_repository_whose_path_is_not_utf8_is_compared_through_the_library(
+    tmp_path: Path, make_item: MakeItem, make_evidence: MakeEvidence
+) -> None:
+    # The CLI refuses such a --repo (invalid-path); the library compares the right directory.
+    from .conftest import init_repo
+
+    repo = init_repo(tmp_path / os.fsdecode(b"caf\xe9-repo"))
+    repo.write("a.txt", "one\n")
+    commit = repo.commit("a")
+    assert status_of(repo, commit, "a.txt", make_item, make_evidence) == "current"
+    repo.write("a.txt", "two\n")
+    assert status_of(repo, commit, "a.txt", make_item, make_evidence) == "potentially_stale"
