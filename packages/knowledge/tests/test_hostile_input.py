@@ -335,3 +335,32 @@ def test_library_text_with_lone_surrogates_is_invalid_input_and_stores_nothing(
         with pytest.raises(ValidationError, match="undecodable"):
             repository.search("\udcff")
         assert [i["content"] for i in repository.list()] == ["The seed item."]
+
+
+def test_read_only_database_with_the_old_origin_index_still_opens_for_reading(
+    tmp_path: Path,
+) -> None:
+    from .test_store import _build_ours_0_1_0, _origin_index
+
+    path = tmp_path / "old.sqlite"
+    _build_ours_0_1_0(path)
+    with KnowledgeStore(path):
+        pass  # builds the search index once, while the file is writable
+    connection = sqlite3.connect(path)
+    connection.execute("DROP INDEX knowledge_origin_scope_status_idx")
+    connection.execute(
+        "CREATE INDEX knowledge_origin_scope_status_idx"
+        " ON knowledge(creation_origin, workspace, project, status)"
+    )
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.commit()
+    connection.close()
+    _make_read_only(path)
+    try:
+        assert [i["content"] for i in ok("--db", str(path), "list")["items"]] == ["Kept."]
+        assert _origin_index(path)[0][0] == "creation_origin"  # left as it was
+    finally:
+        _make_writable(path)
+    with KnowledgeStore(path):
+        pass
+    assert _origin_index(path)[0] == ["workspace", "project", "status", "creation_origin"]
