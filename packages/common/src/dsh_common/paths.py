@@ -39,7 +39,7 @@ _DEVICE_NAME = re.compile(
     r"(con|prn|aux|nul|conin\$|conout\$|clock\$|(com|lpt)[0-9\u00b9\u00b2\u00b3])",
     re.IGNORECASE,
 )
-_DRIVE_LETTER = re.compile(r"[A-Za-z]:")  # a prefix: match() at the start is the intent
+_DRIVE_LETTER = re.compile(r"[A-Za-z]:")  # the first two characters
 # Characters Windows forbids in names, plus ':' (alternate data streams, drive syntax).
 _WINDOWS_FORBIDDEN_CHARS = frozenset('<>:"|?*')
 
@@ -76,7 +76,7 @@ def validate_relative_path(
         raise _reject(raw, "UNC path")
     if text.startswith("/"):
         raise _reject(raw, "absolute path")
-    if _DRIVE_LETTER.match(text):
+    if _DRIVE_LETTER.fullmatch(text[:2]):
         raise _reject(raw, "drive letter")
     components = text.split("/")
     forbidden = {name.casefold() for name in forbidden_names}

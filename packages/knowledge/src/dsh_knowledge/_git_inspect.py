@@ -117,7 +117,7 @@ def normalize_repository_relative_path(raw: str) -> str:
     """
     if not isinstance(raw, str) or not raw or len(raw) > MAX_GIT_PATH_CHARS or "\0" in raw:
         raise InvalidGitValueError("Git path must be a non-empty path without NUL characters.")
-    if raw.startswith(("/", "\\")) or _DRIVE_PREFIX.match(raw) or os.path.isabs(raw):
+    if raw.startswith(("/", "\\")) or _DRIVE_PREFIX.fullmatch(raw[:2]) or os.path.isabs(raw):
         raise InvalidGitValueError("Git path must be repository-relative.")
     segments = raw.replace("\\", "/").split("/")
     if ".." in segments:

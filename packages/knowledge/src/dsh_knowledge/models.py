@@ -29,7 +29,7 @@ _ISO_TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})"
 )
 _HEX = re.compile(r"[0-9a-fA-F]+")
-_DRIVE = re.compile(r"[A-Za-z]:")  # a prefix: match() at the start is the intent
+_DRIVE = re.compile(r"[A-Za-z]:")  # the first two characters
 
 Item = dict[str, Any]
 Evidence = dict[str, Any]
@@ -156,7 +156,7 @@ def normalize_repository_relative_path(value: object) -> str:
         raise GitProvenanceError(f"Git path must be at most {MAX_GIT_PATH_CHARS} characters.")
     if "\0" in value:
         raise GitProvenanceError("Git path must not contain NUL characters.")
-    if value[0] in "/\\" or _DRIVE.match(value):
+    if value[0] in "/\\" or _DRIVE.fullmatch(value[:2]):
         raise GitProvenanceError("Git path must be repository-relative, not absolute.")
     segments = value.replace("\\", "/").split("/")
     if ".." in segments:
