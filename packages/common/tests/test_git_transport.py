@@ -161,3 +161,20 @@ def test_transport_name_allowed_by_the_environment_cannot_name_a_helper() -> Non
     assert ":" not in allowed
     assert "/" not in allowed
     assert len(("git-remote-" + allowed).encode()) > 255
+
+
+def test_attributes_read_from_an_index_blob_the_repository_lacks_run_nothing(
+    repo: Path, attack_path: Path
+) -> None:
+    # No .gitattributes in the work tree: git reads the index's, whose blob is missing -
+    # so every check-attr (and anything that converts content) would fetch it lazily.
+    plant_ext_promisor(repo, attack_path)
+    git(repo, "update-index", "--add", "--cacheinfo", f"100644,{UNKNOWN},.gitattributes")
+    subprocess.run(["git", "check-attr", "-a", "tracked.txt"], cwd=repo, capture_output=True)
+    assert attack_path.exists()  # plain git runs it
+    attack_path.unlink()
+    runner = GitRunner(repo)
+    for cached in ([], ["--cached"]):
+        runner.run(["check-attr", *cached, "-a", "tracked.txt"], check=False)
+    runner.run(["hash-object", "tracked.txt"], check=False)
+    assert not attack_path.exists()

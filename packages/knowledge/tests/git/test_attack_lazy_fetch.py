@@ -128,3 +128,27 @@ def test_provenance_capture_in_the_planted_repository_runs_nothing(
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["provenanceCapture"]["captured"] == 1
     assert not marker.exists()
+
+
+def test_index_attributes_blob_missing_runs_nothing_on_ordinary_evidence(
+    repo: Repo, marker: Path, tmp_path: Path
+) -> None:
+    # The evidence is fine; the index names a .gitattributes blob the repository lacks, so
+    # the attribute lookup every check makes would fetch it from the promisor.
+    db = tmp_path / "kb.sqlite"
+    item = add_item(db, repo, repo.head())
+    plant(repo, marker)
+    repo.git("update-index", "--add", "--cacheinfo", f"100644,{UNKNOWN},.gitattributes")
+    subprocess.run(["git", "check-attr", "-a", "src/app.py"], cwd=repo.path, capture_output=True)
+    assert marker.exists()  # plain git runs it
+    marker.unlink()
+    for args in (("freshness", item), ("health", item)):
+        done = cli(db, *args, "--repo", str(repo.path))
+        assert done.returncode == 0, done.stderr
+        assert '"unverifiable"' in done.stdout or '"current"' in done.stdout
+    added = cli(
+        db, "add", "--workspace", str(repo.path), "--type", "fact", "--content", "x y z",
+        "--evidence", '{"type":"file","source":"src/app.py"}', "--repo", str(repo.path),
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert not marker.exists()
