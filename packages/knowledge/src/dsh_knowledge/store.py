@@ -109,7 +109,7 @@ CREATE INDEX knowledge_origin_scope_status_idx
   ON knowledge(workspace, project, status, creation_origin);
 """
 
-# Releases before 0.1.1 created this index with the columns in another order. The schema
+# dsh-knowledge 0.1.0 created this index with the columns in another order. The schema
 # stays at version 3 (the Node tool knows no version 4), so the repair is detected by the
 # index's columns rather than by user_version.
 ORIGIN_INDEX = "knowledge_origin_scope_status_idx"
