@@ -45,7 +45,6 @@ from dsh_knowledge._git_session import (
 )
 from dsh_knowledge.errors import ValidationError
 
-# Re-exported: provenance, freshness and health import them from here.
 __all__ = [
     "DEFAULT_GIT_COMMAND_TIMEOUT_MS",
     "DEFAULT_GIT_OPERATION_BUDGET_MS",
@@ -58,11 +57,7 @@ __all__ = [
     "InvalidGitValueError",
     "SnapshotCheck",
     "SnapshotInspection",
-    "_GitFailure",
-    "_Session",
-    "_compare_pairs",
     "clamp_limits",
-    "discover_root",
     "inspect_snapshots",
     "normalize_git_commit",
     "normalize_repository_relative_path",
