@@ -313,6 +313,7 @@ def test_library_database_path_with_undecodable_bytes_is_invalid_input(tmp_path:
     "change",
     [
         {"scope": {"workspace": "/w\udcff"}},
+        {"scope": {"workspace": "/w\ud800"}},
         {"content": "caf\udce9"},
         {
             "evidence": [

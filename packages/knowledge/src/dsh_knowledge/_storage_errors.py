@@ -29,8 +29,14 @@ R = TypeVar("R")
 
 
 def printable(text: str) -> str:
-    """``text`` with undecodable bytes (lone surrogates from argv or paths) shown as ``\\xNN``."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """``text`` with undecodable bytes (lone surrogates from argv or paths) shown as ``\\xNN``.
+
+    Other lone surrogates (``\\ud800``, from JSON or Python text) are shown as ``\\udXXX``.
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _nearly_full(path: str) -> bool:
