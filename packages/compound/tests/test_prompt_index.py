@@ -114,3 +114,22 @@ def test_the_4_mib_bound_stops_both_at_the_same_record(
     assert recall(workspace, "login", 10)["truncated"] is True
     check_parity(workspace)
     check_parity(workspace)
+
+
+def test_indexed_records_give_check_s_stale_lessons(
+    corpus: Path, write_record: Callable[..., Path], corpus_of: Callable[[Path], Path]
+) -> None:
+    from dsh_compound.evidence import evidence_report
+    from dsh_compound.prompt_index import indexed_records
+    from dsh_compound.review import check
+
+    (corpus / "src" / "login.js").write_text("changed\n")
+    write_record(corpus, id="only-tests", files=["tests/login.test.js"])
+    (corpus_of(corpus) / "lesson-09.md").write_bytes(b"---\nbroken\n")
+    for _ in range(2):  # cold, then from the cache
+        workspace = resolve_workspace(corpus)
+        records = indexed_records(workspace)
+        assert records is not None
+        stale = [r.id for r in records if evidence_report(workspace, r.files)["changedFiles"]]
+        assert stale == [i["id"] for i in check(corpus)["needsReview"] if i["changedFiles"]]
+        assert "only-tests" not in stale and "lesson-09" not in stale and len(stale) == 39

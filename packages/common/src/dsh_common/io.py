@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -148,7 +147,9 @@ def atomic_write(
     final_mode = (
         mode if mode is not None else (existing_mode if existing_mode is not None else 0o644)
     )
-    temp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+    # os.urandom rather than secrets.token_hex: the same bytes, without the ~8 ms import of
+    # secrets (base64, hmac, random) in every agent hook that imports this module.
+    temp = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:

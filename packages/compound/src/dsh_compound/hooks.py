@@ -34,14 +34,33 @@ def _workspace(payload: Mapping[str, Any]) -> Path | None:
     return root if (root / Path(*CORPUS_DIRECTORY.split("/"))).is_dir() else None
 
 
+def _stale(workspace: Path) -> list[dict[str, Any]]:
+    """``check``'s records whose evidence is not ``unchanged``, in its order."""
+    from dsh_common import paths as common_paths  # noqa: PLC0415
+    from dsh_compound.evidence import FileStatusCache, evidence_report  # noqa: PLC0415
+    from dsh_compound.prompt_index import indexed_records  # noqa: PLC0415
+
+    selected = common_paths.resolve_workspace(workspace)
+    records = indexed_records(selected)
+    if records is None:  # something unusual in the corpus: the real check decides
+        from dsh_compound.review import check  # noqa: PLC0415
+
+        return [item for item in check(workspace)["needsReview"] if item["changedFiles"]]
+    cache: FileStatusCache = {}
+    stale = []
+    for record in records:
+        report = evidence_report(selected, record.files, cache)
+        if report["changedFiles"]:
+            stale.append({"id": record.id, "title": record.title, **report})
+    return stale
+
+
 def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
     """One line per lesson whose evidence is no longer ``unchanged`` (at most 5)."""
-    from dsh_compound.review import check  # noqa: PLC0415
-
     workspace = _workspace(payload)
     if workspace is None:
         return None
-    stale = [item for item in check(workspace)["needsReview"] if item["changedFiles"]]
+    stale = _stale(workspace)
     if not stale:
         return None
     lines = [
