@@ -158,6 +158,8 @@ def test_codex_setup_keeps_comments_and_other_tables_and_remove_restores_them(
     }
     hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
     assert hooks["SessionStart"][1]["hooks"][0]["command"].endswith("--host codex")
+    notes = run_setup(MEMORY, "codex", env=env)["notes"]
+    assert any("trust" in note for note in notes)
     assert run_setup(COMPOUND, "codex", env=env)["files"][0]["action"] == "unchanged"
     run_setup(COMPOUND, "codex", env=env, remove=True)
     run_setup(MEMORY, "codex", env=env, remove=True)

@@ -455,6 +455,24 @@ def run_setup(
         "dryRun": dry_run,
         "files": [{"path": str(c.path), "action": c.action} for c in changes],
     }
+    notes: list[str] = []
+    if host == "codex" and not remove:
+        notes.append(
+            "Codex skips hooks it has not been told to trust: review and trust them once in "
+            "Codex, or run `codex exec --dangerously-bypass-hook-trust` headless."
+        )
+        if scope == "project":
+            notes.append(
+                "Codex reads <project>/.codex only for a project marked trusted "
+                f'([projects."{Path(os.path.abspath(project_dir or os.getcwd()))}"] '
+                'trust_level = "trusted" in $CODEX_HOME/config.toml).'
+            )
+    if scope == "project" and not remove:
+        notes.append(
+            "The project files now hold this machine's absolute command paths: commit them "
+            "only if everyone shares that layout."
+        )
+    result["notes"] = notes
     if dry_run:
         result["diff"] = "".join(change.diff() for change in changes)
     return result
