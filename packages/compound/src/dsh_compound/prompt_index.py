@@ -4,10 +4,9 @@ The prompt hook runs before every prompt. A full recall reads every record, pars
 validates its front matter and re-renders its body (~30 ms for 500 lessons), then
 normalises every scored field (~10 ms) - for lessons that almost never change between two
 prompts. This module keeps, per workspace, the normalised scored text, title and recorded
-files of each record keyed
-by its file's size, modification time, change time and inode, in
-``$DSH_HOME/cache/compound/<workspace hash>.json`` (owner-only; lesson text the workspace
-already holds), and re-reads only records whose key moved.
+files of each record, keyed by its file's size, modification time, change time and inode,
+in ``$DSH_HOME/cache/compound/<workspace hash>.json`` (owner-only; lesson text the
+workspace already holds), and re-reads only the records whose key moved.
 
 :func:`indexed_records` accepts exactly the records the corpus scan accepts - the same
 sorted names, the same 500-name and 4 MiB bounds, the same skipped records - and
