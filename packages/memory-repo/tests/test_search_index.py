@@ -192,3 +192,20 @@ def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Pat
         connection.execute("INSERT INTO grams(grams) VALUES ('integrity-check')")
     finally:
         connection.close()
+
+
+@pytest.mark.parametrize("name", ["mem#ory", "mem?ory", "mem?mode=rwc#x", "mem%23ory", "m em"])
+def test_root_with_uri_characters_uses_its_index_and_creates_nothing_outside(
+    tmp_path: Path, name: str
+) -> None:
+    parent = tmp_path / "parent"
+    memory = parent / name
+    (memory / ".sync").mkdir(parents=True)
+    write(memory, "handbook/lock.md", note("infra/lock", "directory lock\n"))
+    before = sorted(path.name for path in parent.iterdir())
+    assert search(memory, "lock")["retrieval"] == {"mode": "index", "indexState": "rebuilt"}
+    # The read-only connection finds the index it wrote: the second search is served fresh.
+    assert search(memory, "lock")["retrieval"] == {"mode": "index", "indexState": "fresh"}
+    assert sorted(path.name for path in parent.iterdir()) == before
+    assert sorted(path.name for path in (memory / ".sync").iterdir()) == ["search-index.sqlite"]
+    assert not list(tmp_path.glob("**/mem")) and not (parent / "mem").exists()

@@ -39,6 +39,7 @@ import re
 import sqlite3
 import stat
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -163,11 +164,21 @@ def _sync_directory(root: Path) -> Path:
     return sync
 
 
+def readonly_uri(path: Path) -> str:
+    """A ``file:`` URI opening ``path`` read-only.
+
+    The path is percent-encoded: in a URI ``#`` starts a fragment and ``?`` the query, so an
+    unescaped root such as ``/srv/a#b`` would name ``/srv/a`` - SQLite would create an empty
+    database there (read-write with ``?``, because ``mode=ro`` is then lost) and never use
+    the real index.
+    """
+    return f"file:{urllib.parse.quote(path.as_posix())}?mode=ro"
+
+
 @contextlib.contextmanager
 def _connect(path: Path, *, readonly: bool) -> Iterator[sqlite3.Connection]:
     if readonly:
-        uri = f"file:{path.as_posix()}?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+        connection = sqlite3.connect(readonly_uri(path), uri=True, isolation_level=None)
     else:
         connection = sqlite3.connect(str(path), isolation_level=None)
     try:
