@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_memory import search_index
+from dsh_memory import scoring, search_index
 from dsh_memory.search import query_terms, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -124,10 +124,14 @@ def test_index_is_ignored_by_git_in_an_initialised_repository(memory_root: Path)
     assert ".sync/search-index.sqlite" in exclude.splitlines()
 
 
-def test_term_grams_cover_short_and_long_terms() -> None:
-    assert search_index.term_grams("缓") == ["u7f13"]
-    assert search_index.term_grams("缓存") == ["b7f13x5b58"]
-    assert len(search_index.term_grams("cache")) == 3
+def test_document_tokens_are_words_han_characters_bigrams_and_the_folder() -> None:
+    from dsh_memory.records import Record
+    from dsh_memory.scoring import record_text
+
+    record = Record(path="handbook/a.md", signature="s", valid=True, id="a", body="缓存 cache")
+    tokens = search_index.document_tokens(record, record_text(record)).split()
+    assert tokens[0] == search_index.FOLDER_MARK + "handbook"
+    assert set(tokens[1:]) == {"a", "缓", "存", "缓存", "cache"}
 
 
 _WORDS = ["cache", "lock", "rename", "v2", "a", "缓存", "雪崩", "目录锁", "原子替换", "的", "锁"]
@@ -167,15 +171,17 @@ def test_indexed_and_scanned_results_are_identical(
     )
 
 
-def test_query_with_more_terms_than_sql_scores_matches_a_scan(root: Path) -> None:
+def test_long_query_uses_its_first_terms_only_and_matches_a_scan(root: Path) -> None:
     query = " ".join(f"word{index}" for index in range(70)) + " 缓存雪崩的预防 lock"
+    assert len(query_terms(query)) == scoring.MAX_QUERY_TERMS
     indexed = search(root, query, 20, "all")
     assert indexed["retrieval"]["mode"] == "index"
-    assert len(set(query_terms(query))) > search_index.MAX_SQL_TERMS
     assert without_retrieval(indexed) == without_retrieval(
         search(root, query, 20, "all", use_index=False)
     )
-    assert indexed["count"] >= 2
+    # The terms after the first 32 (here every record's words) are not searched.
+    assert indexed["count"] == 0
+    assert search(root, "缓存雪崩的预防 lock", 20, "all")["count"] == 3
 
 
 def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Path) -> None:
@@ -189,7 +195,7 @@ def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Pat
     search(root, "kiwi")
     connection = sqlite3.connect(search_index.index_path(root))
     try:
-        connection.execute("INSERT INTO grams(grams) VALUES ('integrity-check')")
+        connection.execute("INSERT INTO terms(terms) VALUES ('integrity-check')")
     finally:
         connection.close()
 
