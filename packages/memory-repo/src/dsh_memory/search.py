@@ -6,8 +6,8 @@ idf, coverage of the query's words; ties by path). Each result carries its
 metadata and ``summary.md`` are never results.
 
 The snippet is the body from 40 characters before the first hit of the first query term
-(stem or Han bigram) that occurs in the body, to 120 characters after it, whitespace collapsed; the first 160
-characters when no term occurs in the body. The citation is
+(stem or Han bigram) that occurs in the body, to 120 characters after it, whitespace
+collapsed; the first 160 characters when no term occurs in the body. The citation is
 ``[source: <path> · id: <id>]``.
 
 Legacy records (no front matter) are searched too, shown with their deterministic
