@@ -21,10 +21,11 @@ Score of a record, the sum of its ``score_components``:
   one field (word ends on word boundaries) - an exact phrase ranks first;
 - ``id`` (:data:`ID_WEIGHT`): the whole query occurs in the record id (``sec/redaction``,
   or ``chunks`` for ``old/chunks``) - the spec's "id matches weigh most";
-- ``bm25`` (:data:`BM25_WEIGHT`): BM25F (k1 1.2, b 0.75 on the body) over the fields id
-  x2, tags x1.5, type, created_by/source_hash and body, with each term's idf computed over
-  the *corpus the search looks at* (every valid record of the scope's folders, expired ones
-  included), normalised to 0-1 by the query's maximum;
+- ``bm25`` (:data:`BM25_WEIGHT`): BM25F (k1 1.2, b 0.75 against the body length) over the
+  fields id x2, tags x1.5, created_by/source_hash and body, plus the type (a label: not
+  length-normalised), with each term's idf computed over the *corpus the search looks at*
+  (every valid record of the scope's folders, expired ones included), normalised to 0-1
+  by the query's maximum;
 - ``coverage`` (:data:`COVERAGE_WEIGHT`): the idf-weighted share of the query's tokens the
   record matches (a Han token counts by the share of its bigrams), so a record sharing only
   some words still ranks, below the ones sharing all of them.
@@ -117,12 +118,17 @@ class Term:
     #: Index of the query token this term came from (for coverage).
     group: int
 
-    def count(self, field: str) -> int:
+    @property
+    def needle(self) -> str:
+        """What the term looks for in a normalised field (fields start and end with a space)."""
         if self.kind == "prefix":
-            return field.count(" " + self.text)
+            return " " + self.text
         if self.kind == "word":
-            return field.count(f" {self.text} ")
-        return field.count(self.text)
+            return f" {self.text} "
+        return self.text
+
+    def count(self, field: str) -> int:
+        return field.count(self.needle)
 
 
 @dataclass(frozen=True)
@@ -153,12 +159,17 @@ def plan_query(query: str) -> QueryPlan:
     return QueryPlan(phrase=left + " ".join(tokens) + right, terms=capped, groups=len(tokens))
 
 
-@dataclass(frozen=True)
 class RecordText:
     """A record's normalised fields (id, tags, type, provenance, body) and body length."""
 
-    fields: tuple[str, str, str, str, str]
-    length: int
+    __slots__ = ("fields", "head", "length")
+
+    def __init__(self, fields: tuple[str, ...], length: int) -> None:
+        self.fields = fields
+        # The short fields joined: each starts and ends with a space, so no needle can
+        # straddle two of them; one test here usually rules a term out of all four.
+        self.head = "".join(fields[:-1])
+        self.length = length
 
 
 def record_text(record: Record) -> RecordText:
@@ -199,7 +210,8 @@ def index_tokens(text: RecordText) -> set[str]:
 
 
 def matches(term: Term, text: RecordText) -> bool:
-    return any(term.count(field) for field in text.fields)
+    needle = term.needle
+    return needle in text.head or needle in text.fields[-1]
 
 
 @dataclass(frozen=True)
@@ -236,43 +248,67 @@ def gathering_terms(plan: QueryPlan, df: dict[Term, int]) -> list[Term]:
     return chosen
 
 
-def score_components(plan: QueryPlan, text: RecordText, stats: CorpusStats) -> dict[str, float]:
-    """The weighted components of a record's score (they sum to the score)."""
-    fields = text.fields
-    # BM25F: the body's term frequency is normalised by its length (b = 0.75); the short
-    # fields (id, tags, type, provenance) are not, so a match there counts the same in a
-    # short note as in a long one.
-    body_norm = 1 - B + B * text.length / (stats.average_length or 1.0)
-    bm25 = 0.0
-    best = 0.0
-    group_idf = [0.0] * plan.groups
-    group_terms = [0] * plan.groups
-    group_hits = [0.0] * plan.groups
-    for term in plan.terms:
-        idf = stats.idf(term)
-        best += idf * (K1 + 1)
-        group_idf[term.group] += idf
-        group_terms[term.group] += 1
-        frequency = 0.0
-        for weight, field in zip(FIELD_WEIGHTS[:-1], fields[:-1], strict=True):
-            hits = term.count(field)
-            if hits:
-                frequency += weight * hits
-        body_hits = term.count(fields[-1])
-        if body_hits:
-            frequency += FIELD_WEIGHTS[-1] * body_hits / body_norm
-        if frequency:
+COMPONENTS = ("phrase", "id", "bm25", "coverage")
+
+
+class Scorer:
+    """One query's scoring, with everything that does not depend on the record precomputed."""
+
+    def __init__(self, plan: QueryPlan, stats: CorpusStats) -> None:
+        self.phrase = plan.phrase
+        group_terms = [0] * plan.groups
+        for term in plan.terms:
+            group_terms[term.group] += 1
+        # (needle, idf, coverage share): a group's terms share its weight in the coverage.
+        self.items = [
+            (term.needle, stats.idf(term), stats.idf(term) / group_terms[term.group])
+            for term in plan.terms
+        ]
+        self.best = sum(idf for _needle, idf, _share in self.items) * (K1 + 1)
+        self.possible = sum(share for _needle, _idf, share in self.items)
+        self.average_length = stats.average_length or 1.0
+
+    def components(self, text: RecordText) -> tuple[float, float, float, float]:
+        """``(phrase, id, bm25, coverage)``, weighted: they sum to the score."""
+        id_field, tags, kind, other, body = text.fields
+        head = text.head
+        id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
+        # BM25F with one length normalisation: the weighted frequency over id, tags,
+        # provenance and body is divided by the record's length (b = 0.75 of the body's
+        # length against the average), so a match in a short, focused note counts more.
+        # The type is a category label, not text: a type match counts the same everywhere.
+        length_norm = 1 - B + B * text.length / self.average_length
+        bm25 = 0.0
+        covered = 0.0
+        for needle, idf, share in self.items:
+            in_head = needle in head
+            body_hits = body.count(needle)
+            if not in_head and not body_hits:
+                continue
+            frequency = body_weight * body_hits
+            type_frequency = 0.0
+            if in_head:
+                frequency += (
+                    id_weight * id_field.count(needle)
+                    + tags_weight * tags.count(needle)
+                    + other_weight * other.count(needle)
+                )
+                type_frequency = type_weight * kind.count(needle)
+            frequency = frequency / length_norm + type_frequency
             bm25 += idf * frequency * (K1 + 1) / (frequency + K1)
-            group_hits[term.group] += idf
-    covered = sum(group_hits[g] / group_terms[g] for g in range(plan.groups) if group_terms[g])
-    possible = sum(group_idf[g] / group_terms[g] for g in range(plan.groups) if group_terms[g])
-    phrase = any(plan.phrase in field for field in fields)
-    return {
-        "phrase": PHRASE_WEIGHT if phrase else 0.0,
-        "id": ID_WEIGHT if plan.phrase in fields[0] else 0.0,
-        "bm25": round(BM25_WEIGHT * bm25 / best, 6) if best else 0.0,
-        "coverage": round(COVERAGE_WEIGHT * covered / possible, 6) if possible else 0.0,
-    }
+            covered += share
+        phrase = self.phrase in head or self.phrase in body
+        return (
+            PHRASE_WEIGHT if phrase else 0.0,
+            ID_WEIGHT if self.phrase in id_field else 0.0,
+            round(BM25_WEIGHT * bm25 / self.best, 6) if self.best else 0.0,
+            round(COVERAGE_WEIGHT * covered / self.possible, 6) if self.possible else 0.0,
+        )
+
+
+def score_components(plan: QueryPlan, text: RecordText, stats: CorpusStats) -> dict[str, float]:
+    """The weighted components of a record's score, by name (they sum to the score)."""
+    return dict(zip(COMPONENTS, Scorer(plan, stats).components(text), strict=True))
 
 
 def is_visible(record: Record, scope: str, now: _dt.datetime) -> bool:
@@ -286,7 +322,11 @@ def is_visible(record: Record, scope: str, now: _dt.datetime) -> bool:
 class Match:
     record: Record
     score: float
-    components: dict[str, float]
+    parts: tuple[float, float, float, float]
+
+    @property
+    def components(self) -> dict[str, float]:
+        return dict(zip(COMPONENTS, self.parts, strict=True))
 
 
 def rank(
@@ -296,16 +336,17 @@ def rank(
     scope: str,
     now: _dt.datetime,
 ) -> list[Match]:
-    """Visible candidates that match a gathered term, best first (score desc, path asc)."""
-    gathered = gathering_terms(plan, stats.document_frequency)
+    """The visible ones of ``candidates`` (records matching a gathered term), best first.
+
+    Sorted by score descending, then path (code point order).
+    """
+    scorer = Scorer(plan, stats)
     found = []
     for record, text in candidates:
         if not is_visible(record, scope, now):
             continue
-        if not any(matches(term, text) for term in gathered):
-            continue
-        components = score_components(plan, text, stats)
-        found.append(Match(record, round(sum(components.values()), 6), components))
+        parts = scorer.components(text)
+        found.append(Match(record, round(sum(parts), 6), parts))
     found.sort(key=lambda match: (-match.score, match.record.path))
     return found
 
@@ -320,8 +361,15 @@ def scan_stats(plan: QueryPlan, texts: Sequence[RecordText]) -> CorpusStats:
 def ranked_matches(
     records: list[Record], plan: QueryPlan, scope: str, now: _dt.datetime
 ) -> list[Match]:
-    """The scan: statistics over the valid records of the scope, then :func:`rank`."""
-    valid = [(record, record_text(record)) for record in records if record.valid]
-    valid = [(record, text) for record, text in valid if record.folder in SCOPES[scope]]
+    """The scan: statistics over the valid records of the scope, gathering, :func:`rank`."""
+    valid = [
+        (record, record_text(record))
+        for record in records
+        if record.valid and record.folder in SCOPES[scope]
+    ]
     stats = scan_stats(plan, [text for _record, text in valid])
-    return rank(valid, plan, stats, scope, now)
+    gathered = gathering_terms(plan, stats.document_frequency)
+    candidates = [
+        (record, text) for record, text in valid if any(matches(t, text) for t in gathered)
+    ]
+    return rank(candidates, plan, stats, scope, now)

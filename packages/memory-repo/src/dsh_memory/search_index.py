@@ -1,15 +1,16 @@
 """The search index: a derived SQLite FTS5 cache that narrows search candidates.
 
-``.sync/search-index.sqlite`` (0600, git-excluded) holds every record's parsed form (the
-exact :class:`~dsh_memory.records.Record` a scan would build), its normalised fields and
-body length (:func:`dsh_memory.scoring.record_text`), and a contentless FTS5 table
+``.sync/search-index.sqlite`` (0600, git-excluded) holds, per record file, its path,
+change signature, validity, id and expiry, its normalised fields and body length
+(:func:`dsh_memory.scoring.record_text`, the text ranking reads), and a contentless FTS5 table
 (``detail=none``, ``ascii`` tokenizer) of its *index tokens*: a folder token, its distinct
 words, Han characters and Han bigrams (:func:`dsh_memory.scoring.index_tokens`). A query term
 matches a record exactly when FTS5 finds its token (a word term as a token prefix), so the
 index gives the exact document frequencies of the query's terms in the scope (``count(*)``
 of ``folder AND term``), the corpus size and average length (SQL aggregates), and the exact
 candidate set; the ranking then runs the very same Python code as a scan, on the same
-fields and statistics. The index changes speed, never results.
+fields and statistics. The returned records are then read from their files with the
+scan's loader. The index changes speed, never results.
 
 Freshness: the index stores the payload fingerprint (``records.fingerprint``: every record
 path with its size, mtime, ctime and inode from ``lstat``) and, for payloads of 3,000
@@ -57,7 +58,7 @@ from dsh_memory.records import (
 from dsh_memory.scoring import is_visible
 
 INDEX_NAME = "search-index.sqlite"
-INDEX_SCHEMA_VERSION = "7"
+INDEX_SCHEMA_VERSION = "8"
 TMP_PREFIX = ".search-index."
 TMP_SUFFIX = ".tmp"
 GIT_EXCLUDE_ENTRIES = (".sync/search-index.sqlite", ".sync/.search-index.*.tmp")
@@ -113,8 +114,7 @@ CREATE TABLE records (
     f_tags TEXT NOT NULL,
     f_type TEXT NOT NULL,
     f_other TEXT NOT NULL,
-    f_body TEXT NOT NULL,
-    data TEXT NOT NULL
+    f_body TEXT NOT NULL
 );
 CREATE INDEX records_folder ON records(folder);
 CREATE INDEX records_order ON records(record_id, path);
@@ -272,8 +272,8 @@ def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
         text = scoring.record_text(record) if record.valid else _EMPTY_TEXT
         cursor = connection.execute(
             "INSERT INTO records(path, folder, signature, valid, record_id, expires_at,"
-            " expires_on, length, f_id, f_tags, f_type, f_other, f_body, data)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " expires_on, length, f_id, f_tags, f_type, f_other, f_body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.path,
                 record.folder,
@@ -284,7 +284,6 @@ def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
                 frontmatter.expiry_date(record.expires_at),
                 text.length,
                 *text.fields,
-                jsonio.dumps(record.to_row()),
             ),
         )
         if record.valid:
@@ -493,33 +492,20 @@ def _visible_indexed(
 
 
 def complete_records(root: Path, records: list[Record]) -> list[Record]:
-    """Full records (body, tags, provenance) for the partial records the index returned."""
-    partial = [record.path for record in records if record.partial]
-    if not partial:
-        return records
-    full: dict[str, Record] = {}
-    try:
-        with _connect(index_path(root), readonly=True) as connection:
-            for record_path in partial:
-                row = connection.execute(
-                    "SELECT signature, data FROM records WHERE path = ?", (record_path,)
-                ).fetchone()
-                if row is not None:
-                    data = jsonio.loads(row[1], what="search index row")
-                    full[record_path] = Record.from_row(record_path, row[0], data)
-    except (sqlite3.Error, ValueError):
-        full = {}
+    """Full records (body, tags, provenance) for the partial records the index returned.
+
+    They are read from their files with the loader a scan uses (the index keeps only what
+    ranking needs, not a second copy of every body: that halves its size). A record that
+    vanished or stopped being a valid record since the index was checked is dropped.
+    """
     completed = []
     for record in records:
         if not record.partial:
             completed.append(record)
-        elif record.path in full:
-            completed.append(full[record.path])
-        else:
-            # The index changed underneath us: read the file itself.
-            loaded = load_record(root, PayloadEntry(record.path, record.signature))
-            if loaded is not None:
-                completed.append(loaded)
+            continue
+        loaded = load_record(root, PayloadEntry(record.path, record.signature))
+        if loaded is not None and loaded.valid:
+            completed.append(loaded)
     return completed
 
 
