@@ -19,7 +19,6 @@ Han character is ``zh``). The hit rules are the public file's.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import re
@@ -32,7 +31,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_eval import DEFAULT_EVAL, earlier_score, write_corpus
-from eval_corpus import PARAPHRASES, distractor_records
+from eval_corpus import PARAPHRASES, SHARED_RATE, distractor_records
 
 from dsh_memory.records import SCOPES, Record, load_record, walk_payload
 from dsh_memory.search import search
@@ -45,10 +44,12 @@ def language(query: str) -> str:
     return "zh" if _HAN.search(query) else "en"
 
 
-def build(root: Path, distractors: int, seed: int = 2026) -> dict[str, Any]:
+def build(
+    root: Path, distractors: int, seed: int = 2026, shared_rate: float = SHARED_RATE
+) -> dict[str, Any]:
     data = json.loads(DEFAULT_EVAL.read_text(encoding="utf-8"))
     corpus = dict(data)
-    corpus["records"] = [*data["records"], *distractor_records(distractors, seed)]
+    corpus["records"] = [*data["records"], *distractor_records(distractors, seed, shared_rate)]
     write_corpus(root, corpus)
     return data
 
@@ -209,15 +210,16 @@ def print_table(title: str, report: dict[str, Any]) -> None:
 
 def main() -> int:
     sizes = [int(arg) for arg in sys.argv[1:]] or [2000]
-    _ = dt  # the evaluation uses today's date for expiry, as a user's search does
-    for size in sizes:
+    runs = [(size, rate) for size in sizes for rate in (SHARED_RATE, SHARED_RATE / 2)]
+    for size, rate in runs:
         with tempfile.TemporaryDirectory() as directory:
             root = Path(directory) / "memory"
-            data = build(root, size)
+            data = build(root, size, shared_rate=rate)
             public = evaluate_scale(root, data["queries"])
             paraphrased = evaluate_scale(root, PARAPHRASES)
             records = len(data["records"]) + size
-            print_table(f"Public 52 queries, {records:,} records ({size:,} distractors)", public)
+            setting = f"{records:,} records ({size:,} distractors, shared-word rate {rate})"
+            print_table(f"Public 52 queries, {setting}", public)
             print_table(f"Paraphrased queries ({len(PARAPHRASES)}), same memory", paraphrased)
             for label, report in (("public", public), ("paraphrased", paraphrased)):
                 if report["mismatches"]:

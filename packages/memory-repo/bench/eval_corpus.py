@@ -432,15 +432,17 @@ GENERIC_ZH = [
 ]
 
 
-#: The share of a note's topic words taken from the queries' vocabulary.
+#: The share of a note's topic words taken from the queries' vocabulary (the default, hard
+#: setting: every query word is the topic of several distractors).
 SHARED_RATE = 0.1
+_rate = [SHARED_RATE]
 
 
 def _words(rng: random.Random, shared: list[str], generic: list[str], count: int) -> list[str]:
-    """``count`` distinct words, SHARED_RATE of them from the queries' vocabulary."""
+    """``count`` distinct words, a share of them from the queries' vocabulary."""
     words: list[str] = []
     while len(words) < count:
-        word = rng.choice(shared) if rng.random() < SHARED_RATE else rng.choice(generic)
+        word = rng.choice(shared) if rng.random() < _rate[0] else rng.choice(generic)
         if word not in words:
             words.append(word)
     return words
@@ -562,9 +564,12 @@ def _chinese(rng: random.Random) -> tuple[str, list[str], str]:
     return text, [subsystem, words[0]], SUBSYSTEMS_EN[which].split()[0]
 
 
-def distractor_records(count: int, seed: int = 2026) -> list[dict[str, Any]]:
+def distractor_records(
+    count: int, seed: int = 2026, shared_rate: float = SHARED_RATE
+) -> list[dict[str, Any]]:
     """``count`` records in the eval file's shape (path, id, type, tags, body)."""
     rng = random.Random(seed)
+    _rate[0] = shared_rate
     records = []
     for index in range(count):
         text, tags, topic = _chinese(rng) if index % 2 else _english(rng)
