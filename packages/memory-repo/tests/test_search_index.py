@@ -215,3 +215,24 @@ def test_root_with_uri_characters_uses_its_index_and_creates_nothing_outside(
     assert sorted(path.name for path in parent.iterdir()) == before
     assert sorted(path.name for path in (memory / ".sync").iterdir()) == ["search-index.sqlite"]
     assert not list(tmp_path.glob("**/mem")) and not (parent / "mem").exists()
+
+
+def test_words_past_the_searchable_body_bound_are_not_found_by_either_path(root: Path) -> None:
+    body = "filler " * (scoring.MAX_SEARCHABLE_BODY_CHARS // 7) + "needle\n"
+    write(root, "handbook/long.md", note("long", "a long note " + body))
+    write(root, "handbook/short.md", note("short", "a needle here\n"))
+    for use_index in (True, False):
+        value = search(root, "needle", 20, "all", use_index=use_index)
+        assert [r["path"] for r in value["results"]] == ["handbook/short.md"]
+
+
+def test_candidates_are_gathered_rarest_term_first_within_the_bound() -> None:
+    plan = scoring.plan_query("alpha beta gamma delta")
+    alpha, beta, gamma, delta = plan.terms
+    bound = scoring.MAX_CANDIDATES
+    df = {alpha: bound, beta: 3, gamma: bound - 3, delta: 0}
+    # beta (3) first, then gamma (3 + bound - 3 fits), alpha would pass the bound; delta
+    # matches nothing.
+    assert scoring.gathering_terms(plan, df) == [beta, gamma]
+    # The rarest term is gathered even when it alone passes the bound.
+    assert scoring.gathering_terms(plan, {alpha: bound + 1, beta: bound + 2}) == [alpha]
