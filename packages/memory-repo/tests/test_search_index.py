@@ -236,3 +236,37 @@ def test_candidates_are_gathered_rarest_term_first_within_the_bound() -> None:
     assert scoring.gathering_terms(plan, df) == [beta, gamma]
     # The rarest term is gathered even when it alone passes the bound.
     assert scoring.gathering_terms(plan, {alpha: bound + 1, beta: bound + 2}) == [alpha]
+
+
+_ALPHABET = st.sampled_from(
+    list("abcAB z9_-/.,'\"*()")
+    + list("缓存雪崩的锁目录")
+    + ["İ", "ß", "é", "\u0301", "Ａ", "ｶ", "😀", "§", "，"]
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    bodies=st.lists(st.text(_ALPHABET, min_size=0, max_size=40), min_size=1, max_size=8),
+    query=st.text(_ALPHABET, min_size=1, max_size=12).filter(
+        lambda q: scoring.normalize(q).strip()
+    ),
+    scope=st.sampled_from(["active", "archive", "all"]),
+)
+def test_arbitrary_unicode_gives_identical_indexed_and_scanned_results(
+    tmp_path_factory: pytest.TempPathFactory, bodies: list[str], query: str, scope: str
+) -> None:
+    memory = tmp_path_factory.mktemp("unicode")
+    (memory / ".sync").mkdir()
+    folders = ["handbook", "rollouts", "archive"]
+    for index, body in enumerate(bodies):
+        write(memory, f"{folders[index % 3]}/n{index}.md", note(f"n{index}", body + "\n"))
+    indexed = search(memory, query, 20, scope)
+    assert indexed["retrieval"]["mode"] == "index"
+    assert without_retrieval(indexed) == without_retrieval(
+        search(memory, query, 20, scope, use_index=False)
+    )
