@@ -18,7 +18,8 @@ Query terms (:func:`plan_query`), at most :data:`MAX_QUERY_TERMS` distinct ones,
 Score of a record, the sum of its ``score_components``:
 
 - ``phrase`` (:data:`PHRASE_WEIGHT`): the whole normalised query occurs contiguously in
-  one field (word ends on word boundaries) - an exact phrase ranks first;
+  one field (word ends on word boundaries) - an exact phrase comes before records that only
+  share its words unless their ``bm25`` is more than 1.0 higher;
 - ``id`` (:data:`ID_WEIGHT`): the whole query occurs in the record id (``sec/redaction``,
   or ``chunks`` for ``old/chunks``) - the spec's "id matches weigh most";
 - ``bm25`` (:data:`BM25_WEIGHT`): BM25F (k1 1.2, b 0.75 against the body length) over the
