@@ -649,4 +649,15 @@ PARAPHRASES = [
     _case("P23", "mkdir lock instead of flock", "archive", "archive/deprecated-lock.md"),
     _case("P24", "scanning the filesystem with no index", "archive", "archive/legacy-fs.md"),
     _case("P25", "zstd temporary files in /tmp", "archive", "archive/old-zstd-tmp.md"),
+    # Harder: little or no word in common with the record (a user's own words).
+    _case("H1", "secrets masked in session transcripts", "active", "rollouts/token-redaction.md"),
+    _case("H2", "ownership of the operation lock lapses", "active", "handbook/cjk-concurrency.md"),
+    _case("H3", "cap on inflated payload size", "active", "handbook/zstd-streaming.md"),
+    _case("H4", "merging lexical result lists", "active", "handbook/fts-rrf.md"),
+    _case("H5", "throttle the scheduled memory job", "active", "handbook/launchd-setup.md"),
+    _case(
+        "H6", "assigning identifiers to unmigrated notes", "active", "rollouts/migrate-legacy.md"
+    ),
+    _case("H7", "发布前要做哪些事", "active", "handbook/release-checklist.md"),
+    _case("H8", "旧的锁实现", "archive", "archive/deprecated-lock.md"),
 ]
