@@ -270,3 +270,18 @@ def test_arbitrary_unicode_gives_identical_indexed_and_scanned_results(
     assert without_retrieval(indexed) == without_retrieval(
         search(memory, query, 20, scope, use_index=False)
     )
+
+
+def test_index_stays_consistent_when_a_record_turns_invalid_and_back(root: Path) -> None:
+    import sqlite3
+
+    search(root, "cache")
+    write(root, "handbook/cache.md", "---\nschema_version: 2\nid: infra/cache\n---\ncache\n")
+    assert search(root, "cache")["count"] == 0
+    write(root, "handbook/cache.md", note("infra/cache", "cache again 缓存\n"))
+    assert [r["path"] for r in search(root, "缓存 cache")["results"]] == ["handbook/cache.md"]
+    connection = sqlite3.connect(search_index.index_path(root))
+    try:
+        connection.execute("INSERT INTO terms(terms) VALUES ('integrity-check')")
+    finally:
+        connection.close()
