@@ -28,7 +28,7 @@ from dsh_memory.records import Record
 from dsh_memory.search import (
     citation,
     matching_records,
-    query_terms,
+    plan_query,
     validate_limit,
     validate_query,
     validate_scope,
@@ -50,8 +50,8 @@ def bounded_body(body: str, max_bytes: int = MAX_BODY_BYTES) -> tuple[str, bool]
 
 
 def _usage_order(
-    entries: list[tuple[Record, int | None]], usage: dict[str, Any]
-) -> list[tuple[Record, int | None]]:
+    entries: list[tuple[Record, float | None]], usage: dict[str, Any]
+) -> list[tuple[Record, float | None]]:
     by_identity = sorted(entries, key=lambda pair: (pair[0].id or "", pair[0].path))
     return sorted(by_identity, key=lambda pair: (*usage_of(usage, pair[0].path), 1), reverse=True)
 
@@ -79,9 +79,14 @@ def context(
     usage = read_usage(root)
     if checked_query is not None:
         matches, _retrieval = matching_records(
-            root, query_terms(checked_query), checked_scope, use_index=use_index, now=instant
+            root, plan_query(checked_query), checked_scope, use_index=use_index, now=instant
         )
-        entries: list[tuple[Record, int | None]] = [(record, score) for record, score in matches]
+        # Relevance selects (the search's own top ``limit``), usage then orders them: with
+        # partial matches nearly every record matches something, so ordering all matches by
+        # usage would put a frequently used but unrelated record first.
+        entries: list[tuple[Record, float | None]] = [
+            (match.record, match.score) for match in matches[:checked_limit]
+        ]
     else:
         records, _retrieval = search_index.context_candidates(
             root,
