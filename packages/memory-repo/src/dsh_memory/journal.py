@@ -25,7 +25,7 @@ from dsh_common.io import read_bounded
 from dsh_common.jsonio import dumps
 from dsh_memory import fsops
 from dsh_memory.errors import CommitFailedError
-from dsh_memory.root import RUNS_DIR
+from dsh_memory.root import RUNS_DIR, escape_name
 from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
 
 SCHEMA_VERSION = 1
@@ -94,7 +94,7 @@ def make_record(
     staging_digest: str | None = None,
 ) -> dict[str, Any]:
     """A journal record with every field of the earlier tool's format, in its order."""
-    paths = sorted(changed_paths)
+    paths = sorted(escape_name(path) for path in changed_paths)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -124,6 +124,9 @@ def last_run_subset(record: Mapping[str, Any]) -> dict[str, Any]:
 def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
     """Write the run record and last-run.json, and commit only those two files.
 
+    The files are written to the work tree *first*: a writer killed before the journal
+    commit still leaves a readable record naming the run's commits (``rollback`` reads
+    records from the work tree), and the commit then only makes it part of history.
     Returns the journal commit. Raises CommitFailedError when the commit cannot be made.
     """
     run_id = str(record["run_id"])
@@ -132,6 +135,8 @@ def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
         LAST_RUN_FILE: (dumps(last_run_subset(record)) + "\n").encode("utf-8"),
     }
     try:
+        for path, data in files.items():
+            fsops.replace_file(tx.root, path, data, mode=0o600)
         head = tx.require_head()
         paths = sorted(files)
         oids = tx.write_blobs([files[path] for path in paths])
@@ -140,11 +145,9 @@ def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
         }
         tree = tx.build_tree(head, changes)
         commit = tx.commit_tree(tree, [head], f"DPSK memory journal: {run_id}")
-    except DshError as exc:
+    except (DshError, OSError) as exc:
         raise CommitFailedError(f"journal commit failed: {exc}") from exc
     tx.advance_head(commit, head, paths)
-    for path in paths:
-        fsops.replace_file(tx.root, path, files[path], mode=0o600)
     return commit
 
 
