@@ -69,6 +69,17 @@ def _lock_age_seconds(root: Path) -> float:
         return 0.0
 
 
+def dead_lock_message(root: Path, lock: dict[str, Any]) -> str:
+    """What to tell a writer (and ``health()``) about a lock whose holder has died."""
+    return (
+        f"the memory operation lock is held by a dead process: {lock.get('operation')!s} run"
+        f" {lock.get('runId')!s} (pid {lock.get('pid')!s}) is gone and no run is active."
+        f" Recovery: check `dsh-memory health`, then delete {root / LOCK_FILE}"
+        f" (it is taken over automatically {STALE_AFTER_SECONDS // 3600} hours after the"
+        " holder died)"
+    )
+
+
 class OperationRun:
     """A held operation lock; ``set_phase`` keeps the active-run record current.
 
@@ -159,6 +170,8 @@ def operation_lock(
                 lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
             except LockHeldError:
                 raise OperationInProgressError("another writer took the lock") from None
+        elif current is not None and not current["active"]:
+            raise OperationInProgressError(dead_lock_message(root, current)) from None
         else:
             holder = current.get("operation") if current else "another process"
             raise OperationInProgressError(f"{holder} holds the memory operation lock") from None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dsh_common.errors import GitError
 from dsh_common.git import GitRunner
-from dsh_memory.errors import RepoUnavailableError, UnsafeLayoutError
+from dsh_memory.errors import InvalidMemoryPathError, RepoUnavailableError, UnsafeLayoutError
 
 #: Payload: what the memory *is*. ``summary.md`` is a navigation file, the folders hold records.
 SUMMARY_FILE = "summary.md"
@@ -48,25 +48,35 @@ def resolve_memory_root(
 ) -> Path:
     """``root`` if given, else ``$DSH_MEMORY_ROOT``, else ``$DSH_HOME/storages/memory``,
     else ``~/.dsh/storages/memory``. Relative paths are made absolute (not resolved:
-    resolving would hide a symlinked root from the layout check)."""
+    resolving would hide a symlinked root from the layout check).
+
+    A variable that is empty or only whitespace counts as unset (``DSH_HOME=" "`` would
+    otherwise put the repository under the current directory). A root whose name is not
+    UTF-8 is refused with ``invalid-path`` before anything is created.
+    """
     environ = os.environ if env is None else env
-    if root is not None and str(root) != "":
+    if root is not None and str(root).strip() != "":
         chosen = Path(root).expanduser()
-    elif environ.get("DSH_MEMORY_ROOT"):
+    elif (environ.get("DSH_MEMORY_ROOT") or "").strip():
         chosen = Path(environ["DSH_MEMORY_ROOT"]).expanduser()
     else:
         chosen = dsh_home(environ) / "storages" / "memory"
-    return Path(os.path.abspath(chosen))
+    absolute = os.path.abspath(chosen)
+    if not is_utf8_name(absolute):
+        raise InvalidMemoryPathError(
+            f"memory root {escape_name(absolute)} is not valid UTF-8; choose another path"
+        )
+    return Path(absolute)
 
 
 def dsh_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$DSH_HOME`` or ``~/.dsh``."""
+    """``$DSH_HOME`` or ``~/.dsh`` (an empty or whitespace-only ``DSH_HOME`` is unset)."""
     environ = os.environ if env is None else env
     home = environ.get("DSH_HOME")
-    if home:
+    if home and home.strip():
         return Path(home).expanduser()
     user_home = environ.get("HOME")
-    return (Path(user_home) if user_home else Path.home()) / ".dsh"
+    return (Path(user_home) if user_home and user_home.strip() else Path.home()) / ".dsh"
 
 
 #: The memory repository's own marker: ``init`` (ours and the earlier tool's) commits
