@@ -82,7 +82,7 @@ def test_every_writer_refuses_a_project(tmp_path: Path) -> None:
                 "recovery_commit": head.strip(),
                 "apply_commit": head.strip(),
             }
-        )  # fmt: skip
+        )
     )
     rolled = dsh_memory(root, ".", "rollback", "--run-id", run_id, "--confirmation",
                         "ROLLBACK_MEMORY")  # fmt: skip
