@@ -51,7 +51,7 @@ def bad_root(memory_root: Path) -> Path:
 
 def bad_name(root: Path) -> bytes:
     name = os.fsencode(root / "handbook") + b"/caf\xe9.md"
-    with open(name, "wb") as handle:  # noqa: PTH123 - a bytes path on purpose
+    with open(name, "wb") as handle:
         handle.write(b"latin-1 named pnpm note\n")
     return name
 
@@ -86,7 +86,7 @@ def test_a_name_that_is_not_utf8_is_reported_and_skipped(bad_root: Path) -> None
     assert ok(bad_root, "migrate-legacy", "--dry-run", "false")["migratedCount"] == 1
     cleared = ok(bad_root, "clear", "--confirmation", "DELETE_MEMORY")
     assert cleared["skippedPaths"] == ["handbook/caf\\xe9.md"]
-    assert os.path.exists(name)  # noqa: PTH110 - left alone, as reported
+    assert os.path.exists(name)
     assert not (bad_root / "handbook" / "good.md").exists()
 
 
