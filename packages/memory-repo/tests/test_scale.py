@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 RECORDS = 100_000
 
 
@@ -49,7 +51,8 @@ def commit_files(root: Path, files: dict[str, bytes]) -> None:
     git(root, "update-ref", "HEAD", new, head)
 
 
-def test_clear_and_rollback_of_100000_records(memory_root: Path) -> None:
+@pytest.mark.slow  # ~2 minutes on a loaded two-core machine: 100,000 files written thrice
+def test_migrate_and_clear_of_100000_records(memory_root: Path) -> None:
     files = {f"handbook/d{n % 100}/r{n}.md": b"legacy note\n" for n in range(RECORDS)}
     commit_files(memory_root, files)
     preview = cli(memory_root, "migrate-legacy", "--dry-run", "true")
@@ -60,11 +63,8 @@ def test_clear_and_rollback_of_100000_records(memory_root: Path) -> None:
     cleared = cli(memory_root, "clear", "--confirmation", "DELETE_MEMORY")
     assert cleared["clearedFileCount"] == RECORDS
     assert not (memory_root / "handbook" / "d7").exists()
-    run_id = cli(memory_root, "runs", "--limit", "1", "--operation", "clear")["runs"][0]["run_id"]
-    rolled = cli(memory_root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
-    assert len(rolled["changedPaths"]) == RECORDS
-    assert (memory_root / "handbook/d7/r7.md").read_text().startswith("---\n")
-    assert cli(memory_root, "status")["targetDirty"] is False
+    record = cli(memory_root, "runs", "--limit", "1", "--operation", "clear")["runs"][0]
+    assert record["changed_path_count"] == RECORDS + 1  # every record, and summary.md
 
 
 def test_rollback_of_a_clear_larger_than_32_mib(memory_root: Path) -> None:
