@@ -53,7 +53,7 @@ def test_clear_racing_a_folder_rename_never_reports_false_success(
             stop.write_text("")
             racer.wait(timeout=30)
         assert handbook.is_dir()
-        left = [p for p in handbook.rglob("*.md")]
+        left = list(handbook.rglob("*.md"))
         if result.returncode == 0:
             outcomes.append("cleared")
             assert left == [], "clear reported success while records stayed"
