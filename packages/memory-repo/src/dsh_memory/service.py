@@ -189,7 +189,7 @@ class MemoryService:
         return self._envelope("migrate_legacy", action)
 
     def rollback(self, run_id: object = _MISSING, confirmation: object = _MISSING) -> Envelope:
-        from dsh_memory.operations import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
+        from dsh_memory.rollback import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
 
         def action() -> Any:
             if confirmation != ROLLBACK_CONFIRMATION:  # checked first, as the spec orders it
