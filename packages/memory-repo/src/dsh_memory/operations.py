@@ -69,7 +69,17 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
         if not journal.is_valid_run_id(run_id):
             return
         existing = journal.read_run(tx.root, str(run_id))
-        if existing is not None and existing.get("status") in ("interrupted", "applied"):
+        if existing is not None and existing.get("status") == "interrupted":
+            return
+        if existing is not None and existing.get("status") == "applied":
+            # The run finished but its journal commit failed (a full disk): the record is
+            # in the work tree only. Commit it as written instead of calling it interrupted.
+            tracked = tx.git.run(
+                ["cat-file", "-e", f"HEAD:{journal.run_record_path(str(run_id))}"], check=False
+            )
+            if tracked.returncode != 0:
+                with contextlib.suppress(DshError, OSError):
+                    journal.journal_run(tx, existing)
             return
         recovery, applied = _interrupted_commits(tx, active)
         entry = journal.make_record(
