@@ -221,8 +221,7 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
     live = [p for p in every_live if is_utf8_name(p)]
     head_files = {p: b for p, b in tx.tree_files(head).items() if is_utf8_name(p)}
-    dirty_now = [p for p in tx.payload_dirty_paths() if is_utf8_name(p)]
-    if _empty(root, live, head_files) and not dirty_now:
+    if _empty(root, live, head_files) and not tx.payload_dirty_paths():
         return _with_skipped({"alreadyEmpty": True, "clearedFileCount": 0,
                               "recoveryCommit": None, "clearCommit": None}, skipped)  # fmt: skip
     run_id = journal.new_run_id(root, "clear")
@@ -231,9 +230,10 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
         try:
             # Live files HEAD does not track and status does not report are ignored by a
             # .gitignore; clear deletes them, so the checkpoint must hold them as well.
+            dirty_now = [p for p in tx.payload_dirty_paths() if is_utf8_name(p)]
             untracked = set(live) - set(head_files) - set(dirty_now)
             recovery, dirty = tx.recovery_point(
-                head, "DPSK memory recovery checkpoint", also=untracked
+                head, "DPSK memory recovery checkpoint", also=untracked, dirty=dirty_now
             )
             _unchanged_since(root, every_live)
             run.set_phase("validating")

@@ -374,24 +374,32 @@ class GitTransactions:
     # -- the recovery point ----------------------------------------------------------------
 
     def recovery_point(
-        self, head: str, message: str, *, also: Iterable[str] = ()
+        self,
+        head: str,
+        message: str,
+        *,
+        also: Iterable[str] = (),
+        dirty: Iterable[str] | None = None,
     ) -> tuple[str, list[str]]:
         """HEAD when the payload is clean; else a checkpoint commit of the live payload.
 
         ``also`` names further live paths to capture - clear passes files Git ignores,
         which it is about to delete and which must therefore be recoverable too.
+        ``dirty`` is the caller's own :meth:`payload_dirty_paths` answer, when it has one
+        (each call hashes every tracked payload file).
         Returns the recovery commit and the payload paths it captured.
         """
         try:
-            dirty = sorted(set(self.payload_dirty_paths()) | set(also))
-        except DshError as exc:
+            known = self.payload_dirty_paths() if dirty is None else dirty
+            paths = sorted(set(known) | set(also))
+        except (DshError, OSError) as exc:
             raise CheckpointFailedError(f"could not read payload status: {exc}") from exc
-        if not dirty:
+        if not paths:
             return head, []
         try:
-            changes = self.snapshot_changes(dirty)
+            changes = self.snapshot_changes(paths)
             tree = self.build_tree(head, changes)
-            return self.commit_tree(tree, [head], message), dirty
+            return self.commit_tree(tree, [head], message), paths
         except (GitError, OSError) as exc:
             raise CheckpointFailedError(f"recovery checkpoint failed: {exc}") from exc
 
