@@ -259,14 +259,13 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
         def remove_payload() -> None:
             # Every live payload file goes, tracked or not; summary.md becomes a new empty
             # file (a rename over the old entry: a hard link elsewhere keeps its content).
-            for path in live:
-                if path != SUMMARY_FILE and not fsops.remove_file(root, path):
-                    # Listed a moment ago and gone now: a folder was renamed away (and maybe
-                    # back). Reporting success would leave the records wherever they went.
-                    raise UnsafeLayoutError(f"{path} vanished during clear: the layout changed")
-            for path in sorted(set(changes) - set(live)):
-                if path != SUMMARY_FILE:
-                    fsops.remove_file(root, path)  # deleted already in the work tree
+            vanished = fsops.remove_files(root, [p for p in live if p != SUMMARY_FILE])
+            if vanished:
+                # Listed a moment ago and gone now: a folder was renamed away (and maybe
+                # back). Reporting success would leave the records wherever they went.
+                raise UnsafeLayoutError(f"{vanished[0]} vanished during clear: the layout changed")
+            # Tracked files already deleted in the work tree: nothing to do if still absent.
+            fsops.remove_files(root, sorted(set(changes) - set(live) - {SUMMARY_FILE}))
             fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
             for name in RECORD_DIRS:
                 fsops.prune_empty_directories(root, name)
@@ -368,10 +367,10 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         )  # fmt: skip
 
         def write_records() -> None:
-            for record, data in zip(legacy, contents, strict=True):
-                mode = fsops.file_mode(root, record.path) or 0o644
-                fsops.replace_file(root, record.path, data, mode=mode, durable=False)
-            fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
+            fsops.replace_files(root, [
+                (record.path, data, fsops.file_mode(root, record.path) or 0o644)
+                for record, data in zip(legacy, contents, strict=True)
+            ])  # fmt: skip
 
         try:
             journal_commit = _finalize(tx, run, clock, entry, write_records,

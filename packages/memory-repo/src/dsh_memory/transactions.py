@@ -318,17 +318,12 @@ class GitTransactions:
 
     def materialize(self, changes: TreeChanges, contents: Mapping[str, bytes]) -> None:
         """Make the work tree match ``changes`` (descriptor-anchored, link-safe)."""
-        directories: set[str] = set()
-        for path in sorted(changes):
-            blob = changes[path]
-            directories.add(path.rpartition("/")[0])
-            if blob is None:
-                fsops.remove_file(self.root, path)
-                continue
-            mode = _worktree_mode(path, blob)
-            fsops.replace_file(self.root, path, contents[blob.oid], mode=mode, durable=False)
+        fsops.remove_files(self.root, sorted(p for p, blob in changes.items() if blob is None))
         # The commit already holds these bytes; one fsync per directory is enough.
-        fsops.sync_directories(self.root, directories)
+        fsops.replace_files(self.root, [
+            (path, contents[blob.oid], _worktree_mode(path, blob))
+            for path, blob in sorted(changes.items()) if blob is not None
+        ])  # fmt: skip
 
     def materialize_streamed(self, changes: TreeChanges) -> None:
         """:meth:`materialize` for changes of any total size, blobs read in bounded chunks.
