@@ -149,3 +149,16 @@ def test_a_failed_journal_commit_is_not_reported_as_commit_failed(legacy_root: P
     (root / ".sync" / "active-run.json").unlink()
     ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
     assert (root / "handbook" / "old.md").read_text() == LEGACY
+
+
+def test_a_writer_killed_holding_the_index_lock_is_named_by_health(legacy_root: Path) -> None:
+    """Killed inside the live-index update (here: its lock left behind by hand)."""
+    lock = legacy_root / ".git" / "index.lock"
+    lock.write_text("")
+    health = ok(legacy_root, "health")
+    assert health["needsManualRecovery"] is True
+    assert any(str(lock) in step for step in health["recoverySteps"])
+    assert fails(legacy_root, "migrate-legacy", "--dry-run", "false") == "commit-failed"
+    assert (legacy_root / "handbook" / "old.md").read_text() == LEGACY
+    lock.unlink()
+    assert ok(legacy_root, "migrate-legacy", "--dry-run", "false")["status"] == "applied"

@@ -92,6 +92,10 @@ def health(root: Path) -> dict[str, Any]:
     # writer until it is removed (or six hours pass): that is a recovery to do, not health.
     dead_lock = lock is not None and not lock["active"]
     head_ahead = head_ahead_of_journal(tx)
+    # A writer killed while it held index.lock leaves it behind; git and every writer refuse
+    # to touch the index until it is gone.
+    index_lock = tx.git_dir() / "index.lock"
+    index_locked = index_lock.exists()
     needs_recovery = (
         payload_dirty
         or (active is not None and active.get("state") == "interrupted")
@@ -99,6 +103,7 @@ def health(root: Path) -> dict[str, Any]:
         or not journal_readable
         or dead_lock
         or head_ahead
+        or index_locked
     )
     return {
         "memoryRoot": str(root),
@@ -114,7 +119,17 @@ def health(root: Path) -> dict[str, Any]:
         "journalReadable": journal_readable,
         "needsManualRecovery": needs_recovery,
         "headAheadOfJournal": head_ahead,
-        "recoverySteps": _recovery_steps(root, lock, active, payload_dirty, head_ahead),
+        "recoverySteps": [
+            *_recovery_steps(root, lock, active, payload_dirty, head_ahead),
+            *(
+                [
+                    f"{index_lock} exists: if no git process is running in the memory"
+                    " repository, delete it"
+                ]
+                if index_locked
+                else []
+            ),
+        ],
     }
 
 
