@@ -104,6 +104,7 @@ def test_killed_after_the_cas_stays_journaled_and_rollbackable(legacy_root: Path
     assert record["status"] == "interrupted"
     assert record["recovery_commit"] == before
     assert record["apply_commit"] == active["apply_commit"]
+    assert record["changed_paths"] == ["handbook/old.md"]
     assert ok(root, "health")["interruptedRun"]["run_id"] == run_id
     recover_by_hand(root)
     rolled = ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")

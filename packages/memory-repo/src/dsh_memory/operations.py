@@ -82,12 +82,19 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
                     journal.journal_run(tx, existing)
             return
         recovery, applied = _interrupted_commits(tx, active)
+        changed: list[str] = []
+        if recovery is not None and applied is not None:
+            with contextlib.suppress(DshError, UnicodeError):
+                before, after = tx.tree_files(recovery), tx.tree_files(applied)
+                changed = sorted(p for p in set(before) | set(after)
+                                 if before.get(p) != after.get(p))  # fmt: skip
         entry = journal.make_record(
             run_id=str(run_id),
             operation=str(active.get("operation") or "unknown"),
             status="interrupted",
             started_at=str(active.get("started_at") or journal.utc_iso()),
             phase=str(active.get("phase") or "staging"),
+            changed_paths=changed,
             recovery_commit=recovery,
             apply_commit=applied,
             error_code=str(active.get("error_code") or "interrupted-run"),
