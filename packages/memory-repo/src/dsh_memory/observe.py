@@ -15,7 +15,7 @@ from dsh_memory import journal
 from dsh_memory.errors import MigrationFailedError, RunsInvalidRequestError
 from dsh_memory.frontmatter import SCHEMA_VERSION
 from dsh_memory.oplock import dead_lock_message, read_active_run, read_operation_lock
-from dsh_memory.payload import metadata_summary, scan_payload
+from dsh_memory.payload import metadata_summary, scan_payload, skipped_names
 from dsh_memory.previews import pending_previews
 from dsh_memory.root import Layout, inspect_layout
 from dsh_memory.transactions import GitTransactions
@@ -221,11 +221,16 @@ def list_runs(layout: Layout, limit: object, operation: object, run_status: obje
 def legacy_records(layout: Layout) -> dict[str, Any]:
     """``memory.legacyRecords()``: metadata of records without front matter, by path."""
     try:
-        legacy = scan_payload(layout.root).legacy
+        scan = scan_payload(layout.root)
     except OSError as exc:
         raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
-    return {
+    legacy = scan.legacy
+    result: dict[str, Any] = {
         "count": len(legacy),
         "pendingMigration": bool(legacy),
         "records": [record.describe() for record in legacy],
     }
+    skipped = skipped_names(scan)
+    if skipped:
+        result["skippedPaths"] = skipped  # names that are not UTF-8, escaped
+    return result

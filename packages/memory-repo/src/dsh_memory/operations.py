@@ -38,7 +38,7 @@ from dsh_memory.errors import (
     UnsafeLayoutError,
 )
 from dsh_memory.oplock import OperationRun, operation_lock
-from dsh_memory.payload import scan_payload
+from dsh_memory.payload import scan_payload, skipped_names
 from dsh_memory.root import (
     RECORD_DIRS,
     SUMMARY_FILE,
@@ -326,7 +326,8 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         raise MigrationInvalidRequestError("dryRun is required and must be a boolean")
     root = layout.root
     try:
-        legacy = scan_payload(root).legacy
+        scan = scan_payload(root)
+        legacy = scan.legacy
     except OSError as exc:
         raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
     paths = [record.path for record in legacy]
@@ -335,6 +336,7 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         "legacyCount": len(legacy), "migratedCount": 0, "changedPaths": paths,
         "recoveryCommit": None, "applyCommit": None, "journalCommit": None,
     }  # fmt: skip
+    _with_skipped(result, skipped_names(scan))
     if dry_run:
         return result
     require_memory_repository(layout)
