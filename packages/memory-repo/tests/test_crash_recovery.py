@@ -121,7 +121,10 @@ def test_clear_killed_before_its_journal_commit_can_be_rolled_back(legacy_root: 
     health = ok(root, "health")
     assert health["headAheadOfJournal"] is True
     run_id = health["activeRun"]["run_id"]
-    assert fails(root, "migrate-legacy", "--dry-run", "false") == "interrupted-run"
+    # Rolling it back at once: not "run not found" - journaled now, recover first.
+    rollback = ("rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
+    assert fails(root, *rollback) == "interrupted-run"
+    assert ok(root, "runs")["runs"][0]["run_id"] == run_id
     recover_by_hand(root)
     ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
     assert (root / "handbook" / "old.md").read_text() == LEGACY
