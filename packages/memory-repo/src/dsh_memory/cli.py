@@ -256,7 +256,17 @@ def ui_command(
 
 
 def main() -> None:
-    sys.exit(run_app(app, prog_name="dsh-memory", render_error=render_error))
+    # --root is refused as invalid-path before anything is created; other option values reach
+    # the method, which answers its own *-invalid-request code.
+    sys.exit(
+        run_app(
+            app,
+            prog_name="dsh-memory",
+            render_error=render_error,
+            path_options=("--root",),
+            refuse_undecodable_values=False,
+        )
+    )
 
 
 if __name__ == "__main__":
