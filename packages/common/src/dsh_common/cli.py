@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
 from dsh_common.errors import DshError
@@ -92,6 +92,40 @@ def emit_error(
     return 1
 
 
+def undecodable_argument(
+    arguments: Sequence[str],
+    *,
+    path_options: Collection[str] = (),
+    usage_error_code: str = USAGE_ERROR_CODE,
+    refuse_values: bool = True,
+) -> tuple[str, str] | None:
+    """``(code, message)`` for the first argument holding bytes that were not UTF-8, else None.
+
+    The value of an option in ``path_options`` (``--root X`` or ``--root=X``) is
+    ``invalid-path``; any other such argument is ``usage_error_code`` - unless
+    ``refuse_values`` is false, for a product whose methods judge their own option values
+    (dsh-memory answers ``search-invalid-request`` for a malformed query).
+    """
+    previous = ""
+    for argument in arguments:
+        option, equals, value = argument.partition("=")
+        if equals and option.startswith("--"):
+            name, shown = option, value
+        else:
+            name, shown = (previous if previous.startswith("--") else ""), argument
+        previous = argument
+        if not is_undecodable(argument):
+            continue
+        escaped = escape_undecodable(shown)
+        if name in path_options:
+            return "invalid-path", f"{name} '{escaped}' is not valid UTF-8; nothing was changed."
+        if not refuse_values:
+            continue
+        what = f"the value of {name}" if name else "an argument"
+        return usage_error_code, f"{what} is not valid UTF-8: '{escaped}'"
+    return None
+
+
 def run_app(
     app: Callable[..., Any],
     *,
@@ -99,25 +133,26 @@ def run_app(
     prog_name: str | None = None,
     usage_error_code: str = USAGE_ERROR_CODE,
     render_error: ErrorRenderer = default_error_document,
+    path_options: Collection[str] = (),
+    refuse_undecodable_values: bool = True,
 ) -> int:
     """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
 
     Commands print their own result with :func:`emit_json`. ``DshError`` becomes its code,
     a parser error becomes ``usage_error_code``, anything unexpected ``internal-error`` (with
     the traceback only when ``DSH_DEBUG=1``, for developers). An argument that is not
-    valid UTF-8 is refused with ``usage_error_code`` before any command runs, so it can
-    change nothing: no result of ours could name it faithfully in JSON.
+    valid UTF-8 is refused (see :func:`undecodable_argument`) before any command runs, so it
+    can change nothing: no result of ours could name it faithfully in JSON.
     """
     arguments = list(args) if args is not None else sys.argv[1:]
-    for position, argument in enumerate(arguments):
-        if is_undecodable(argument):
-            before = arguments[position - 1] if position else ""
-            what = f"the value of {before}" if before.startswith("--") else "an argument"
-            return emit_error(
-                usage_error_code,
-                f"{what} is not valid UTF-8: '{escape_undecodable(argument)}'",
-                render_error=render_error,
-            )
+    refused = undecodable_argument(
+        arguments,
+        path_options=path_options,
+        usage_error_code=usage_error_code,
+        refuse_values=refuse_undecodable_values,
+    )
+    if refused is not None:
+        return emit_error(*refused, render_error=render_error)
     try:
         result = app(
             args=arguments,

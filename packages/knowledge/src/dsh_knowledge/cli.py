@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsh_common.cli import emit_error, emit_json, run_app
+from dsh_common.cli import emit_json, run_app
+
+#: Options whose value is a path: undecodable bytes there are invalid-path.
+PATH_OPTIONS = ("--db", "--repo", "--workspace")
 
 if TYPE_CHECKING:
     from dsh_knowledge.repository import KnowledgeRepository
@@ -490,12 +493,8 @@ def setup_command(
 
 def main() -> None:
     """Console-script entry point."""
-    from dsh_knowledge._argv import undecodable_argument
-
-    undecodable = undecodable_argument(sys.argv[1:])
-    if undecodable is not None:  # refused before anything is opened (issue 8, point 12)
-        sys.exit(emit_error(*undecodable))
-    sys.exit(run_app(app, prog_name="dsh-knowledge"))
+    # Undecodable arguments are refused before anything is opened (issue 8, point 12).
+    sys.exit(run_app(app, prog_name="dsh-knowledge", path_options=PATH_OPTIONS))
 
 
 if __name__ == "__main__":
