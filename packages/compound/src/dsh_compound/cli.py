@@ -94,8 +94,9 @@ def check_command(workspace: WorkspaceOption) -> None:
 def main() -> None:
     """Console-script entry point."""
     from dsh_common.cli import run_app
+    from dsh_compound import __version__
 
-    sys.exit(run_app(app, prog_name="dsh-compound"))
+    sys.exit(run_app(app, prog_name="dsh-compound", version=__version__))
 
 
 if __name__ == "__main__":

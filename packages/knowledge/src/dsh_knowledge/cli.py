@@ -288,7 +288,9 @@ def health(
 
 def main() -> None:
     """Console-script entry point."""
-    sys.exit(run_app(app, prog_name="dsh-knowledge"))
+    from dsh_knowledge import __version__
+
+    sys.exit(run_app(app, prog_name="dsh-knowledge", global_options=("--db",), version=__version__))
 
 
 if __name__ == "__main__":

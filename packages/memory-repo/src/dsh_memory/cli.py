@@ -206,7 +206,18 @@ def prompt_section_command(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    sys.exit(run_app(app, prog_name="dsh-memory", render_error=render_error))
+    from dsh_memory import __version__
+
+    sys.exit(
+        run_app(
+            app,
+            prog_name="dsh-memory",
+            render_error=render_error,
+            global_options=("--root",),
+            version=__version__,
+            flag_values={"migrate-legacy": {"--dry-run": "--apply"}},
+        )
+    )
 
 
 if __name__ == "__main__":
