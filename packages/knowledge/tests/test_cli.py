@@ -148,8 +148,9 @@ def test_retrieve_ranks_with_explanations(db: Path) -> None:
     assert ranked["explanation"]["contributions"]["type"] == 10
 
 
-def test_retrieve_requires_a_workspace(db: Path) -> None:
-    assert error("retrieve", "x", db=db)["code"] == "invalid-arguments"
+def test_retrieve_requires_a_query(db: Path) -> None:
+    # The workspace defaults to the current directory's (see test_cli_defaults.py).
+    assert error("retrieve", db=db)["code"] == "invalid-arguments"
 
 
 def _git(repo: Path, *args: str) -> None:

@@ -73,11 +73,58 @@ def _usage(message: str) -> None:
     raise ValidationError(message)
 
 
-@app.command()
+def _missing(message: str) -> None:
+    # The same code a missing required option had from the parser.
+    from dsh_common.cli import USAGE_ERROR_CODE
+    from dsh_common.errors import DshError
+
+    raise DshError(message, code=USAGE_ERROR_CODE)
+
+
+def _scope_workspace(value: str | None) -> str:
+    """--workspace as stored and matched: a directory's canonical absolute path.
+
+    Omitted, it is the git top level of the current directory (else the directory), so
+    ``--workspace .``, a trailing slash and the default all name the same scope.
+    """
+    from dsh_common.locate import canonical_directory, default_workspace
+
+    return default_workspace() if value is None else canonical_directory(value)
+
+
+def _filter_workspace(value: str | None) -> str | None:
+    from dsh_common.locate import canonical_directory
+
+    return None if value is None else canonical_directory(value)
+
+
+def _one_query(positional: str | None, option: str | None, command: str) -> str:
+    if positional is not None and option is not None and positional != option:
+        _missing("Give the query once: positionally or as --query, not both.")
+    query = option if option is not None else positional
+    if query is None:
+        _missing(f"A query is required: dsh-knowledge {command} QUERY (or --query QUERY).")
+    assert query is not None  # noqa: S101 - _usage raised
+    return query
+
+
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge add --type fact --content 'The API runs on port 8080.' "
+    '--evidence \'{"type": "file", "source": "config/app.toml"}\''
+)
 def add(
-    workspace: Annotated[str, typer.Option("--workspace", help="Workspace scope (required).")],
-    knowledge_type: Annotated[str, typer.Option("--type", help="fact, decision or lesson.")],
-    content: Annotated[str, typer.Option("--content", help="The knowledge text.")],
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            help="Workspace scope; a directory is stored as its canonical path "
+            "(default: the git top level of the current directory, else the directory).",
+        ),
+    ] = None,
+    knowledge_type: Annotated[
+        str | None, typer.Option("--type", help="fact, decision or lesson.")
+    ] = None,
+    content: Annotated[str | None, typer.Option("--content", help="The knowledge text.")] = None,
     project: Annotated[
         str | None, typer.Option("--project", help="Project scope (omit: workspace-wide).")
     ] = None,
@@ -95,13 +142,37 @@ def add(
             "--repo",
             help="Git repository of the file evidence: attach gitProvenance (commit and path) "
             "to each file evidence whose source is a clean, tracked file present in HEAD, "
-            "and add a provenanceCapture report to the output.",
+            "and add a provenanceCapture report to the output (default: the workspace, "
+            "when it is the top level of a git work tree and file evidence is given).",
+        ),
+    ] = None,
+    jsonl: Annotated[
+        Path | None,
+        typer.Option(
+            "--jsonl",
+            help="Add many items in one transaction: one JSON object per line with "
+            '"type", "content" and optional "project", "evidence" (- reads stdin).',
         ),
     ] = None,
 ) -> None:
     """Add a knowledge item (status candidate, origin explicit); print it."""
     from dsh_common.jsonio import loads
     from dsh_knowledge.models import now_timestamp
+
+    workspace = _scope_workspace(workspace)
+    if jsonl is not None:
+        from dsh_knowledge.bulk import add_jsonl
+
+        if knowledge_type is not None or content is not None or evidence:
+            _usage("--jsonl cannot be combined with --type, --content or --evidence.")
+        try:
+            emit_json(add_jsonl(_repository(), jsonl, workspace=workspace, project=project))
+        finally:
+            _close()
+        return
+    if knowledge_type is None or content is None:
+        _missing("--type and --content are required (or --jsonl FILE).")
+    assert knowledge_type is not None and content is not None  # noqa: S101 - _usage raised
 
     records = []
     for raw in evidence or []:
@@ -111,6 +182,11 @@ def add(
         record.setdefault("timestamp", now_timestamp())
         records.append(record)
     report = None
+    if repo is None and records:
+        from dsh_common.locate import git_top_level
+
+        if git_top_level(workspace) == Path(workspace):
+            repo = workspace
     if repo is not None:
         from dsh_knowledge.provenance import attach_git_provenance
 
@@ -127,7 +203,7 @@ def add(
     emit_json(item if repo is None else {**item, "provenanceCapture": report})
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge get ID")
 def get(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
     """Print one item (error not-found for an unknown id)."""
     try:
@@ -136,7 +212,7 @@ def get(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) 
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge verify ID")
 def verify(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
     """Mark a candidate verified; print the item."""
     try:
@@ -145,7 +221,7 @@ def verify(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge archive ID")
 def archive(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
     """Archive an item; print it."""
     try:
@@ -154,7 +230,7 @@ def archive(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id."
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge supersede OLD_ID --by NEW_ID")
 def supersede(
     item_id: Annotated[str, typer.Argument(metavar="ID", help="The verified item to replace.")],
     by: Annotated[str, typer.Option("--by", help="The verified replacement item id.")],
@@ -166,7 +242,44 @@ def supersede(
         _close()
 
 
-@app.command(name="list")
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge update ID --content 'The API runs on port 9090.'"
+)
+def update(
+    item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
+    content: Annotated[str | None, typer.Option("--content", help="New knowledge text.")] = None,
+    knowledge_type: Annotated[
+        str | None, typer.Option("--type", help="New type: fact, decision or lesson.")
+    ] = None,
+    evidence: Annotated[
+        list[str] | None,
+        typer.Option("--evidence", help="Replace all evidence: one JSON object, repeatable."),
+    ] = None,
+) -> None:
+    """Change an item's content, type or evidence (the repository's rules apply); print it."""
+    from dsh_common.jsonio import loads
+    from dsh_knowledge.models import now_timestamp
+
+    if content is None and knowledge_type is None and not evidence:
+        _missing("Nothing to update: give --content, --type or --evidence.")
+    records = None
+    if evidence:
+        records = []
+        for raw in evidence:
+            record = loads(raw, what="--evidence")
+            if not isinstance(record, dict):
+                _usage("--evidence must be one JSON object.")
+            record.setdefault("timestamp", now_timestamp())
+            records.append(record)
+    try:
+        emit_json(
+            _repository().update(item_id, type=knowledge_type, content=content, evidence=records)
+        )
+    finally:
+        _close()
+
+
+@app.command(name="list", epilog="\b\nExample:\n  dsh-knowledge list --status verified --limit 10")
 def list_items(
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
@@ -197,32 +310,52 @@ def list_items(
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge search 'port 8080' --limit 5")
 def search(
-    query: Annotated[str, typer.Argument(help="Literal text to find in content.")],
+    text: Annotated[
+        str | None, typer.Argument(metavar="[QUERY]", help="Literal text to find in content.")
+    ] = None,
+    query: Annotated[str | None, typer.Option("--query", help="The same, as an option.")] = None,
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most N items.")] = None,
 ) -> None:
-    """Literal substring search: {"items": [...]}."""
+    """Literal substring search: {"items": [...], "total", "truncated"}."""
+    from dsh_common.cli import list_counts
+    from dsh_knowledge.models import validate_limit
     from dsh_knowledge.repository import UNSET
 
+    phrase = _one_query(text, query, "search")
+    if limit is not None:
+        validate_limit(limit)
     try:
         items = _repository().search(
-            query,
-            workspace=workspace,
+            phrase,
+            workspace=_filter_workspace(workspace),
             project=project if project is not None else UNSET,
-            limit=limit,
+            limit=None,
         )
-        emit_json({"items": items})
+        shown = items if limit is None else items[:limit]
+        emit_json({"items": shown, **list_counts(len(shown), len(items))})
     finally:
         _close()
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge retrieve 'which port does the API use' --limit 3"
+)
 def retrieve(
-    query: Annotated[str, typer.Argument(help="What you are looking for, in words.")],
-    workspace: Annotated[str, typer.Option("--workspace", help="Workspace (required).")],
+    text: Annotated[
+        str | None, typer.Argument(metavar="[QUERY]", help="What you are looking for, in words.")
+    ] = None,
+    query: Annotated[str | None, typer.Option("--query", help="The same, as an option.")] = None,
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            help="Workspace (default: the git top level of the current directory, else it).",
+        ),
+    ] = None,
     project: Annotated[
         str | None, typer.Option("--project", help="Project: its items rank first.")
     ] = None,
@@ -236,29 +369,52 @@ def retrieve(
 ) -> None:
     """Ranked retrieval with explanations: {"results": [{"knowledge","score","explanation"}]}."""
     from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS
 
+    phrase = _one_query(text, query, "retrieve")
+    scope = _scope_workspace(workspace)
+    wanted = limit if limit is not None else DEFAULT_RESULT_LIMIT
+    # One more than asked says whether the list was cut (the library validates --limit).
+    probe = wanted + 1 if 0 < wanted < MAX_RETRIEVAL_RESULTS else limit
     try:
+        repository = _repository()
         results = retrieve_relevant_knowledge(
-            _repository(),
-            query,
-            workspace=workspace,
+            repository,
+            phrase,
+            workspace=scope,
             project=project,
-            limit=limit,
+            limit=probe,
             preferred_types=prefer,
             status=status,
         )
-        emit_json({"results": results})
+        output: dict[str, Any] = {
+            "results": results[:wanted],
+            "truncated": len(results) > wanted,
+        }
+        if not results:
+            from dsh_knowledge.bulk import scope_higher_up_warning
+
+            warning = scope_higher_up_warning(repository, scope)
+            if warning is not None:
+                output["warnings"] = [warning]
+        emit_json(output)
     finally:
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge freshness ID --repo .")
 def freshness(
     item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
-    repo: Annotated[Path, typer.Option("--repo", help="The Git work tree to compare with.")],
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="The Git work tree to compare with (default: its top level)."),
+    ] = None,
 ) -> None:
     """Compare an item's Git-backed file evidence with the repository: the freshness report."""
     from dsh_knowledge.freshness import check_freshness
+
+    if repo is None:
+        repo = Path(_scope_workspace(None))
 
     try:
         item = _repository().require(item_id)
@@ -267,23 +423,60 @@ def freshness(
     emit_json(check_freshness(item, repo))
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExamples:\n  dsh-knowledge health ID1 ID2 --repo .\n"
+    "  dsh-knowledge health --all --workspace ~/src/app"
+)
 def health(
-    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="1 to 16 item ids.")],
-    repo: Annotated[Path, typer.Option("--repo", help="The Git work tree to check against.")],
+    item_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="ID...", help="1 to 16 item ids.")
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="The Git work tree to check against (default: the workspace)."),
+    ] = None,
     guidance: Annotated[
         bool, typer.Option("--guidance", help="Add advisory guidance per result.")
     ] = False,
+    all_items: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Every candidate and verified item of the workspace, in batches of 16 "
+            "(progress on stderr).",
+        ),
+    ] = False,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="With --all: the workspace (default: cwd's).")
+    ] = None,
 ) -> None:
     """Health of 1-16 items of one workspace: {"results": [...]}."""
     from dsh_knowledge.health import check_health
 
+    if all_items:
+        from dsh_knowledge.bulk import health_all
+
+        if item_ids:
+            _missing("Give item ids or --all, not both.")
+        scope = _scope_workspace(workspace)
+        try:
+            emit_json(
+                health_all(_repository(), scope, repo or Path(scope), include_guidance=guidance)
+            )
+        finally:
+            _close()
+        return
+    if not item_ids:
+        _missing("Give 1 to 16 item ids, or --all.")
+    assert item_ids is not None  # noqa: S101 - _usage raised
     try:
         repository = _repository()
         items = [repository.require(item_id) for item_id in item_ids]
     finally:
         _close()
-    emit_json({"results": check_health(items, repo, include_guidance=guidance)})
+    stored = str(items[0]["scope"]["workspace"])
+    where = repo if repo is not None else Path(stored if os.path.isdir(stored) else ".").resolve()
+    emit_json({"results": check_health(items, where, include_guidance=guidance)})
 
 
 def main() -> None:

@@ -33,6 +33,12 @@ RootOption = Annotated[
 
 _INTEGER = re.compile(r"^-?[0-9]+$")
 
+# The memory API's field names, as a user of this command line spells them.
+_CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id"}
+_API_FIELD = re.compile(r"\b(" + "|".join(_CLI_SPELLING) + r")\b")
+# A root that is missing or not yet a repository: say how to create it.
+_INIT_HINT = " - run dsh-memory init (with the same --root) to create it"
+
 
 def render_error(code: str, message: str) -> dict[str, Any]:
     """The spec's failed envelope, with a message for people."""
@@ -51,6 +57,17 @@ def _boolean_or_raw(value: str | None) -> object:
     return {"true": True, "false": False}.get(value.strip().lower(), value)
 
 
+def _one_query(positional: str | None, option: str | None) -> str | None:
+    if positional is not None and option is not None and positional != option:
+        from dsh_common.cli import USAGE_ERROR_CODE
+        from dsh_common.errors import DshError
+
+        raise DshError(
+            "give the query once: positionally or as --query, not both", code=USAGE_ERROR_CODE
+        )
+    return option if option is not None else positional
+
+
 def _service(ctx: typer.Context) -> Any:
     from dsh_memory.service import MemoryService
 
@@ -65,6 +82,13 @@ def _emit(service: Any, envelope: dict[str, Any]) -> None:
     error = dict(envelope["error"])
     if service.last_error_message:
         error["message"] = service.last_error_message
+    if isinstance(error.get("message"), str):
+        message = _API_FIELD.sub(lambda m: _CLI_SPELLING[m.group(1)], error["message"])
+        if error.get("code") == "repo-unavailable" and (
+            message.endswith(("does not exist", "is not a Git work tree"))
+        ):
+            message += _INIT_HINT
+        error["message"] = message
     emit_json({"ok": False, "error": error}, stream=sys.stderr)
     raise typer.Exit(1)
 
@@ -75,21 +99,21 @@ def main_options(ctx: typer.Context, root: RootOption = None) -> None:
     ctx.obj = {"root": root}
 
 
-@app.command("init")
+@app.command("init", epilog="\b\nExample:\n  dsh-memory init --root ~/.dsh/storages/memory")
 def init_command(ctx: typer.Context) -> None:
     """Create the memory repository (idempotent: a rerun leaves HEAD unchanged)."""
     service = _service(ctx)
     _emit(service, service.init())
 
 
-@app.command("get-settings")
+@app.command("get-settings", epilog="\b\nExample:\n  dsh-memory get-settings")
 def get_settings_command(ctx: typer.Context) -> None:
     """Print memory.enabled from the host settings file."""
     service = _service(ctx)
     _emit(service, service.get_settings())
 
 
-@app.command("set-enabled")
+@app.command("set-enabled", epilog="\b\nExample:\n  dsh-memory set-enabled --enabled true")
 def set_enabled_command(
     ctx: typer.Context,
     enabled: Annotated[str | None, typer.Option("--enabled", help="true or false.")] = None,
@@ -99,21 +123,21 @@ def set_enabled_command(
     _emit(service, service.set_enabled(_boolean_or_raw(enabled)))
 
 
-@app.command("status")
+@app.command("status", epilog="\b\nExample:\n  dsh-memory status --format text")
 def status_command(ctx: typer.Context) -> None:
     """Metadata-only repository status (counts, dirtiness, last run, pending preview)."""
     service = _service(ctx)
     _emit(service, service.status())
 
 
-@app.command("health")
+@app.command("health", epilog="\b\nExample:\n  dsh-memory health")
 def health_command(ctx: typer.Context) -> None:
     """Lock, active run, journal and recovery health of the repository."""
     service = _service(ctx)
     _emit(service, service.health())
 
 
-@app.command("clear")
+@app.command("clear", epilog="\b\nExample:\n  dsh-memory clear --confirmation DELETE_MEMORY")
 def clear_command(
     ctx: typer.Context,
     confirmation: Annotated[
@@ -125,18 +149,26 @@ def clear_command(
     _emit(service, service.clear(confirmation))
 
 
-@app.command("legacy-records")
+@app.command("legacy-records", epilog="\b\nExample:\n  dsh-memory legacy-records")
 def legacy_records_command(ctx: typer.Context) -> None:
     """List records without front matter (metadata only)."""
     service = _service(ctx)
     _emit(service, service.legacy_records())
 
 
-@app.command("migrate-legacy")
+@app.command(
+    "migrate-legacy",
+    epilog="\b\nExample:\n  dsh-memory migrate-legacy --dry-run\n"
+    "  dsh-memory migrate-legacy --apply",
+)
 def migrate_legacy_command(
     ctx: typer.Context,
     dry_run: Annotated[
-        str | None, typer.Option("--dry-run", help="true to plan only, false to apply.")
+        str | None,
+        typer.Option(
+            "--dry-run",
+            help="Plan only (also --dry-run true); --apply or --dry-run false applies.",
+        ),
     ] = None,
 ) -> None:
     """Give legacy records deterministic front matter (dry run or apply)."""
@@ -144,7 +176,7 @@ def migrate_legacy_command(
     _emit(service, service.migrate_legacy(_boolean_or_raw(dry_run)))
 
 
-@app.command("runs")
+@app.command("runs", epilog="\b\nExample:\n  dsh-memory runs --limit 5")
 def runs_command(
     ctx: typer.Context,
     limit: Annotated[str | None, typer.Option("--limit", help="How many (default 20).")] = None,
@@ -156,7 +188,10 @@ def runs_command(
     _emit(service, service.runs(_integer_or_raw(limit), operation, status))
 
 
-@app.command("rollback")
+@app.command(
+    "rollback",
+    epilog="\b\nExample:\n  dsh-memory rollback --run-id RUN_ID --confirmation ROLLBACK_MEMORY",
+)
 def rollback_command(
     ctx: typer.Context,
     run_id: Annotated[str | None, typer.Option("--run-id", help="The run to undo.")] = None,
@@ -169,9 +204,10 @@ def rollback_command(
     _emit(service, service.rollback(run_id, confirmation))
 
 
-@app.command("search")
+@app.command("search", epilog='\b\nExample:\n  dsh-memory search "release checklist" --limit 5')
 def search_command(
     ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(metavar="[QUERY]", help="Words to find.")] = None,
     query: Annotated[str | None, typer.Option("--query", help="Words to find.")] = None,
     limit: Annotated[str | None, typer.Option("--limit", help="Default 20.")] = None,
     scope: Annotated[
@@ -180,12 +216,13 @@ def search_command(
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
-    _emit(service, service.search(query, _integer_or_raw(limit), scope))
+    _emit(service, service.search(_one_query(text, query), _integer_or_raw(limit), scope))
 
 
-@app.command("context")
+@app.command("context", epilog='\b\nExample:\n  dsh-memory context "deploy" --limit 5')
 def context_command(
     ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(metavar="[QUERY]", help="Optional words.")] = None,
     query: Annotated[str | None, typer.Option("--query", help="Optional words.")] = None,
     limit: Annotated[str | None, typer.Option("--limit", help="1-20, default 10.")] = None,
     scope: Annotated[
@@ -194,10 +231,10 @@ def context_command(
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
-    _emit(service, service.context(query, _integer_or_raw(limit), scope))
+    _emit(service, service.context(_one_query(text, query), _integer_or_raw(limit), scope))
 
 
-@app.command("prompt-section")
+@app.command("prompt-section", epilog="\b\nExample:\n  dsh-memory prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""
     service = _service(ctx)
