@@ -291,21 +291,27 @@ def list_items(
     origin: Annotated[str | None, typer.Option("--origin", help="explicit or automatic.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most N items.")] = None,
 ) -> None:
-    """List items, newest updatedAt first: {"items": [...]}."""
+    """List items, newest updatedAt first: {"items": [...], "total", "truncated"}."""
     from dsh_knowledge.repository import UNSET
 
     if project is not None and workspace_wide:
         _usage("--project and --workspace-wide cannot be used together.")
+    from dsh_common.cli import list_counts
+    from dsh_knowledge.models import validate_limit
+
+    if limit is not None:
+        validate_limit(limit)
     try:
         items = _repository().list(
-            workspace=workspace,
+            workspace=_filter_workspace(workspace),
             project=None if workspace_wide else (project if project is not None else UNSET),
             type=knowledge_type,
             status=status,
             creation_origin=origin,
-            limit=limit,
+            limit=None,
         )
-        emit_json({"items": items})
+        shown = items if limit is None else items[:limit]
+        emit_json({"items": shown, **list_counts(len(shown), len(items))})
     finally:
         _close()
 
