@@ -224,12 +224,26 @@ def run_app(
                 f"{what} is not valid UTF-8: '{escape_undecodable(argument)}'",
                 render_error=render_error,
             )
+    return guarded(
+        lambda: app(args=arguments, prog_name=prog_name, standalone_mode=False),
+        usage_error_code=usage_error_code,
+        render_error=render_error,
+    )
+
+
+def guarded(
+    call: Callable[[], Any],
+    *,
+    usage_error_code: str = USAGE_ERROR_CODE,
+    render_error: ErrorRenderer = default_error_document,
+) -> int:
+    """Run ``call`` and turn every failure into an error document; return the exit code.
+
+    What :func:`run_app` does around the parser, shared with launchers' fast paths so a
+    failure reads the same whichever path ran the command.
+    """
     try:
-        result = app(
-            args=arguments,
-            prog_name=prog_name,
-            standalone_mode=False,
-        )
+        result = call()
     except DshError as exc:
         return emit_error(exc.code, exc.message, render_error=render_error)
     except KeyboardInterrupt:

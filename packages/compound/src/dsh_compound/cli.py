@@ -104,14 +104,9 @@ def recall_command(
 ) -> None:
     """Rank records by keyword/substring overlap with the query (English and Chinese)."""
     from dsh_common.cli import emit_json
-    from dsh_compound.draft_extras import corpus_higher_up_warning, one_query
-    from dsh_compound.retrieval import recall, validate_limit
+    from dsh_compound.draft_extras import recall_result
 
-    result = recall(workspace, one_query(text, query), validate_limit(limit))
-    higher = corpus_higher_up_warning(workspace, result)
-    if higher is not None:
-        result["warnings"] = [*result.get("warnings", []), higher]
-    emit_json(result)
+    emit_json(recall_result(workspace, text, query, limit))
 
 
 @app.command("inspect", epilog="\b\nExample:\n  dsh-compound inspect --id pool-timeout")

@@ -95,3 +95,14 @@ def corpus_higher_up_warning(workspace: str, result: dict[str, Any]) -> str | No
         f"no {CORPUS_DIRECTORY} in the workspace {os.path.realpath(workspace)}, but {higher} "
         f"has one: pass --workspace {higher}"
     )
+
+
+def recall_result(workspace: str, text: str | None, query: str | None, limit: str) -> Any:
+    """What ``dsh-compound recall`` prints (shared by the parser and the fast path)."""
+    from dsh_compound.retrieval import recall, validate_limit  # noqa: PLC0415
+
+    result = recall(workspace, one_query(text, query), validate_limit(limit))
+    higher = corpus_higher_up_warning(workspace, result)
+    if higher is not None:
+        result["warnings"] = [*result.get("warnings", []), higher]
+    return result

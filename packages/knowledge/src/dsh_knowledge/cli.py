@@ -16,6 +16,12 @@ import typer
 
 from dsh_common.cli import emit_json, run_app
 
+# The command line's spelling rules live beside the fast path's (no typer there).
+from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
+from dsh_knowledge.cli_results import missing as _missing
+from dsh_knowledge.cli_results import one_query as _one_query
+from dsh_knowledge.cli_results import scope_workspace as _scope_workspace
+
 if TYPE_CHECKING:
     from dsh_knowledge.repository import KnowledgeRepository
 
@@ -71,41 +77,6 @@ def _usage(message: str) -> None:
     from dsh_knowledge.errors import ValidationError
 
     raise ValidationError(message)
-
-
-def _missing(message: str) -> None:
-    # The same code a missing required option had from the parser.
-    from dsh_common.cli import USAGE_ERROR_CODE
-    from dsh_common.errors import DshError
-
-    raise DshError(message, code=USAGE_ERROR_CODE)
-
-
-def _scope_workspace(value: str | None) -> str:
-    """--workspace as stored and matched: a directory's canonical absolute path.
-
-    Omitted, it is the git top level of the current directory (else the directory), so
-    ``--workspace .``, a trailing slash and the default all name the same scope.
-    """
-    from dsh_common.locate import canonical_directory, default_workspace
-
-    return default_workspace() if value is None else canonical_directory(value)
-
-
-def _filter_workspace(value: str | None) -> str | None:
-    from dsh_common.locate import canonical_directory
-
-    return None if value is None else canonical_directory(value)
-
-
-def _one_query(positional: str | None, option: str | None, command: str) -> str:
-    if positional is not None and option is not None and positional != option:
-        _missing("Give the query once: positionally or as --query, not both.")
-    query = option if option is not None else positional
-    if query is None:
-        _missing(f"A query is required: dsh-knowledge {command} QUERY (or --query QUERY).")
-    assert query is not None  # noqa: S101 - _usage raised
-    return query
 
 
 @app.command(
@@ -327,22 +298,14 @@ def search(
     limit: Annotated[int | None, typer.Option("--limit", help="At most N items.")] = None,
 ) -> None:
     """Literal substring search: {"items": [...], "total", "truncated"}."""
-    from dsh_common.cli import list_counts
-    from dsh_knowledge.models import validate_limit
-    from dsh_knowledge.repository import UNSET
+    from dsh_knowledge.cli_results import search_output
 
     phrase = _one_query(text, query, "search")
-    if limit is not None:
-        validate_limit(limit)
     try:
-        items = _repository().search(
-            phrase,
-            workspace=_filter_workspace(workspace),
-            project=project if project is not None else UNSET,
-            limit=None,
+        output = search_output(
+            _repository(), phrase, workspace=workspace, project=project, limit=limit
         )
-        shown = items if limit is None else items[:limit]
-        emit_json({"items": shown, **list_counts(len(shown), len(items))})
+        emit_json(output)
     finally:
         _close()
 
@@ -374,35 +337,19 @@ def retrieve(
     ] = None,
 ) -> None:
     """Ranked retrieval with explanations: {"results": [{"knowledge","score","explanation"}]}."""
-    from dsh_knowledge.retrieval import retrieve_relevant_knowledge
-    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS
+    from dsh_knowledge.cli_results import retrieve_output
 
     phrase = _one_query(text, query, "retrieve")
-    scope = _scope_workspace(workspace)
-    wanted = limit if limit is not None else DEFAULT_RESULT_LIMIT
-    # One more than asked says whether the list was cut (the library validates --limit).
-    probe = wanted + 1 if 0 < wanted < MAX_RETRIEVAL_RESULTS else limit
     try:
-        repository = _repository()
-        results = retrieve_relevant_knowledge(
-            repository,
+        output = retrieve_output(
+            _repository(),
             phrase,
-            workspace=scope,
+            workspace=workspace,
             project=project,
-            limit=probe,
-            preferred_types=prefer,
+            limit=limit,
+            prefer=prefer,
             status=status,
         )
-        output: dict[str, Any] = {
-            "results": results[:wanted],
-            "truncated": len(results) > wanted,
-        }
-        if not results:
-            from dsh_knowledge.bulk import scope_higher_up_warning
-
-            warning = scope_higher_up_warning(repository, scope)
-            if warning is not None:
-                output["warnings"] = [warning]
         emit_json(output)
     finally:
         _close()

@@ -33,12 +33,6 @@ RootOption = Annotated[
 
 _INTEGER = re.compile(r"^-?[0-9]+$")
 
-# The memory API's field names, as a user of this command line spells them.
-_CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id"}
-_API_FIELD = re.compile(r"\b(" + "|".join(_CLI_SPELLING) + r")\b")
-# A root that is missing or not yet a repository: say how to create it.
-_INIT_HINT = " - run dsh-memory init (with the same --root) to create it"
-
 
 def render_error(code: str, message: str) -> dict[str, Any]:
     """The spec's failed envelope, with a message for people."""
@@ -58,14 +52,9 @@ def _boolean_or_raw(value: str | None) -> object:
 
 
 def _one_query(positional: str | None, option: str | None) -> str | None:
-    if positional is not None and option is not None and positional != option:
-        from dsh_common.cli import USAGE_ERROR_CODE
-        from dsh_common.errors import DshError
+    from dsh_memory.cli_output import one_query
 
-        raise DshError(
-            "give the query once: positionally or as --query, not both", code=USAGE_ERROR_CODE
-        )
-    return option if option is not None else positional
+    return one_query(positional, option)
 
 
 def _service(ctx: typer.Context) -> Any:
@@ -79,18 +68,11 @@ def _emit(service: Any, envelope: dict[str, Any]) -> None:
     if envelope.get("ok"):
         emit_json(envelope)
         return
-    error = dict(envelope["error"])
-    if service.last_error_message:
-        error["message"] = service.last_error_message
-    if isinstance(error.get("message"), str):
-        message = _API_FIELD.sub(lambda m: _CLI_SPELLING[m.group(1)], error["message"])
-        if error.get("code") == "repo-unavailable" and (
-            message.endswith(("does not exist", "is not a Git work tree"))
-        ):
-            message += _INIT_HINT
-        error["message"] = message
-    emit_json({"ok": False, "error": error}, stream=sys.stderr)
-    raise typer.Exit(1)
+    from dsh_memory.cli_output import emit_envelope
+
+    # Printed by the module the fast path uses too (option names, the init hint).
+    if emit_envelope(service, envelope):
+        raise typer.Exit(1)
 
 
 @app.callback()
