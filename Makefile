@@ -31,7 +31,7 @@ $(CURDIR)/.tools/bin/uv:
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv
 
 setup: $(UV)  ## create .venv with every package and the dev tools (and the .wheelhouse)
-	$(UV) sync --all-packages --locked
+	$(UV) sync --all-packages --all-extras --locked
 	@$(MAKE) --no-print-directory wheelhouse
 
 wheelhouse: $(WHEELHOUSE)/.done  ## download the third-party wheels the offline install test uses

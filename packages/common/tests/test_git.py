@@ -62,7 +62,15 @@ def test_caller_git_environment_is_ignored(
         k
         for k in env
         if k.startswith("GIT_")
-        and k not in {"GIT_TERMINAL_PROMPT", "GIT_ASKPASS", "GIT_PAGER", "GIT_OPTIONAL_LOCKS"}
+        and k
+        not in {
+            "GIT_TERMINAL_PROMPT",
+            "GIT_ASKPASS",
+            "GIT_PAGER",
+            "GIT_OPTIONAL_LOCKS",
+            "GIT_ALLOW_PROTOCOL",
+            "GIT_NO_LAZY_FETCH",
+        }
     ]
     assert env["LC_ALL"] == "C"
     assert env["GIT_TERMINAL_PROMPT"] == "0"

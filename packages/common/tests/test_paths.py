@@ -239,3 +239,16 @@ def test_accepted_paths_stay_inside_and_never_cross_a_link(
             assert not current.is_symlink()
     if absolute.exists():
         assert os.path.realpath(absolute).startswith(root + os.sep)
+
+
+def test_device_names_are_full_matches_not_prefix_matches_with_a_newline() -> None:
+    # match() with "$" accepted "nul\n" as the device NUL (issue 8, point 11); the control
+    # character is what makes such a name invalid, and validation still says so.
+    from dsh_common.errors import InvalidPathError
+    from dsh_common.paths import is_windows_device_name, validate_relative_path
+
+    assert is_windows_device_name("nul")
+    assert is_windows_device_name("COM1.txt")
+    assert not is_windows_device_name("nul\n")
+    with pytest.raises(InvalidPathError):
+        validate_relative_path("docs/nul\n")

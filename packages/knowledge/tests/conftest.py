@@ -108,6 +108,14 @@ NODE_V3 = """
 ALTER TABLE knowledge ADD COLUMN creation_origin TEXT NOT NULL DEFAULT 'explicit'
   CHECK (creation_origin IN ('explicit', 'automatic'));
 CREATE INDEX knowledge_origin_scope_status_idx
+  ON knowledge(workspace, project, status, creation_origin);
+"""
+
+# What dsh-knowledge 0.1.0 wrote instead (issue 8, point 18): same name, other column order.
+OURS_0_1_0_V3 = """
+ALTER TABLE knowledge ADD COLUMN creation_origin TEXT NOT NULL DEFAULT 'explicit'
+  CHECK (creation_origin IN ('explicit', 'automatic'));
+CREATE INDEX knowledge_origin_scope_status_idx
   ON knowledge(creation_origin, workspace, project, status);
 """
 

@@ -17,6 +17,7 @@ EXPECTED_CODES = {
     "scope-change-forbidden",
     "schema-too-new",
     "storage-error",
+    "database-corrupt",
     "migration-failed",
     "database-busy",
     "invalid-git-provenance",

@@ -24,6 +24,21 @@ def _schema(path: Path) -> dict[str, object]:
             shape[f"{table}.indexes"] = sorted(
                 row[1] for row in connection.execute(f"PRAGMA index_list({table})")
             )
+            # Each index's columns in order and its DDL (whitespace-normalised): a name alone
+            # let a wrongly ordered index pass (issue 8, point 18).
+            for (name,) in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+                "AND sql IS NOT NULL",
+                (table,),
+            ).fetchall():
+                shape[f"{name}.columns"] = connection.execute(
+                    f"PRAGMA index_info({name})"
+                ).fetchall()
+                shape[f"{name}.sql"] = " ".join(
+                    connection.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,))
+                    .fetchone()[0]
+                    .split()
+                )
             shape[f"{table}.fks"] = connection.execute(
                 f"PRAGMA foreign_key_list({table})"
             ).fetchall()
@@ -214,3 +229,70 @@ def test_a_file_that_is_not_a_database_is_a_storage_error(tmp_path: Path) -> Non
         KnowledgeStore(path)
     assert caught.value.code == "storage-error"
     assert path.read_text().startswith("just some text")
+
+
+def _build_ours_0_1_0(path: Path) -> None:
+    """A database exactly as dsh-knowledge 0.1.0 left it: the v3 index in the wrong order."""
+    from .conftest import NODE_V1, NODE_V2, OURS_0_1_0_V3
+
+    connection = sqlite3.connect(path)
+    connection.executescript(NODE_V1 + NODE_V2 + OURS_0_1_0_V3)
+    connection.execute(
+        "INSERT INTO knowledge (id, type, content, workspace, project, status, created_at,"
+        " updated_at, creation_origin) VALUES ('old', 'fact', 'Kept.', '/w', NULL, 'verified',"
+        " ?, ?, 'automatic')",
+        (LEGACY_TIME, LEGACY_TIME),
+    )
+    connection.execute("PRAGMA user_version = 3")
+    connection.commit()
+    connection.close()
+
+
+def _origin_index(path: Path) -> tuple[list[str], str]:
+    connection = sqlite3.connect(path)
+    try:
+        columns = [
+            row[2]
+            for row in connection.execute("PRAGMA index_info(knowledge_origin_scope_status_idx)")
+        ]
+        sql = connection.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'knowledge_origin_scope_status_idx'"
+        ).fetchone()[0]
+        return columns, " ".join(sql.split())
+    finally:
+        connection.close()
+
+
+def test_origin_index_has_the_node_tool_column_order(store: KnowledgeStore, db_path: Path) -> None:
+    assert _origin_index(db_path)[0] == ["workspace", "project", "status", "creation_origin"]
+
+
+def test_database_written_with_the_old_origin_index_is_repaired_on_open(
+    tmp_path: Path, node_database: NodeBuilder
+) -> None:
+    path = tmp_path / "ours-0.1.0.sqlite"
+    _build_ours_0_1_0(path)
+    assert _origin_index(path)[0] == ["creation_origin", "workspace", "project", "status"]
+    with KnowledgeStore(path) as store:
+        item = KnowledgeRepository(store).require("old")
+        assert store.user_version == 3
+    assert item["content"] == "Kept."
+    assert item["creationOrigin"] == "automatic"
+    node = tmp_path / "node.sqlite"
+    node_database(node, 3)
+    assert _origin_index(path) == _origin_index(node)
+    assert _schema(path) == _schema(node)
+
+
+def test_origin_index_repair_is_done_once(tmp_path: Path) -> None:
+    path = tmp_path / "ours-0.1.0.sqlite"
+    _build_ours_0_1_0(path)
+    KnowledgeStore(path).close()
+    connection = sqlite3.connect(path)
+    before = connection.execute("PRAGMA schema_version").fetchone()[0]
+    connection.close()
+    KnowledgeStore(path).close()
+    connection = sqlite3.connect(path)
+    # An already repaired file is not rewritten: its schema cookie does not move.
+    assert connection.execute("PRAGMA schema_version").fetchone()[0] == before
+    connection.close()

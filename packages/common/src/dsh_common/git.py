@@ -6,7 +6,11 @@ hooks, filters, ``gpg.program``) that git would run on our behalf. Every command
 * is an argv list (never a shell) with ``--literal-pathspecs`` so a path is only a path,
 * runs with every ``GIT_*`` variable removed from the environment (a caller's ``GIT_DIR``
   must not redirect us) and ``LC_ALL=C`` so messages can be matched, and no prompts,
-* disables fsmonitor, hooks, transport protocols, signing, auto-gc and optional locks,
+* disables fsmonitor, hooks, signing, auto-gc and optional locks,
+* can reach no transport at all, whatever the repository's config says: a partial clone's
+  promisor remote would otherwise be fetched from the moment we look up a missing object,
+  and ``remote.<name>.url = ext::<command>`` (or ``uploadpack``, ``core.sshCommand``) is a
+  program. See :data:`TRANSPORT_ENV`.
 * has a per-command timeout, shares a total time budget with its runner, and has its
   output capped (the process is killed past the cap, not read to the end).
 
@@ -24,6 +28,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from dsh_common.errors import (
     GitError,
@@ -45,12 +50,31 @@ ALLOWED_ENV: frozenset[str] = frozenset(
     }
 )
 
+# Transport names git knows; each gets its own ``protocol.<name>.allow=never`` because a
+# per-protocol setting in the repository's config beats ``protocol.allow=never``.
+_KNOWN_PROTOCOLS = ("ext", "fd", "file", "ssh", "git", "http", "https", "ftp", "ftps")
+
+#: Environment that keeps every transport closed (inherited by the ``git fetch`` that a
+#: partial clone's lazy fetch spawns). ``GIT_ALLOW_PROTOCOL`` replaces all ``protocol.*``
+#: config with its own list. The list may not be empty (git would then allow the transport
+#: named "", i.e. ``::url`` or ``remote.<name>.vcs=`` running ``git-remote-``), so it names
+#: one transport whose helper ``git-remote-<name>`` cannot exist: the name is longer than
+#: any file system allows a file name to be (255 bytes). ``GIT_NO_LAZY_FETCH`` (git 2.44,
+#: backported to 2.39.4+, ignored by older git) stops the lazy fetch before any transport.
+TRANSPORT_ENV: Mapping[str, str] = MappingProxyType(
+    {
+        "GIT_ALLOW_PROTOCOL": "dsh-allows-no-transport-" + "x" * 256,
+        "GIT_NO_LAZY_FETCH": "1",
+    }
+)
+
 # Config that keeps git from running anything the repository names.
 HARDENING_CONFIG: tuple[str, ...] = (
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "core.untrackedCache=false",
     "protocol.allow=never",
+    *(f"protocol.{name}.allow=never" for name in _KNOWN_PROTOCOLS),
     "commit.gpgSign=false",
     "tag.gpgSign=false",
     "gc.auto=0",
@@ -72,7 +96,8 @@ def _redact(arg: str) -> str:
 
 
 def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for git: ours minus every ``GIT_*``, plus C locale and no prompts."""
+    """The environment for git: ours minus every ``GIT_*``, plus C locale, no prompts and
+    no transport."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         {
@@ -85,6 +110,7 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             "GIT_PAGER": "cat",
             "PAGER": "cat",
             "GIT_OPTIONAL_LOCKS": "0",
+            **TRANSPORT_ENV,
         }
     )
     for key, value in (extra or {}).items():

@@ -34,11 +34,12 @@ INTERNAL_DIRECTORIES: frozenset[str] = frozenset(
 
 # Reserved DOS device names are reserved with any extension ("nul.txt") and, on current
 # Windows, with the superscript digits too ("COM¹").
+# Matched with fullmatch(): "$" after match() would also accept a trailing newline.
 _DEVICE_NAME = re.compile(
-    r"^(con|prn|aux|nul|conin\$|conout\$|clock\$|(com|lpt)[0-9\u00b9\u00b2\u00b3])$",
+    r"(con|prn|aux|nul|conin\$|conout\$|clock\$|(com|lpt)[0-9\u00b9\u00b2\u00b3])",
     re.IGNORECASE,
 )
-_DRIVE_LETTER = re.compile(r"^[A-Za-z]:")
+_DRIVE_LETTER = re.compile(r"[A-Za-z]:")  # the first two characters
 # Characters Windows forbids in names, plus ':' (alternate data streams, drive syntax).
 _WINDOWS_FORBIDDEN_CHARS = frozenset('<>:"|?*')
 
@@ -46,7 +47,7 @@ _WINDOWS_FORBIDDEN_CHARS = frozenset('<>:"|?*')
 def is_windows_device_name(name: str) -> bool:
     """True for ``CON``, ``nul.txt``, ``COM1``, ``lpt9.log``... (case-insensitive)."""
     stem = name.split(".", 1)[0].rstrip(" ")
-    return bool(_DEVICE_NAME.match(stem))
+    return bool(_DEVICE_NAME.fullmatch(stem))
 
 
 def _reject(raw: str, why: str) -> InvalidPathError:
@@ -75,7 +76,7 @@ def validate_relative_path(
         raise _reject(raw, "UNC path")
     if text.startswith("/"):
         raise _reject(raw, "absolute path")
-    if _DRIVE_LETTER.match(text):
+    if _DRIVE_LETTER.fullmatch(text[:2]):
         raise _reject(raw, "drive letter")
     components = text.split("/")
     forbidden = {name.casefold() for name in forbidden_names}

@@ -26,10 +26,14 @@ from dsh_knowledge.errors import (
 )
 
 if TYPE_CHECKING:
+    from dsh_knowledge.context_block import build_context
+    from dsh_knowledge.extraction import extract_candidates
     from dsh_knowledge.freshness import check_freshness
     from dsh_knowledge.guidance import create_health_guidance
     from dsh_knowledge.health import check_health
+    from dsh_knowledge.privacy import PrivacyRejectedError, contains_sensitive_content
     from dsh_knowledge.provenance import attach_git_provenance, capture_git_provenance
+    from dsh_knowledge.provenance_update import capture_missing_provenance
     from dsh_knowledge.repository import KnowledgeRepository
     from dsh_knowledge.retrieval import (
         MAX_RETRIEVAL_RESULTS,
@@ -37,7 +41,9 @@ if TYPE_CHECKING:
         are_conservative_duplicates,
         retrieve_relevant_knowledge,
     )
+    from dsh_knowledge.review import review_candidates
     from dsh_knowledge.store import SCHEMA_VERSION, KnowledgeStore
+    from dsh_knowledge.tools import ToolContext, call_tool
 
 __version__ = "0.1.0"
 
@@ -54,6 +60,14 @@ _LAZY = {
     "check_freshness": "freshness",
     "check_health": "health",
     "create_health_guidance": "guidance",
+    "build_context": "context_block",
+    "ToolContext": "tools",
+    "call_tool": "tools",
+    "PrivacyRejectedError": "privacy",
+    "contains_sensitive_content": "privacy",
+    "extract_candidates": "extraction",
+    "review_candidates": "review",
+    "capture_missing_provenance": "provenance_update",
 }
 
 
@@ -77,16 +91,24 @@ __all__ = [
     "KnowledgeStore",
     "MigrationError",
     "NotFoundError",
+    "PrivacyRejectedError",
     "SchemaTooNewError",
     "ScopeChangeError",
     "StorageError",
+    "ToolContext",
     "ValidationError",
     "__version__",
     "are_conservative_duplicates",
     "attach_git_provenance",
+    "build_context",
+    "call_tool",
     "capture_git_provenance",
+    "capture_missing_provenance",
     "check_freshness",
     "check_health",
+    "contains_sensitive_content",
     "create_health_guidance",
+    "extract_candidates",
     "retrieve_relevant_knowledge",
+    "review_candidates",
 ]

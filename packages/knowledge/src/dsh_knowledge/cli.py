@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsh_common.cli import emit_json, run_app
+from dsh_common.cli import emit_error, emit_json, run_app
 
 # The command line's spelling rules live beside the fast path's (no typer there).
 from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
@@ -183,22 +183,31 @@ def get(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) 
         _close()
 
 
-@app.command(epilog="\b\nExample:\n  dsh-knowledge verify ID")
-def verify(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
-    """Mark a candidate verified; print the item."""
+def _set_status(item_ids: list[str], status: str) -> None:
+    from dsh_knowledge.review import set_status
+
     try:
-        emit_json(_repository().verify(item_id))
+        items = set_status(_repository(), item_ids, status)
     finally:
         _close()
+    # One id prints the item (as before); several print {"items": [...]}.
+    emit_json(items[0] if len(item_ids) == 1 else {"items": items})
+
+
+@app.command(epilog="\b\nExample:\n  dsh-knowledge verify ID1 ID2")
+def verify(
+    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
+) -> None:
+    """Mark candidates verified (all ids are checked before any change); print them."""
+    _set_status(item_ids, "verified")
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge archive ID")
-def archive(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
-    """Archive an item; print it."""
-    try:
-        emit_json(_repository().archive(item_id))
-    finally:
-        _close()
+def archive(
+    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
+) -> None:
+    """Archive items (all ids are checked before any change); print them."""
+    _set_status(item_ids, "archived")
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge supersede OLD_ID --by NEW_ID")
@@ -432,10 +441,173 @@ def health(
     emit_json({"results": check_health(items, where, include_guidance=guidance)})
 
 
+# --- review, extraction, late provenance ----------------------------------------------------
+
+
+@app.command()
+def review(
+    workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
+    project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
+    workspace_wide: Annotated[
+        bool, typer.Option("--workspace-wide", help="Only items without a project.")
+    ] = False,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="explicit or automatic (default both).")
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="Git work tree: add live health per item.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most N candidates.")] = None,
+) -> None:
+    """Candidates to review, with evidence (and health with --repo): {"candidates": [...]}."""
+    from dsh_knowledge.repository import UNSET
+    from dsh_knowledge.review import review_candidates
+
+    if project is not None and workspace_wide:
+        _usage("--project and --workspace-wide cannot be used together.")
+    try:
+        candidates = review_candidates(
+            _repository(),
+            workspace=workspace,
+            project=None if workspace_wide else (project if project is not None else UNSET),
+            creation_origin=origin,
+            repo_dir=repo,
+            limit=limit,
+        )
+    finally:
+        _close()
+    emit_json({"candidates": candidates})
+
+
+@app.command()
+def extract(
+    transcript: Annotated[
+        Path, typer.Option("--transcript", help="Claude Code transcript or DSH session log.")
+    ],
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session-id", help="Session id (default: the one the file names)."),
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Workspace (default: the file's cwd).")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project (else $DSH_KNOWLEDGE_PROJECT).")
+    ] = None,
+) -> None:
+    """Admit automatic candidates from a session's direct user messages (opt-in)."""
+    from dsh_knowledge.agent_config import resolve_project
+    from dsh_knowledge.extraction import extract_candidates
+    from dsh_knowledge.transcripts import read_transcript
+
+    parsed = read_transcript(transcript)
+    session = session_id or parsed.session_id
+    if not session:
+        _usage("The transcript names no session; pass --session-id.")
+    scope_workspace = workspace or parsed.cwd
+    if not scope_workspace:
+        _usage("The transcript names no working directory; pass --workspace.")
+    assert session is not None and scope_workspace is not None  # noqa: S101 - _usage raised
+    try:
+        report = extract_candidates(
+            _repository(),
+            parsed.turns,
+            session_id=session,
+            workspace=scope_workspace,
+            project=resolve_project(project),
+        )
+    finally:
+        _close()
+    emit_json(
+        {
+            "sessionId": session,
+            "turns": len(parsed.turns),
+            "unreadableLines": parsed.unreadable_lines,
+            **report.to_json(),
+        }
+    )
+
+
+@app.command()
+def provenance(
+    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="Git work tree (default: current directory).")
+    ] = None,
+) -> None:
+    """Capture Git provenance for file evidence that lacks it, once committed and clean."""
+    from dsh_knowledge.provenance_update import capture_missing_provenance
+
+    try:
+        results = capture_missing_provenance(
+            _repository(), item_ids, repo if repo is not None else Path.cwd()
+        )
+    finally:
+        _close()
+    emit_json({"results": results})
+
+
+# --- agent delivery (the launcher routes these before typer loads; listed here for --help) ---
+
+
+@app.command(name="mcp")
+def mcp_command(
+    db: Annotated[
+        str | None, typer.Option("--db", help="SQLite file (else $DSH_KNOWLEDGE_DB, else default).")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Default project (else $DSH_KNOWLEDGE_PROJECT).")
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Session workspace (default: the cwd).")
+    ] = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session-id", help="Session evidence id (else $DSH_KNOWLEDGE_SESSION_ID)."),
+    ] = None,
+) -> None:
+    """Serve the seven knowledge tools over MCP stdio (needs dsh-knowledge[mcp])."""
+    from dsh_knowledge.launcher import _mcp
+
+    args = []
+    for flag, value in (
+        ("--db", db),
+        ("--project", project),
+        ("--workspace", workspace),
+        ("--session-id", session_id),
+    ):
+        if value is not None:
+            args += [flag, value]
+    raise typer.Exit(_mcp(args))
+
+
+@app.command(name="hook")
+def hook_command(
+    event: Annotated[str, typer.Argument(help="user-prompt-submit or stop")],
+    db: Annotated[str | None, typer.Option("--db", help="SQLite file.")] = None,
+    project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
+    auto_extract: Annotated[
+        bool, typer.Option("--auto-extract", help="stop: extract candidates (opt-in).")
+    ] = False,
+) -> None:
+    """Agent hook: payload JSON on stdin, hookSpecificOutput on stdout; silent on any error."""
+    from dsh_knowledge.hooks import main as hook_main
+
+    args = [event, *(["--auto-extract"] if auto_extract else [])]
+    for flag, value in (("--db", db), ("--project", project)):
+        if value is not None:
+            args += [flag, value]
+    raise typer.Exit(hook_main(args))
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_knowledge import __version__
+    from dsh_knowledge._argv import undecodable_argument
 
+    undecodable = undecodable_argument(sys.argv[1:])
+    if undecodable is not None:  # refused before anything is opened (issue 8, point 12)
+        sys.exit(emit_error(*undecodable))
     sys.exit(run_app(app, prog_name="dsh-knowledge", global_options=("--db",), version=__version__))
 
 

@@ -53,9 +53,15 @@ class SchemaTooNewError(KnowledgeError, RuntimeError):
 
 
 class StorageError(KnowledgeError, OSError):
-    """The SQLite file could not be opened, migrated or written."""
+    """The SQLite file could not be opened, read or written (read-only, disk full, I/O)."""
 
     code = "storage-error"
+
+
+class DatabaseCorruptError(StorageError):
+    """The file opened as SQLite, but a page of it is damaged (or it is not a database)."""
+
+    code = "database-corrupt"
 
 
 class MigrationError(StorageError):

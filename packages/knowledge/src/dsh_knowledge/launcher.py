@@ -1,9 +1,11 @@
-"""Console entry point of ``dsh-knowledge``: the frequent read commands start without typer.
+"""Console entry point of ``dsh-knowledge``: route agent commands before typer loads.
 
-``search`` and ``retrieve`` with plain options run here (:mod:`dsh_common.fastpath`),
-~100 ms sooner than through the parser; everything else, and anything unusual, is the
-Typer command line in :mod:`dsh_knowledge.cli`. Both print through
-:mod:`dsh_knowledge.cli_results`, so the output is the same bytes either way.
+``hook <event>`` runs before every agent prompt, so it goes straight to
+:mod:`dsh_knowledge.hooks` (no typer, no MCP SDK: ~100 ms saved per prompt); ``mcp`` goes to
+:mod:`dsh_knowledge.mcp_server`. ``search`` and ``retrieve`` with plain options run here
+too (:mod:`dsh_common.fastpath`), printing through :mod:`dsh_knowledge.cli_results` the same
+bytes the parser path prints. Everything else, and anything unusual, is the typer CLI in
+:mod:`dsh_knowledge.cli`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,48 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if argv[:1] == ["hook"] and "--help" not in argv:
+        from dsh_knowledge.hooks import main as hook_main  # noqa: PLC0415 - lazy: start-up time
+
+        sys.exit(hook_main(argv[1:]))
+    if argv[:1] == ["mcp"] and "--help" not in argv:
+        sys.exit(_mcp(argv[1:]))
+    code = _fast(argv)
+    if code is not None:
+        sys.exit(code)
+    from dsh_knowledge.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
+
+    cli_main()
+
+
+def _mcp(argv: list[str]) -> int:
+    try:
+        from dsh_knowledge.mcp_server import main as mcp_main  # noqa: PLC0415 - optional extra
+    except ImportError:
+        from dsh_common.cli import emit_error  # noqa: PLC0415 - only on this failure
+
+        return emit_error(
+            "mcp-unavailable",
+            "The MCP server needs the optional extra: pip install 'dsh-knowledge[mcp]'.",
+        )
+    return mcp_main(argv)
+
+
+def _fast(argv: list[str]) -> int | None:
+    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+
+    common = {"--query": "str", "--workspace": "str", "--project": "str", "--limit": "int"}
+    commands = {
+        "search": FastCommand(common, lambda v: _run(v, "search"), "query"),
+        "retrieve": FastCommand(
+            {**common, "--status": "str"}, lambda v: _run(v, "retrieve"), "query"
+        ),
+    }
+    return run_fast(argv, commands, global_options=("--db",))
 
 
 def _database(values: dict[str, Any]) -> Path:
@@ -56,25 +100,6 @@ def _run(values: dict[str, Any], command: str) -> int:
         store.close()
     emit_json(output)
     return 0
-
-
-def main() -> None:
-    """Console-script entry point."""
-    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
-
-    common = {"--query": "str", "--workspace": "str", "--project": "str", "--limit": "int"}
-    commands = {
-        "search": FastCommand(common, lambda v: _run(v, "search"), "query"),
-        "retrieve": FastCommand(
-            {**common, "--status": "str"}, lambda v: _run(v, "retrieve"), "query"
-        ),
-    }
-    code = run_fast(sys.argv[1:], commands, global_options=("--db",))
-    if code is not None:
-        sys.exit(code)
-    from dsh_knowledge.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
-
-    cli_main()
 
 
 if __name__ == "__main__":

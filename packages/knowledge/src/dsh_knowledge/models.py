@@ -22,9 +22,14 @@ EVIDENCE_TYPES = ("session", "file", "git")
 
 MAX_GIT_PATH_CHARS = 4096
 
-_ISO_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
-_HEX = re.compile(r"^[0-9a-fA-F]+$")
-_DRIVE = re.compile(r"^[A-Za-z]:")
+# Always fullmatch(): with match(), "$" also matches before a trailing newline, so a value
+# ending in "\n" would pass (issue 8, point 11). [0-9], not \d: \d takes any Unicode digit,
+# and the earlier tool's JavaScript \d is ASCII only.
+_ISO_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_DRIVE = re.compile(r"[A-Za-z]:")  # the first two characters
 
 Item = dict[str, Any]
 Evidence = dict[str, Any]
@@ -66,7 +71,10 @@ def next_timestamp(previous: str) -> str:
     now = moment.replace(microsecond=moment.microsecond // 1000 * 1000)
     previous_ms = parse_timestamp_ms(previous)
     if previous_ms is not None:
-        floor = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=previous_ms + 1)
+        try:
+            floor = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=previous_ms + 1)
+        except OverflowError:  # a stored 9999-12-31T23:59:59.999Z has no later millisecond
+            floor = now
         now = max(now, floor)
     return format_timestamp(now)
 
@@ -75,7 +83,7 @@ def is_iso_timestamp(value: object) -> bool:
     """The earlier tool's evidence timestamp rule: the ISO shape *and* a parseable moment."""
     return (
         isinstance(value, str)
-        and _ISO_TIMESTAMP.match(value) is not None
+        and _ISO_TIMESTAMP.fullmatch(value) is not None
         and parse_timestamp_ms(value) is not None
     )
 
@@ -135,7 +143,7 @@ def normalize_scope(scope: object) -> dict[str, str]:
 
 def normalize_git_commit(value: object) -> str:
     """A full 40- (SHA-1) or 64-hex (SHA-256) object id, lowercased."""
-    if not isinstance(value, str) or len(value) not in (40, 64) or not _HEX.match(value):
+    if not isinstance(value, str) or len(value) not in (40, 64) or not _HEX.fullmatch(value):
         raise GitProvenanceError("Git commit must be a full SHA-1 or SHA-256 object ID.")
     return value.lower()
 
@@ -148,7 +156,7 @@ def normalize_repository_relative_path(value: object) -> str:
         raise GitProvenanceError(f"Git path must be at most {MAX_GIT_PATH_CHARS} characters.")
     if "\0" in value:
         raise GitProvenanceError("Git path must not contain NUL characters.")
-    if value[0] in "/\\" or _DRIVE.match(value):
+    if value[0] in "/\\" or _DRIVE.fullmatch(value[:2]):
         raise GitProvenanceError("Git path must be repository-relative, not absolute.")
     segments = value.replace("\\", "/").split("/")
     if ".." in segments:

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from dsh_knowledge._git_compare import _compare_pairs
 from dsh_knowledge._git_inspect import (
     DEFAULT_GIT_COMMAND_TIMEOUT_MS,
     DEFAULT_GIT_OPERATION_BUDGET_MS,
@@ -26,15 +27,11 @@ from dsh_knowledge._git_inspect import (
     MAX_GIT_OUTPUT_BYTES,
     MAX_GIT_PATH_CHARS,
     InvalidGitValueError,
-    SnapshotCheck,
-    _compare_pairs,
-    _GitFailure,
-    _Session,
     clamp_limits,
-    discover_root,
 )
 from dsh_knowledge._git_inspect import normalize_git_commit as _normalize_commit
 from dsh_knowledge._git_inspect import normalize_repository_relative_path as _normalize_path
+from dsh_knowledge._git_session import SnapshotCheck, _GitFailure, _Session, discover_root
 from dsh_knowledge.errors import GitProvenanceError
 
 __all__ = [

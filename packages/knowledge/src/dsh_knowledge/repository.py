@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
+from dsh_knowledge._storage_errors import translate_storage_errors
 from dsh_knowledge.errors import (
     InvalidSupersedeError,
     InvalidTransitionError,
@@ -68,6 +69,17 @@ def _transition_error(current: str, target: str) -> InvalidTransitionError:
     )
 
 
+def _path_of(repository: KnowledgeRepository, *_: object) -> str:
+    return repository.store.path
+
+
+# Every public call: a damaged page, a read-only file or a full disk is a documented error.
+_storage = translate_storage_errors(_path_of)
+
+# Largest LIMIT SQLite can bind: a larger one means "all of them" anyway.
+_MAX_SQL_LIMIT = 2**63 - 1
+
+
 def escape_like(value: str) -> str:
     """Escape ``\\``, ``%`` and ``_`` so LIKE matches the text literally (ESCAPE '\\')."""
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -85,11 +97,13 @@ class KnowledgeRepository:
 
     # --- reads ----------------------------------------------------------------------------
 
+    @_storage
     def get(self, item_id: str) -> Item | None:
         """The item with ``item_id``, or None."""
         items = self.get_many([item_id])
         return items[0] if items else None
 
+    @_storage
     def require(self, item_id: str) -> Item:
         """The item with ``item_id``; :class:`NotFoundError` (``not-found``) when absent."""
         item = self.get(item_id)
@@ -97,6 +111,7 @@ class KnowledgeRepository:
             raise NotFoundError(f"Knowledge item not found: {item_id}")
         return item
 
+    @_storage
     def get_many(self, item_ids: Sequence[str]) -> list[Item]:
         """Items for ``item_ids`` in the given order (missing ids are skipped)."""
         if not item_ids:
@@ -155,11 +170,12 @@ class KnowledgeRepository:
         sql = f"SELECT id FROM knowledge{where}{_ORDER}"  # noqa: S608 - fixed clauses, bound values
         if limit is not None:
             sql += " LIMIT ?"
-            params = [*params, validate_limit(limit)]
+            params = [*params, min(validate_limit(limit), _MAX_SQL_LIMIT)]
         with self.store.read() as db:
             ids = [row[0] for row in db.execute(sql, params)]
             return self.get_many(ids)
 
+    @_storage
     def list(
         self,
         *,
@@ -177,6 +193,7 @@ class KnowledgeRepository:
         clauses, params = self._filters(workspace, project, type, status, creation_origin)
         return self._select(clauses, params, limit)
 
+    @_storage
     def search(
         self,
         query: str,
@@ -197,8 +214,16 @@ class KnowledgeRepository:
                 validate_limit(limit)
             return []
         clauses, params = self._filters(workspace, project, type, status, creation_origin)
-        clauses.append("content LIKE ? ESCAPE '\\'")
-        params.append(f"%{escape_like(trimmed)}%")
+        pattern = f"%{escape_like(trimmed)}%"
+        longest = self._db.getlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH)
+        if len(pattern.encode("utf-8", "surrogatepass")) <= longest:
+            clauses.append("content LIKE ? ESCAPE '\\'")
+            params.append(pattern)
+        else:
+            # SQLite refuses LIKE patterns over 50,000 bytes ("pattern too complex"). instr
+            # on lower() is the same literal, ASCII-case-insensitive match, without the cap.
+            clauses.append("instr(lower(content), lower(?)) > 0")
+            params.append(trimmed)
         return self._select(clauses, params, limit)
 
     # --- writes ---------------------------------------------------------------------------
@@ -258,6 +283,7 @@ class KnowledgeRepository:
         "updated_at, creation_origin) VALUES (?, ?, ?, ?, ?, 'candidate', ?, ?, ?)"
     )
 
+    @_storage
     def create(
         self,
         *,
@@ -285,6 +311,7 @@ class KnowledgeRepository:
         self.store.write(work)
         return self.require(item_id)
 
+    @_storage
     def create_many(self, specs: Sequence[Mapping[str, Any]]) -> builtins.list[str]:
         """Create many items in one transaction (bulk import); returns their ids in order.
 
@@ -315,6 +342,7 @@ class KnowledgeRepository:
         ).fetchone()
         return row is not None
 
+    @_storage
     def update(
         self,
         item_id: str,
@@ -361,14 +389,17 @@ class KnowledgeRepository:
         self.store.write(work)
         return self.require(item_id)
 
+    @_storage
     def verify(self, item_id: str) -> Item:
         """``candidate -> verified`` (a verified item stays verified)."""
         return self.update(item_id, status="verified")
 
+    @_storage
     def archive(self, item_id: str) -> Item:
         """Move any item to ``archived`` (the terminal state)."""
         return self.update(item_id, status="archived")
 
+    @_storage
     def supersede(self, item_id: str, replacement_id: str) -> Item:
         """Mark a verified item superseded by a verified item in the same scope."""
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh_knowledge._indexed_search import IndexedSearch
+from dsh_knowledge._storage_errors import translate_storage_errors
 from dsh_knowledge.errors import ValidationError
 from dsh_knowledge.models import KNOWLEDGE_TYPES, parse_timestamp_ms
 from dsh_knowledge.repository import KnowledgeRepository
@@ -130,6 +131,11 @@ def _scanned_rows(repository: KnowledgeRepository, where: str, params: list[Any]
     return rows
 
 
+def _path_of(repository: KnowledgeRepository, *_: object) -> str:
+    return repository.store.path
+
+
+@translate_storage_errors(_path_of)
 def retrieve_relevant_knowledge(
     repository: KnowledgeRepository,
     query: str,

@@ -22,8 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from dsh_knowledge._storage_errors import printable, storage_error
 from dsh_knowledge.errors import (
     DatabaseBusyError,
+    DatabaseCorruptError,
     MigrationError,
     SchemaTooNewError,
     StorageError,
@@ -104,8 +106,18 @@ SCHEMA_V3 = """
 ALTER TABLE knowledge ADD COLUMN creation_origin TEXT NOT NULL DEFAULT 'explicit'
   CHECK (creation_origin IN ('explicit', 'automatic'));
 CREATE INDEX knowledge_origin_scope_status_idx
-  ON knowledge(creation_origin, workspace, project, status);
+  ON knowledge(workspace, project, status, creation_origin);
 """
+
+# dsh-knowledge 0.1.0 created this index with the columns in another order. The schema
+# stays at version 3 (the Node tool knows no version 4), so the repair is detected by the
+# index's columns rather than by user_version.
+ORIGIN_INDEX = "knowledge_origin_scope_status_idx"
+ORIGIN_INDEX_COLUMNS = ("workspace", "project", "status", "creation_origin")
+ORIGIN_INDEX_DDL = (
+    "CREATE INDEX knowledge_origin_scope_status_idx\n"
+    "  ON knowledge(workspace, project, status, creation_origin)"
+)
 
 # Ordered, named migrations: (version reached, name, DDL).
 MIGRATIONS: tuple[tuple[int, str, str], ...] = (
@@ -148,6 +160,12 @@ class KnowledgeStore:
         raw = os.fspath(path)
         if not raw.strip():
             raise ValidationError("Database path must not be empty.")
+        if printable(raw) != raw:
+            # Undecodable bytes (argv, a directory listing): SQLite and our JSON output take
+            # text only, and a file whose name we cannot print is not one we should create.
+            raise ValidationError(
+                f"Database path must be valid Unicode; it holds undecodable bytes: {printable(raw)}"
+            )
         self.path = raw if raw == ":memory:" else str(Path(raw).resolve())
         # Per-connection facts the retrieval layer may reuse until the database changes.
         self.search_cache: dict[str, Any] = {}
@@ -171,13 +189,20 @@ class KnowledgeStore:
             try:
                 self._configure()
             except sqlite3.DatabaseError as error:  # not a database, unreadable, read-only
-                raise StorageError(f"Cannot open the knowledge database: {error}") from error
+                raise storage_error(error, self.path) or StorageError(
+                    f"Cannot open the knowledge database: {printable(str(error))}"
+                ) from error
             self._migrate()
             try:
                 # False only on an SQLite without FTS5/trigram: retrieval then scans.
                 self.index_ready = ensure_search_index(self)
             except sqlite3.Error as error:  # e.g. a read-only file that needs its index built
-                raise StorageError(f"Cannot prepare the search index: {error}") from error
+                known = storage_error(error, self.path)
+                if isinstance(known, DatabaseCorruptError):
+                    raise known from error
+                raise StorageError(
+                    f"Cannot prepare the search index: {printable(str(error))}"
+                ) from error
         except BaseException:
             self.connection.close()
             raise
@@ -219,11 +244,47 @@ class KnowledgeStore:
             try:
                 self.write(step)
             except sqlite3.Error as error:
+                known = storage_error(error, self.path)
+                if isinstance(known, DatabaseCorruptError):
+                    raise known from error
+                full = known is not None and known.message.startswith("disk full")
                 raise MigrationError(
                     f"Migration {target} ({name}) failed and was rolled back; the database "
-                    f"is still at version {self.user_version}: {error}"
+                    f"is still at version {self.user_version}: "
+                    + ("disk full: " if full else "")
+                    + printable(str(error))
                 ) from error
             version = self.user_version
+        self._repair_origin_index()
+
+    def _origin_index_columns(self) -> tuple[str, ...]:
+        rows = self.connection.execute(f"PRAGMA index_info({ORIGIN_INDEX})").fetchall()
+        return tuple(str(row[2]) for row in sorted(rows))
+
+    def _repair_origin_index(self) -> None:
+        """Recreate ``knowledge_origin_scope_status_idx`` if it is not the earlier tool's.
+
+        One transaction (drop and create together), re-checked under the write lock since
+        another process may have repaired it meanwhile. A read-only file keeps its old index:
+        the index only speeds up queries, and reading must still work.
+        """
+        if self._origin_index_columns() == ORIGIN_INDEX_COLUMNS:
+            return
+
+        def repair() -> None:
+            if self._origin_index_columns() == ORIGIN_INDEX_COLUMNS:
+                return
+            self.connection.execute(f"DROP INDEX IF EXISTS {ORIGIN_INDEX}")
+            self.connection.execute(ORIGIN_INDEX_DDL)
+
+        try:
+            self.write(repair)
+        except sqlite3.Error as error:
+            if getattr(error, "sqlite_errorname", "").startswith("SQLITE_READONLY"):
+                return
+            raise MigrationError(
+                f"Repairing index {ORIGIN_INDEX} failed and was rolled back: {error}"
+            ) from error
 
     # --- transactions ---------------------------------------------------------------------
 

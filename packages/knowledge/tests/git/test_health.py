@@ -127,8 +127,9 @@ def test_batch_of_sixteen_by_sixteen_costs_a_constant_number_of_processes(
     assert all(len(r["evidence"]) == 16 for r in results)
     statuses = {e["status"] for r in results for e in r["evidence"]}
     assert statuses == {"current", "potentially_stale"}
-    # rev-parse, cat-file, ls-files, check-attr x2, hash-object: never one per evidence.
-    assert batch_count == 6
+    # rev-parse, cat-file, ls-files, check-attr x2, hash-object, cat-file of the recorded
+    # directory trees (modes): never one per evidence.
+    assert batch_count == 7
     assert batch_count == single_count
 
 
@@ -145,7 +146,7 @@ def test_identical_checks_across_items_give_identical_answers(
     }
     assert [r["knowledgeId"] for r in results] == [f"k-{n}" for n in range(16)]
     assert len({r["checkedAt"] for r in results}) == 1
-    assert count == 6
+    assert count == 7
 
 
 def test_guidance_is_added_only_when_asked(

@@ -224,6 +224,33 @@ def prompt_section_command(ctx: typer.Context) -> None:
     sys.stdout.flush()
 
 
+@app.command("ui")
+def ui_command(
+    ctx: typer.Context,
+    ui_root: RootOption = None,
+    port: Annotated[
+        int, typer.Option("--port", help="Port on 127.0.0.1 (default: a free one).")
+    ] = 0,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the URL only; do not open a browser.")
+    ] = False,
+) -> None:
+    """Serve the settings page on 127.0.0.1 until Ctrl-C (needs dsh-memory[ui])."""
+    from dsh_memory.root import resolve_memory_root
+    from dsh_memory.settings import settings_path
+    from dsh_memory.ui.errors import UiUnavailableError
+
+    try:
+        from dsh_memory.ui.server import serve
+    except ImportError as exc:
+        raise UiUnavailableError(
+            f"the settings page needs the ui extra: pip install 'dsh-memory[ui]' ({exc})"
+        ) from exc
+    root = ui_root or (ctx.obj.get("root") if isinstance(ctx.obj, dict) else None)
+    # The root is fixed here, once: nothing the page sends can change it.
+    serve(resolve_memory_root(root), settings_path(), port=port, open_browser=not no_browser)
+
+
 def main() -> None:
     from dsh_memory import __version__
 

@@ -1,0 +1,96 @@
+"""How an agent process (MCP server, hook) finds its store, project, workspace and session.
+
+Database: ``--db``, else ``$DSH_KNOWLEDGE_DB``, else ``$DSH_HOME/knowledge/knowledge.sqlite``
+(``~/.dsh`` when DSH_HOME is unset). Project: ``--project``, else ``$DSH_KNOWLEDGE_PROJECT``,
+else none (workspace-wide knowledge only). Workspace: the hook payload's ``cwd``, or the MCP
+server's working directory unless ``--workspace`` is given. Session id (MCP only; the hook
+reads it from the payload): ``--session-id``, else ``$DSH_KNOWLEDGE_SESSION_ID``.
+
+This module imports neither typer nor the store: the hook path must start fast.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dsh_knowledge.errors import ValidationError
+
+__all__ = [
+    "AgentOptions",
+    "default_database_path",
+    "parse_agent_options",
+    "resolve_database_path",
+    "resolve_project",
+]
+
+DB_ENV = "DSH_KNOWLEDGE_DB"
+PROJECT_ENV = "DSH_KNOWLEDGE_PROJECT"
+SESSION_ENV = "DSH_KNOWLEDGE_SESSION_ID"
+
+_OPTIONS = ("--db", "--project", "--workspace", "--session-id")
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "")
+    return value if value.strip() else None
+
+
+def default_database_path() -> Path:
+    """``$DSH_HOME/knowledge/knowledge.sqlite``; ``~/.dsh`` when DSH_HOME is unset or blank."""
+    home = _env("DSH_HOME")
+    base = Path(home) if home else Path.home() / ".dsh"
+    return base / "knowledge" / "knowledge.sqlite"
+
+
+def resolve_database_path(explicit: str | None) -> Path:
+    if explicit is not None and explicit.strip():
+        return Path(explicit)
+    from_env = _env(DB_ENV)
+    return Path(from_env) if from_env else default_database_path()
+
+
+def resolve_project(explicit: str | None) -> str | None:
+    if explicit is not None and explicit.strip():
+        return explicit
+    return _env(PROJECT_ENV)
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    db: Path
+    project: str | None
+    workspace: str | None
+    session_id: str | None
+
+
+def parse_agent_options(argv: Sequence[str], *, allowed: Sequence[str] = _OPTIONS) -> AgentOptions:
+    """``--db X --project P --workspace W --session-id S`` (also ``--name=value``)."""
+    values: dict[str, str] = {}
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        name, _, inline = arg.partition("=")
+        if name not in allowed:
+            raise ValidationError(
+                f"Unknown option {arg.split('=')[0][:40]}; expected {', '.join(allowed)}."
+            )
+        if inline or "=" in arg:
+            value = inline
+        else:
+            index += 1
+            if index >= len(argv):
+                raise ValidationError(f"Option {name} needs a value.")
+            value = argv[index]
+        if not value.strip():
+            raise ValidationError(f"Option {name} must not be empty.")
+        values[name] = value
+        index += 1
+    return AgentOptions(
+        db=resolve_database_path(values.get("--db")),
+        project=resolve_project(values.get("--project")),
+        workspace=values.get("--workspace"),
+        session_id=values.get("--session-id") or _env(SESSION_ENV),
+    )
