@@ -132,6 +132,13 @@ def _check_installed(venv: Path, env: dict[str, str], package_dir: Path, cwd: Pa
         )  # fmt: skip
         assert helped.returncode == 0, helped.stderr
         assert "Usage" in helped.stdout
+        # A real command through the installed launcher: --version is JSON.
+        shown = subprocess.run(
+            [str(venv / "bin" / command), "--version"],
+            capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+        )  # fmt: skip
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout) == {"name": command, "version": project["version"]}
 
 
 @pytest.mark.parametrize("package_dir", PACKAGES, ids=lambda p: p.name)
@@ -192,3 +199,20 @@ def test_icu_dependency_is_left_out_where_no_wheel_exists(dist: Path, tmp_path: 
     assert json.loads(done.stdout) == {
         "linux": True, "macos14": False, "macos15": True, "py315": False, "pypy": False,
     }  # fmt: skip
+
+
+def test_without_a_pyicu_wheel_the_fallback_segmenter_is_used(dist: Path, tmp_path: Path) -> None:
+    # What a platform without a pyicu-wheels wheel gets: dsh-common and orjson only.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "--no-deps", "dsh-common", "orjson")
+    probe = (
+        "import json; from dsh_common import text;"
+        "print(json.dumps([text.query_terms('连接池 pool'), text.segmenter_name()]))"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == [["连", "接", "池", "pool", "连接", "接池"], "fallback"]
+    assert done.stderr.count("pyicu-wheels") == 1

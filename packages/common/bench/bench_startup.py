@@ -86,7 +86,10 @@ def main() -> int:
             ("dsh-memory", "dsh_memory", ["context", "deploy"]),
             ("dsh-memory", "dsh_memory", ["status"]),
         ]
-        variants: dict[str, list[str]] = {"python -c pass": [sys.executable, "-c", "pass"]}
+        variants: dict[str, list[str]] = {
+            "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import typer'": [sys.executable, "-c", "import typer"],
+        }
         for tool, module, argv in rows:
             name = f"{tool} {' '.join(argv)}"
             variants[f"{name}  [fast path]"] = [str(BIN / tool), *argv]
