@@ -96,3 +96,10 @@ def test_version_bare_help_and_examples() -> None:
     assert bare.returncode == 0 and bare.stdout.startswith("Usage: dsh-memory")
     for command in ("init", "status", "health", "search", "context", "migrate-legacy", "runs"):
         assert "Example:" in run(command, "--help").stdout, command
+
+
+def test_set_enabled_as_flags(tmp_path: Path) -> None:
+    assert ok("set-enabled", "--disabled")["enabled"] is False
+    assert ok("get-settings")["enabled"] is False
+    assert ok("set-enabled", "--enabled")["enabled"] is True
+    assert ok("set-enabled", "--enabled", "false")["enabled"] is False

@@ -98,7 +98,10 @@ def get_settings_command(ctx: typer.Context) -> None:
 @app.command("set-enabled", epilog="\b\nExample:\n  dsh-memory set-enabled --enabled true")
 def set_enabled_command(
     ctx: typer.Context,
-    enabled: Annotated[str | None, typer.Option("--enabled", help="true or false.")] = None,
+    enabled: Annotated[
+        str | None,
+        typer.Option("--enabled", help="true or false; --enabled alone or --disabled also work."),
+    ] = None,
 ) -> None:
     """Persist memory.enabled in the host settings file."""
     service = _service(ctx)
@@ -261,7 +264,10 @@ def main() -> None:
             render_error=render_error,
             global_options=("--root",),
             version=__version__,
-            flag_values={"migrate-legacy": {"--dry-run": "--apply"}},
+            flag_values={
+                "migrate-legacy": {"--dry-run": "--apply"},
+                "set-enabled": {"--enabled": "--disabled"},
+            },
         )
     )
 
