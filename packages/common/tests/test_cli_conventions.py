@@ -100,6 +100,7 @@ def test_bare_command_prints_help_exit_0(app_script: Path, args: tuple[str, ...]
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Usage: demo")
     assert "A demo tool." in done.stdout
+    assert "--format text" in done.stdout and "--root before or after" in done.stdout
 
 
 def test_json_compact_when_piped_indented_on_a_terminal(app_script: Path) -> None:

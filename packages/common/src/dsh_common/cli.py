@@ -204,6 +204,7 @@ def run_app(
     text|json`` and help for the bare command are always on.
     """
     raw = list(args) if args is not None else sys.argv[1:]
+    _describe_conventions(app, global_options, version is not None)
     if any(is_undecodable(argument) for argument in raw):
         arguments = raw  # refused below, before anything is rewritten or run
         set_output_format("json")
@@ -270,6 +271,20 @@ def guarded(
             render_error=render_error,
         )
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _describe_conventions(app: Any, global_options: Collection[str], versioned: bool) -> None:
+    # The rewritten options are not the parser's, so its help would not mention them: say
+    # so at the end of the program's own help (a Typer app keeps it in ``info.epilog``).
+    info = getattr(app, "info", None)
+    if info is None or isinstance(getattr(info, "epilog", None), str):
+        return
+    parts = ["--format text for a short summary instead of JSON"]
+    if versioned:
+        parts.append("--version")
+    if global_options:
+        parts.append(f"{', '.join(global_options)} before or after the command")
+    info.epilog = "Every command also takes: " + "; ".join(parts) + "."
 
 
 def _asks_version(arguments: Sequence[str], global_options: Collection[str]) -> bool:
