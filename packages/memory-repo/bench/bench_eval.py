@@ -19,8 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dsh_memory.records import SCOPES, load_record, walk_payload
-from dsh_memory.scoring import ranked_matches
+from dsh_memory.records import SCOPES, Record, load_record, walk_payload
+from dsh_memory.scoring import is_visible
 from dsh_memory.search import search
 
 DEFAULT_EVAL = Path(__file__).with_name("memory-retrieval-eval.json")
@@ -68,13 +68,30 @@ def write_corpus(root: Path, data: dict[str, Any]) -> None:
         target.write_text("\n".join(lines) + "\n" + record["body"], encoding="utf-8")
 
 
+def earlier_score(record: Record, terms: list[str]) -> int:
+    """The earlier tool's (v0.8) per-term substring score."""
+    searchable = record.searchable().lower()
+    record_id = record.scoring_id().lower()
+    body = record.body.lower()
+    score = 0
+    for term in terms:
+        if term in searchable:
+            score += 1 + 3 * (term in record_id) + 2 * ((record.type or "") == term)
+            score += term in body
+    return score
+
+
 def earlier_tool_paths(root: Path, query: str, scope: str) -> list[str]:
-    """The earlier tool's tokenisation (a Han run is one token), same scoring and data."""
+    """The earlier tool (v0.8): a Han run is one token, substring scoring, ties by path."""
     terms = [token for token in re.split(r"[\W_]+", query.lower()) if token]
     loaded = (load_record(root, entry) for entry in walk_payload(root, SCOPES[scope]))
-    records = [record for record in loaded if record is not None]
     now = dt.datetime.now(dt.UTC)
-    return [record.path for record, _score in ranked_matches(records, terms, scope, now)[:10]]
+    scored = [
+        (-earlier_score(record, terms), record.path)
+        for record in loaded
+        if record is not None and is_visible(record, scope, now)
+    ]
+    return [path for score, path in sorted(scored) if score < 0][:10]
 
 
 def result_paths(root: Path, case: dict[str, Any], mode: str) -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 
 from dsh_memory.context import context
 from dsh_memory.errors import ContextInvalidRequestError, UsageInvalidError
+from dsh_memory.search import search
 
 
 def record(root: Path, path: str, body: str, record_id: str, extra: str = "") -> None:
@@ -63,7 +64,7 @@ def test_query_selects_matches_and_keeps_their_score(root: Path) -> None:
     value = context(root, "alpha")
     assert paths(value) == ["handbook/a.md"]
     item = value["records"][0]
-    assert item["score"] == 2
+    assert item["score"] == search(root, "alpha")["results"][0]["score"]
     assert item["content"] == "alpha cache\n"
     assert item["truncated"] is False
     assert item["citation"] == "[source: handbook/a.md · id: a]"
@@ -132,3 +133,16 @@ def test_busy_usage_lock_fails_the_read_with_usage_busy(root: Path) -> None:
     with pytest.raises(UsageBusyError):
         context(root, "alpha")
     assert not (root / ".sync/usage.json").exists()
+
+
+def test_query_selects_the_best_ranked_then_orders_them_by_usage(root: Path) -> None:
+    record(root, "handbook/d.md", "cache cache cache eviction notes\n", "d")
+    record(root, "handbook/e.md", "unrelated words and one cache\n", "e")
+    for _ in range(3):
+        context(root, "unrelated", 1)  # e is used often, for another question
+    best = search(root, "cache eviction")["results"][0]["path"]
+    assert best == "handbook/d.md"
+    # With limit 1 the selection is the best match, not the most used partial match.
+    assert paths(context(root, "cache eviction", 1)) == ["handbook/d.md"]
+    # Among the selected records, usage decides the order (e has 3 uses, d has 1).
+    assert paths(context(root, "eviction unrelated", 2)) == ["handbook/e.md", "handbook/d.md"]

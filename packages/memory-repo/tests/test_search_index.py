@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_memory import search_index
+from dsh_memory import scoring, search_index
 from dsh_memory.search import query_terms, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -124,10 +124,14 @@ def test_index_is_ignored_by_git_in_an_initialised_repository(memory_root: Path)
     assert ".sync/search-index.sqlite" in exclude.splitlines()
 
 
-def test_term_grams_cover_short_and_long_terms() -> None:
-    assert search_index.term_grams("缓") == ["u7f13"]
-    assert search_index.term_grams("缓存") == ["b7f13x5b58"]
-    assert len(search_index.term_grams("cache")) == 3
+def test_document_tokens_are_words_han_characters_bigrams_and_the_folder() -> None:
+    from dsh_memory.records import Record
+    from dsh_memory.scoring import record_text
+
+    record = Record(path="handbook/a.md", signature="s", valid=True, id="a", body="缓存 cache")
+    tokens = search_index.document_tokens(record, record_text(record)).split()
+    assert tokens[0] == search_index.FOLDER_MARK + "handbook"
+    assert set(tokens[1:]) == {"a", "缓", "存", "缓存", "cache"}
 
 
 _WORDS = ["cache", "lock", "rename", "v2", "a", "缓存", "雪崩", "目录锁", "原子替换", "的", "锁"]
@@ -167,15 +171,17 @@ def test_indexed_and_scanned_results_are_identical(
     )
 
 
-def test_query_with_more_terms_than_sql_scores_matches_a_scan(root: Path) -> None:
+def test_long_query_uses_its_first_terms_only_and_matches_a_scan(root: Path) -> None:
     query = " ".join(f"word{index}" for index in range(70)) + " 缓存雪崩的预防 lock"
+    assert len(query_terms(query)) == scoring.MAX_QUERY_TERMS
     indexed = search(root, query, 20, "all")
     assert indexed["retrieval"]["mode"] == "index"
-    assert len(set(query_terms(query))) > search_index.MAX_SQL_TERMS
     assert without_retrieval(indexed) == without_retrieval(
         search(root, query, 20, "all", use_index=False)
     )
-    assert indexed["count"] >= 2
+    # The terms after the first 32 (here every record's words) are not searched.
+    assert indexed["count"] == 0
+    assert search(root, "缓存雪崩的预防 lock", 20, "all")["count"] == 3
 
 
 def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Path) -> None:
@@ -189,6 +195,93 @@ def test_index_stays_consistent_across_edits_of_an_empty_legacy_record(root: Pat
     search(root, "kiwi")
     connection = sqlite3.connect(search_index.index_path(root))
     try:
-        connection.execute("INSERT INTO grams(grams) VALUES ('integrity-check')")
+        connection.execute("INSERT INTO terms(terms) VALUES ('integrity-check')")
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize("name", ["mem#ory", "mem?ory", "mem?mode=rwc#x", "mem%23ory", "m em"])
+def test_root_with_uri_characters_uses_its_index_and_creates_nothing_outside(
+    tmp_path: Path, name: str
+) -> None:
+    parent = tmp_path / "parent"
+    memory = parent / name
+    (memory / ".sync").mkdir(parents=True)
+    write(memory, "handbook/lock.md", note("infra/lock", "directory lock\n"))
+    before = sorted(path.name for path in parent.iterdir())
+    assert search(memory, "lock")["retrieval"] == {"mode": "index", "indexState": "rebuilt"}
+    # The read-only connection finds the index it wrote: the second search is served fresh.
+    assert search(memory, "lock")["retrieval"] == {"mode": "index", "indexState": "fresh"}
+    assert sorted(path.name for path in parent.iterdir()) == before
+    assert sorted(path.name for path in (memory / ".sync").iterdir()) == ["search-index.sqlite"]
+    assert not list(tmp_path.glob("**/mem")) and not (parent / "mem").exists()
+
+
+def test_words_past_the_searchable_body_bound_are_not_found_by_either_path(root: Path) -> None:
+    body = "filler " * (scoring.MAX_SEARCHABLE_BODY_CHARS // 7) + "needle\n"
+    write(root, "handbook/long.md", note("long", "a long note " + body))
+    write(root, "handbook/short.md", note("short", "a needle here\n"))
+    for use_index in (True, False):
+        value = search(root, "needle", 20, "all", use_index=use_index)
+        assert [r["path"] for r in value["results"]] == ["handbook/short.md"]
+
+
+def test_candidates_are_gathered_rarest_term_first_within_the_bound() -> None:
+    plan = scoring.plan_query("alpha beta gamma delta")
+    alpha, beta, gamma, delta = plan.terms
+    bound = scoring.MAX_CANDIDATES
+    df = {alpha: bound, beta: 3, gamma: bound - 3, delta: 0}
+    # beta (3) first, then gamma (3 + bound - 3 fits), alpha would pass the bound; delta
+    # matches nothing.
+    assert scoring.gathering_terms(plan, df) == [beta, gamma]
+    # The rarest term is gathered even when it alone passes the bound.
+    assert scoring.gathering_terms(plan, {alpha: bound + 1, beta: bound + 2}) == [alpha]
+
+
+_ALPHABET = st.sampled_from(
+    list("abcAB z9_-/.,'\"*()")
+    + list("缓存雪崩的锁目录")
+    + ["İ", "ß", "é", "\u0301", "Ａ", "ｶ", "😀", "§", "，"]
+)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    bodies=st.lists(st.text(_ALPHABET, min_size=0, max_size=40), min_size=1, max_size=8),
+    query=st.text(_ALPHABET, min_size=1, max_size=12).filter(
+        lambda q: scoring.normalize(q).strip()
+    ),
+    scope=st.sampled_from(["active", "archive", "all"]),
+)
+def test_arbitrary_unicode_gives_identical_indexed_and_scanned_results(
+    tmp_path_factory: pytest.TempPathFactory, bodies: list[str], query: str, scope: str
+) -> None:
+    memory = tmp_path_factory.mktemp("unicode")
+    (memory / ".sync").mkdir()
+    folders = ["handbook", "rollouts", "archive"]
+    for index, body in enumerate(bodies):
+        write(memory, f"{folders[index % 3]}/n{index}.md", note(f"n{index}", body + "\n"))
+    indexed = search(memory, query, 20, scope)
+    assert indexed["retrieval"]["mode"] == "index"
+    assert without_retrieval(indexed) == without_retrieval(
+        search(memory, query, 20, scope, use_index=False)
+    )
+
+
+def test_index_stays_consistent_when_a_record_turns_invalid_and_back(root: Path) -> None:
+    import sqlite3
+
+    search(root, "cache")
+    write(root, "handbook/cache.md", "---\nschema_version: 2\nid: infra/cache\n---\ncache\n")
+    assert search(root, "cache")["count"] == 0
+    write(root, "handbook/cache.md", note("infra/cache", "cache again 缓存\n"))
+    assert [r["path"] for r in search(root, "缓存 cache")["results"]] == ["handbook/cache.md"]
+    connection = sqlite3.connect(search_index.index_path(root))
+    try:
+        connection.execute("INSERT INTO terms(terms) VALUES ('integrity-check')")
     finally:
         connection.close()

@@ -28,7 +28,7 @@ from dsh_memory.records import Record
 from dsh_memory.search import (
     citation,
     matching_records,
-    query_terms,
+    plan_query,
     validate_limit,
     validate_query,
     validate_scope,
@@ -50,8 +50,8 @@ def bounded_body(body: str, max_bytes: int = MAX_BODY_BYTES) -> tuple[str, bool]
 
 
 def _usage_order(
-    entries: list[tuple[Record, int | None]], usage: dict[str, Any]
-) -> list[tuple[Record, int | None]]:
+    entries: list[tuple[Record, float | None]], usage: dict[str, Any]
+) -> list[tuple[Record, float | None]]:
     by_identity = sorted(entries, key=lambda pair: (pair[0].id or "", pair[0].path))
     return sorted(by_identity, key=lambda pair: (*usage_of(usage, pair[0].path), 1), reverse=True)
 
@@ -64,8 +64,12 @@ def context(
     *,
     use_index: bool = True,
     now: _dt.datetime | None = None,
+    record_use: bool = True,
 ) -> dict[str, Any]:
     """The spec's ``memory.context`` value: ``{query, count, records}``.
+
+    ``record_use=False`` reads without recording usage (the service passes it for a Git
+    repository that is not a memory repository: reading is fine there, writing is not).
 
     Raises ``ContextInvalidRequestError`` for a blank/oversized query, a limit outside
     1-20 or an unknown scope (nothing is written then), ``UsageInvalidError`` /
@@ -79,9 +83,14 @@ def context(
     usage = read_usage(root)
     if checked_query is not None:
         matches, _retrieval = matching_records(
-            root, query_terms(checked_query), checked_scope, use_index=use_index, now=instant
+            root, plan_query(checked_query), checked_scope, use_index=use_index, now=instant
         )
-        entries: list[tuple[Record, int | None]] = [(record, score) for record, score in matches]
+        # Relevance selects (the search's own top ``limit``), usage then orders them: with
+        # partial matches nearly every record matches something, so ordering all matches by
+        # usage would put a frequently used but unrelated record first.
+        entries: list[tuple[Record, float | None]] = [
+            (match.record, match.score) for match in matches[:checked_limit]
+        ]
     else:
         records, _retrieval = search_index.context_candidates(
             root,
@@ -99,7 +108,8 @@ def context(
             for record in search_index.complete_records(root, [r for r, _s in selected])
         }
         selected = [(full[record.path], score) for record, score in selected if record.path in full]
-    updated = record_usage(root, [record.path for record, _score in selected], instant)
+    chosen = [item.path for item, _score in selected]
+    updated = record_usage(root, chosen, instant) if record_use else read_usage(root)
     results = []
     for record, score in selected:
         content, truncated = bounded_body(record.body)

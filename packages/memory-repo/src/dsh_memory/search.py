@@ -1,34 +1,13 @@
 """``memory.search``: bilingual full-text search over payload records.
 
-Scoring is the earlier tool's, per query term, on lowercased text (``str.lower``):
-
-- +1 if the searchable text (id, type, tags, created_by, source_hash, body) contains it,
-- +3 if the id contains it,
-- +2 if the type equals it,
-- +1 if the body contains it.
-
-Results are sorted by score (descending) then path (code point order); a record that
-scores 0 is not a result. Expired records, records with invalid metadata and ``summary.md``
-never are.
-
-Tokenisation (what changed from the earlier tool, precisely):
-
-1. The query is lowercased and split on runs of characters that are not letters or numbers
-   (the earlier ``/[^\\p{L}\\p{N}]+/u``; in Python ``[\\W_]+``). Tokens are kept in order,
-   duplicates included. A token without Han characters is one term, exactly as before:
-   Latin queries score exactly as in the earlier tool.
-2. A token containing Han characters (the earlier tool matched it only as one contiguous
-   phrase, so "缓存雪崩预防" found nothing in "缓存雪崩的预防") is expanded, with
-   ``dsh_common.text``, into: the token itself (the exact-phrase match still scores), its
-   ICU word segments of two or more characters (``text.segment_words``; one-character
-   segments such as "的" are dropped: the bigrams already cover them and they would match
-   nearly every Chinese record), and every Han bigram (``text.han_bigrams``). Each distinct
-   expansion is one term scored with the rules above, so a record sharing more of a Chinese
-   phrase ranks higher, and the whole phrase ranks highest.
+Ranking: :mod:`dsh_memory.scoring` (exact phrase and id components, BM25F with corpus
+idf, coverage of the query's words; ties by path). Each result carries its
+``score_components``, which sum to its ``score``. Expired records, records with invalid
+metadata and ``summary.md`` are never results.
 
 The snippet is the body from 40 characters before the first hit of the first query term
-that occurs in the body, to 120 characters after it, whitespace collapsed; the first 160
-characters when no term occurs in the body. The citation is
+(stem or Han bigram) that occurs in the body, to 120 characters after it, whitespace
+collapsed; the first 160 characters when no term occurs in the body. The citation is
 ``[source: <path> · id: <id>]``.
 
 Legacy records (no front matter) are searched too, shown with their deterministic
@@ -42,18 +21,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from dsh_common import text
+from dsh_memory import scoring
 from dsh_memory.errors import SearchInvalidRequestError
 from dsh_memory.records import SCOPES, Record
-from dsh_memory.scoring import is_visible, ranked_matches, score_record
+from dsh_memory.scoring import Match, QueryPlan, is_visible, plan_query
 
 __all__ = [
     "citation",
     "is_visible",
     "matching_records",
+    "plan_query",
     "query_terms",
-    "ranked_matches",
-    "score_record",
     "search",
     "snippet",
 ]
@@ -66,27 +44,12 @@ SNIPPET_BEFORE = 40
 SNIPPET_AFTER = 120
 SNIPPET_FALLBACK = 160
 
-_NOT_LETTER_OR_NUMBER = re.compile(r"[\W_]+")
-_HAN = re.compile("[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _WHITESPACE = re.compile(r"\s+")
 
 
 def query_terms(query: str) -> list[str]:
-    """The terms a query is scored by (see the module docstring for the exact rules)."""
-    terms: list[str] = []
-    for token in _NOT_LETTER_OR_NUMBER.split(query.lower()):
-        if not token:
-            continue
-        if _HAN.search(token) is None:
-            terms.append(token)
-            continue
-        expansion = [token]
-        expansion.extend(
-            segment.lower() for segment in text.segment_words(token) if len(segment) >= 2
-        )
-        expansion.extend(text.han_bigrams(token))
-        terms.extend(dict.fromkeys(expansion))
-    return terms
+    """The texts of the terms a query is ranked by (see :mod:`dsh_memory.scoring`)."""
+    return [term.text for term in plan_query(query).terms]
 
 
 def snippet(body: str, terms: list[str]) -> str:
@@ -108,7 +71,7 @@ def validate_query(query: object, error: type[Exception] = SearchInvalidRequestE
         raise error("query must be a non-blank string")
     if len(query) > MAX_QUERY_CHARS:
         raise error(f"query is longer than {MAX_QUERY_CHARS} characters")
-    if not query_terms(query):
+    if not scoring.normalize(query).strip():
         raise error("query has no letters or numbers to search for")
     return query
 
@@ -137,10 +100,11 @@ def validate_scope(scope: object, error: type[Exception] = SearchInvalidRequestE
     return scope
 
 
-def search_result(record: Record, score: int, terms: list[str]) -> dict[str, Any]:
+def search_result(match: Match, record: Record, terms: list[str]) -> dict[str, Any]:
     return {
         "path": record.path,
-        "score": score,
+        "score": match.score,
+        "score_components": dict(match.components),
         "id": record.id,
         "type": record.type,
         "updated_at": record.updated_at,
@@ -154,12 +118,12 @@ def search_result(record: Record, score: int, terms: list[str]) -> dict[str, Any
 
 def matching_records(
     root: Path,
-    terms: list[str],
+    plan: QueryPlan,
     scope: str,
     *,
     use_index: bool = True,
     now: _dt.datetime | None = None,
-) -> tuple[list[tuple[Record, int]], dict[str, Any]]:
+) -> tuple[list[Match], dict[str, Any]]:
     """All matches in rank order and how they were found (``retrieval``).
 
     Records served by the index are *partial* (path and id only);
@@ -168,7 +132,7 @@ def matching_records(
     from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
 
     instant = now or _dt.datetime.now(_dt.UTC)
-    return search_index.ranked_candidates(root, terms, scope, instant, use_index=use_index)
+    return search_index.ranked_candidates(root, plan, scope, instant, use_index=use_index)
 
 
 def search(
@@ -191,17 +155,18 @@ def search(
     checked_query = validate_query(query)
     checked_limit = validate_limit(limit, DEFAULT_LIMIT)
     checked_scope = validate_scope(scope)
-    terms = query_terms(checked_query)
-    matches, retrieval = matching_records(root, terms, checked_scope, use_index=use_index, now=now)
+    plan = plan_query(checked_query)
+    matches, retrieval = matching_records(root, plan, checked_scope, use_index=use_index, now=now)
     from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
 
     top = matches[:checked_limit]
-    completed = search_index.complete_records(root, [record for record, _score in top])
+    completed = search_index.complete_records(root, [match.record for match in top])
     full = {record.path: record for record in completed}
+    terms = [term.text for term in plan.terms]
     results = [
-        search_result(full[record.path], score, terms)
-        for record, score in top
-        if record.path in full
+        search_result(match, full[match.record.path], terms)
+        for match in top
+        if match.record.path in full
     ]
     return {
         "query": checked_query,

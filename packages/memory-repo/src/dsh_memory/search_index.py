@@ -1,16 +1,16 @@
 """The search index: a derived SQLite FTS5 cache that narrows search candidates.
 
-``.sync/search-index.sqlite`` (0600, git-excluded) holds every record's parsed form (the
-exact :class:`~dsh_memory.records.Record` a scan would build) plus an FTS5 table of its
-*character grams*: every distinct letter/number unigram, bigram and trigram of the record's
-lowercased searchable text, each encoded as an ASCII token (``u4e00``, ``b63x61``,
-``t63x61x63``). A query term (letters and numbers only, see ``search.query_terms``) can only
-be a substring of a record that contains all of the term's trigrams (bigram for two
-characters, unigram for one), so ``OR`` over terms of ``AND`` over a term's grams returns a
-superset of the records that score above zero - for Chinese bigrams as well as Latin words,
-which a word tokenizer or FTS5's trigram tokenizer (no 1-2 character terms) could not
-promise. The search then scores only those candidates with the same code a scan uses, so the
-index changes speed, never results.
+``.sync/search-index.sqlite`` (0600, git-excluded) holds, per record file, its path,
+change signature, validity, id and expiry, its normalised fields and body length
+(:func:`dsh_memory.scoring.record_text`, the text ranking reads), and a contentless FTS5 table
+(``detail=none``, ``ascii`` tokenizer) of its *index tokens*: a folder token, its distinct
+words, Han characters and Han bigrams (:func:`dsh_memory.scoring.index_tokens`). A query term
+matches a record exactly when FTS5 finds its token (a word term as a token prefix), so the
+index gives the exact document frequencies of the query's terms in the scope (``count(*)``
+of ``folder AND term``), the corpus size and average length (SQL aggregates), and the exact
+candidate set; the ranking then runs the very same Python code as a scan, on the same
+fields and statistics. The returned records are then read from their files with the
+scan's loader. The index changes speed, never results.
 
 Freshness: the index stores the payload fingerprint (``records.fingerprint``: every record
 path with its size, mtime, ctime and inode from ``lstat``) and, for payloads of 3,000
@@ -21,9 +21,8 @@ compares. When it differs the index is brought up to date - the old file is copi
 and the copy is renamed over the index (atomic: readers see the old or the new file, never
 a half-written one). A missing index is built the same way.
 
-Scoring: for up to 64 terms SQLite also scores the candidates (the rules of
-``dsh_memory.scoring`` written with ``instr`` over lowercased columns), so only the returned
-records are decoded in Python; with more terms Python scores the candidates.
+Bounds (:mod:`dsh_memory.scoring`): at most 32 distinct query terms, 20,000 searchable
+body characters per record, and candidates gathered from the rarest term on until 5,000.
 
 Degradation: when the index cannot be read (corrupt file, wrong schema, a symlink in its
 place), it is rebuilt; when it cannot be written (no ``.sync``, read-only disk) or SQLite
@@ -35,17 +34,17 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import re
 import sqlite3
 import stat
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from dsh_common import jsonio
-from dsh_memory import frontmatter, payload_state
+from dsh_memory import frontmatter, payload_state, scoring
 from dsh_memory.errors import MemoryRepoError
 from dsh_memory.records import (
     RECORD_FOLDERS,
@@ -56,73 +55,59 @@ from dsh_memory.records import (
     load_record,
     walk_payload,
 )
-from dsh_memory.scoring import is_visible, ranked_matches
+from dsh_memory.scoring import is_visible
 
 INDEX_NAME = "search-index.sqlite"
-INDEX_SCHEMA_VERSION = "6"
+INDEX_SCHEMA_VERSION = "8"
 TMP_PREFIX = ".search-index."
 TMP_SUFFIX = ".tmp"
 GIT_EXCLUDE_ENTRIES = (".sync/search-index.sqlite", ".sync/.search-index.*.tmp")
-#: A term longer than this is narrowed by its first trigrams only (still a superset).
-MAX_GRAMS_PER_TERM = 12
-#: Terms per FTS5 statement; more are run in batches and the row ids united.
-TERMS_PER_STATEMENT = 32
 #: Below this many records walking the payload (~1.5 us per file) is cheaper than the two
 #: git processes of the fast key (~15-20 ms), and it detects every change.
 FAST_KEY_MIN_RECORDS = 3000
 #: Abandoned temporaries older than this are removed by the next rebuild.
 STALE_TMP_SECONDS = 600
 
-_RUN_SPLIT = re.compile(r"[\W_]+")
-
 
 def index_path(root: Path) -> Path:
     return root / ".sync" / INDEX_NAME
 
 
-_ENCODED: dict[str, str] = {}
-_GRAM_TAGS = ("", "u", "b", "t")
+#: The FTS5 token naming a record's folder: ``§`` is never part of a record token (tokens
+#: are letters and numbers), and the ``ascii`` tokenizer keeps non-ASCII characters in tokens.
+FOLDER_MARK = "\u00a7"
 
 
-def _encode(gram: str) -> str:
-    """``u``/``b``/``t`` + the hex code points joined by ``x``: ASCII letters and digits
-    only, so the ``ascii`` tokenizer keeps each gram one token (and the mapping is 1:1)."""
-    token = _ENCODED.get(gram)
-    if token is None:
-        token = _GRAM_TAGS[len(gram)] + "x".join(f"{ord(char):x}" for char in gram)
-        if len(_ENCODED) < 200_000:  # bounded: a few MB of short strings at most
-            _ENCODED[gram] = token
-    return token
+def document_tokens(record: Record, text: scoring.RecordText) -> str:
+    """The FTS5 text of a record: its folder token and its distinct index tokens.
 
-
-def document_grams(searchable_lower: str) -> str:
-    """The record's distinct 1-, 2- and 3-character grams of letters/numbers, encoded.
-
-    The order of the tokens does not matter to FTS5 with ``detail=none`` (only which tokens
-    a row has), which is also all a contentless ``delete`` needs to be given back.
+    Order does not matter to FTS5 with ``detail=none`` (only which tokens a row has), which
+    is also all a contentless ``delete`` needs to be given back.
     """
-    grams: set[str] = set()
-    for run in set(_RUN_SPLIT.split(searchable_lower)):
-        grams.update(run)
-        grams.update([run[start : start + 2] for start in range(len(run) - 1)])
-        grams.update([run[start : start + 3] for start in range(len(run) - 2)])
-    return " ".join(map(_encode, grams))
+    tokens = sorted(scoring.index_tokens(text))
+    return " ".join([FOLDER_MARK + record.folder, *tokens])
 
 
-def term_grams(term: str) -> list[str]:
-    """The grams every record containing ``term`` must have (capped, still a superset)."""
-    if len(term) <= 2:
-        return [_encode(term)]
-    trigrams = dict.fromkeys(term[start : start + 3] for start in range(len(term) - 2))
-    return [_encode(gram) for gram in list(trigrams)[:MAX_GRAMS_PER_TERM]]
+def _term_expression(term: scoring.Term) -> str:
+    # Terms are letters and numbers only (no quote can occur): quoting keeps FTS5 syntax
+    # words such as OR or NOT literal.
+    return f'"{term.text}"*' if term.kind == "prefix" else f'"{term.text}"'
 
 
-def _match_expression(terms: Iterable[str]) -> str:
-    clauses = []
-    for term in dict.fromkeys(terms):
-        grams = " AND ".join(f'"{gram}"' for gram in term_grams(term))
-        clauses.append(f"({grams})")
-    return " OR ".join(clauses)
+def _in_scope(expression: str, folders: tuple[str, ...]) -> str:
+    """``expression`` restricted to rows of ``folders``, by the cheapest FTS5 form.
+
+    Every indexed row has exactly one folder token, so a scope of every folder needs no
+    restriction, and a scope of most folders is "NOT the others" (the shorter doclist).
+    """
+    others = [folder for folder in RECORD_FOLDERS if folder not in folders]
+    if not others:
+        return expression
+    if len(others) < len(folders):
+        excluded = " OR ".join(f'"{FOLDER_MARK}{folder}"' for folder in others)
+        return f"({expression}) NOT ({excluded})"
+    included = " OR ".join(f'"{FOLDER_MARK}{folder}"' for folder in folders)
+    return f"({included}) AND ({expression})"
 
 
 _SCHEMA = """
@@ -136,15 +121,16 @@ CREATE TABLE records (
     record_id TEXT,
     expires_at TEXT,
     expires_on TEXT,
-    s_all TEXT NOT NULL,
-    s_id TEXT NOT NULL,
-    s_type TEXT NOT NULL,
-    s_body TEXT NOT NULL,
-    data TEXT NOT NULL
+    length INTEGER NOT NULL,
+    f_id TEXT NOT NULL,
+    f_tags TEXT NOT NULL,
+    f_type TEXT NOT NULL,
+    f_other TEXT NOT NULL,
+    f_body TEXT NOT NULL
 );
 CREATE INDEX records_folder ON records(folder);
 CREATE INDEX records_order ON records(record_id, path);
-CREATE VIRTUAL TABLE grams USING fts5(g, content='', detail='none', tokenize='ascii');
+CREATE VIRTUAL TABLE terms USING fts5(t, content='', detail='none', tokenize='ascii');
 """
 
 
@@ -163,11 +149,21 @@ def _sync_directory(root: Path) -> Path:
     return sync
 
 
+def readonly_uri(path: Path) -> str:
+    """A ``file:`` URI opening ``path`` read-only.
+
+    The path is percent-encoded: in a URI ``#`` starts a fragment and ``?`` the query, so an
+    unescaped root such as ``/srv/a#b`` would name ``/srv/a`` - SQLite would create an empty
+    database there (read-write with ``?``, because ``mode=ro`` is then lost) and never use
+    the real index.
+    """
+    return f"file:{urllib.parse.quote(path.as_posix())}?mode=ro"
+
+
 @contextlib.contextmanager
 def _connect(path: Path, *, readonly: bool) -> Iterator[sqlite3.Connection]:
     if readonly:
-        uri = f"file:{path.as_posix()}?mode=ro"
-        connection = sqlite3.connect(uri, uri=True, isolation_level=None)
+        connection = sqlite3.connect(readonly_uri(path), uri=True, isolation_level=None)
     else:
         connection = sqlite3.connect(str(path), isolation_level=None)
     try:
@@ -280,13 +276,16 @@ def _copy_into(source: Path, temporary: Path) -> None:
         os.close(source_fd)
 
 
+_EMPTY_TEXT = scoring.RecordText((" ", " ", " ", " ", " "), 0)
+
+
 def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
     for record in records:
-        grams = document_grams(record.searchable().lower()) if record.valid else ""
+        text = scoring.record_text(record) if record.valid else _EMPTY_TEXT
         cursor = connection.execute(
             "INSERT INTO records(path, folder, signature, valid, record_id, expires_at,"
-            " expires_on, s_all, s_id, s_type, s_body, data)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " expires_on, length, f_id, f_tags, f_type, f_other, f_body)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 record.path,
                 record.folder,
@@ -295,16 +294,14 @@ def _insert(connection: sqlite3.Connection, records: Iterable[Record]) -> None:
                 record.id,
                 record.expires_at,
                 frontmatter.expiry_date(record.expires_at),
-                record.searchable().lower(),
-                record.scoring_id().lower(),
-                (record.type or "").lower(),
-                record.body.lower(),
-                jsonio.dumps(record.to_row()),
+                text.length,
+                *text.fields,
             ),
         )
-        if grams:
+        if record.valid:
             connection.execute(
-                "INSERT INTO grams(rowid, g) VALUES (?, ?)", (cursor.lastrowid, grams)
+                "INSERT INTO terms(rowid, t) VALUES (?, ?)",
+                (cursor.lastrowid, document_tokens(record, text)),
             )
 
 
@@ -319,16 +316,19 @@ def _apply_changes(connection: sqlite3.Connection, root: Path, entries: list[Pay
         else:
             stale.append((rowid, path, signature))
     for rowid, path, signature in stale:
-        (data,) = connection.execute(
-            "SELECT data FROM records WHERE rowid = ?", (rowid,)
+        row = connection.execute(
+            "SELECT valid, length, f_id, f_tags, f_type, f_other, f_body FROM records"
+            " WHERE rowid = ?",
+            (rowid,),
         ).fetchone()
-        record = Record.from_row(path, signature, jsonio.loads(data, what="search index row"))
-        # Contentless FTS5: a row is removed by replaying the text it was indexed with, which
-        # the stored record reproduces exactly (and a row indexed with nothing was never added).
-        grams = document_grams(record.searchable().lower()) if record.valid else ""
-        if grams:
+        # Contentless FTS5: a row is removed by replaying the tokens it was indexed with,
+        # which the stored normalised fields reproduce exactly (invalid rows were never added).
+        if row[0]:
+            text = scoring.RecordText(tuple(row[2:]), row[1])
+            record = Record(path=path, signature=signature, valid=True)
             connection.execute(
-                "INSERT INTO grams(grams, rowid, g) VALUES ('delete', ?, ?)", (rowid, grams)
+                "INSERT INTO terms(terms, rowid, t) VALUES ('delete', ?, ?)",
+                (rowid, document_tokens(record, text)),
             )
         connection.execute("DELETE FROM records WHERE rowid = ?", (rowid,))
     loaded = (load_record(root, entry) for entry in wanted.values())
@@ -393,114 +393,73 @@ def _ensure_git_exclude(root: Path) -> None:
         ensure_git_exclude(root, GIT_EXCLUDE_ENTRIES)
 
 
-# Only "?" placeholders are appended to these statements: every value is a bound parameter.
-_CANDIDATES_SQL = (
-    "SELECT records.rowid, path, signature, data FROM grams"
-    " JOIN records ON records.rowid = grams.rowid WHERE grams MATCH ? AND folder IN "
-)
-
-
-def _query_index(path: Path, terms: list[str], folders: tuple[str, ...]) -> list[Record]:
-    unique_terms = list(dict.fromkeys(terms))
-    rowids: set[int] = set()
-    records: list[Record] = []
-    placeholders = ", ".join("?" for _ in folders)
-    with _connect(path, readonly=True) as connection:
-        for start in range(0, len(unique_terms), TERMS_PER_STATEMENT):
-            expression = _match_expression(unique_terms[start : start + TERMS_PER_STATEMENT])
-            rows = connection.execute(_CANDIDATES_SQL + f"({placeholders})", (expression, *folders))
-            for rowid, record_path, signature, data in rows:
-                if rowid in rowids:
-                    continue
-                rowids.add(rowid)
-                row: dict[str, Any] = jsonio.loads(data, what="search index row")
-                records.append(Record.from_row(record_path, signature, row))
-    return records
-
-
 def _scan(root: Path, folders: tuple[str, ...]) -> list[Record]:
     loaded = (load_record(root, entry) for entry in walk_payload(root, folders))
     return [record for record in loaded if record is not None]
 
 
-#: More terms than this are scored in Python over the candidates (SQLite caps expression depth).
-MAX_SQL_TERMS = 64
-
-
-def _score_expression(count: int) -> str:
-    # The scoring rules of dsh_memory.scoring, term by term, evaluated by SQLite: instr() on
-    # the lowercased columns is the same substring test as Python's "in".
-    parts = [
-        f"(CASE WHEN instr(s_all, :t{i}) > 0 THEN 1 + 3 * (instr(s_id, :t{i}) > 0)"
-        f" + 2 * (s_type = :t{i}) + (instr(s_body, :t{i}) > 0) ELSE 0 END)"
-        for i in range(count)
-    ]
-    return " + ".join(parts)
+_ROW_COLUMNS = (
+    "path, signature, record_id, expires_at, length, f_id, f_tags, f_type, f_other, f_body"
+)
 
 
 def _rank_in_index(
-    path: Path, terms: list[str], folders: tuple[str, ...], today: str
-) -> list[tuple[Record, int]]:
-    """Visible matches scored by SQLite, best first, as partial records."""
-    parameters: dict[str, str] = {"today": today}
-    matches = []
-    for batch_start in range(0, len(terms), TERMS_PER_STATEMENT):
-        key = f"m{batch_start}"
-        parameters[key] = _match_expression(terms[batch_start : batch_start + TERMS_PER_STATEMENT])
-        matches.append(f"SELECT rowid FROM grams WHERE grams MATCH :{key}")  # noqa: S608
-    for index, term in enumerate(terms):
-        parameters[f"t{index}"] = term
-    folder_names = []
-    for index, folder in enumerate(folders):
-        parameters[f"f{index}"] = folder
-        folder_names.append(f":f{index}")
-    # Only named placeholders are interpolated below; every value is a bound parameter.
-    sql = (
-        f"SELECT path, signature, record_id, score FROM (SELECT path, signature, record_id,"  # noqa: S608
-        f" {_score_expression(len(terms))} AS score FROM records"
-        f" WHERE rowid IN ({' UNION '.join(matches)})"
-        f" AND folder IN ({', '.join(folder_names)}) AND valid = 1"
-        " AND (expires_on IS NULL OR expires_on > :today))"
-        " WHERE score > 0 ORDER BY score DESC, path ASC"
-    )
+    path: Path, plan: scoring.QueryPlan, scope: str, now: _dt.datetime
+) -> list[scoring.Match]:
+    """The ranking computed from the index: the same statistics and fields a scan uses."""
+    folders = SCOPES[scope]
+    marks = ", ".join("?" for _ in folders)
     with _connect(path, readonly=True) as connection:
-        rows = connection.execute(sql, parameters).fetchall()
-    return [
-        (Record(path=p, signature=sig, valid=True, id=rid, partial=True), score)
-        for p, sig, rid, score in rows
+        count, total = connection.execute(
+            f"SELECT count(*), total(length) FROM records WHERE valid = 1 AND folder IN ({marks})",  # noqa: S608
+            folders,
+        ).fetchone()
+        df: dict[scoring.Term, int] = {}
+        for term in plan.terms:
+            (df[term],) = connection.execute(
+                "SELECT count(*) FROM terms WHERE terms MATCH ?",
+                (_in_scope(_term_expression(term), folders),),
+            ).fetchone()
+        stats = scoring.CorpusStats(count, total / count if count else 0.0, df)
+        gathered = scoring.gathering_terms(plan, df)
+        if not gathered:
+            return []
+        expression = " OR ".join(_term_expression(term) for term in gathered)
+        rows = connection.execute(
+            f"SELECT {_ROW_COLUMNS} FROM records WHERE rowid IN"  # noqa: S608
+            " (SELECT rowid FROM terms WHERE terms MATCH ?)",
+            (_in_scope(expression, folders),),
+        ).fetchall()
+    candidates = [
+        (
+            Record(path=p, signature=sig, valid=True, id=rid, expires_at=exp, partial=True),
+            scoring.RecordText((f_id, f_tags, f_type, f_other, f_body), length),
+        )
+        for p, sig, rid, exp, length, f_id, f_tags, f_type, f_other, f_body in rows
     ]
+    return scoring.rank(candidates, plan, stats, scope, now)
 
 
 def ranked_candidates(
-    root: Path, terms: list[str], scope: str, now: _dt.datetime, *, use_index: bool = True
-) -> tuple[list[tuple[Record, int]], dict[str, Any]]:
-    """Every visible record scoring above zero, best first, and how they were found.
+    root: Path, plan: scoring.QueryPlan, scope: str, now: _dt.datetime, *, use_index: bool = True
+) -> tuple[list[scoring.Match], dict[str, Any]]:
+    """Every visible matching record, best first, and how they were found.
 
-    With a usable index, SQLite narrows by grams and scores; otherwise (or with
-    ``use_index=False``) every file in scope is read and scored in Python. Both give the
-    same list.
+    With a usable index the statistics and candidates come from SQLite; otherwise (or with
+    ``use_index=False``) every file in scope is read. Both give the same list.
     """
     folders = SCOPES[scope]
     if not use_index:
-        scanned = _scan(root, folders)
-        return ranked_matches(scanned, terms, scope, now), {
+        return scoring.ranked_matches(_scan(root, folders), plan, scope, now), {
             "mode": "scan",
             "indexState": "disabled",
         }
-    path = index_path(root)
-    unique_terms = list(dict.fromkeys(terms))
     try:
         state = refresh_index(root)
-        if len(terms) <= MAX_SQL_TERMS:
-            today = now.astimezone(_dt.UTC).date().isoformat()
-            ranked = _rank_in_index(path, terms, folders, today)
-        else:
-            candidates = _query_index(path, unique_terms, folders)
-            ranked = ranked_matches(candidates, terms, scope, now)
+        ranked = _rank_in_index(index_path(root), plan, scope, now)
         return ranked, {"mode": "index", "indexState": state}
     except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
-        scanned = _scan(root, folders)
-        return ranked_matches(scanned, terms, scope, now), {
+        return scoring.ranked_matches(_scan(root, folders), plan, scope, now), {
             "mode": "scan",
             "indexState": "unavailable",
         }
@@ -544,33 +503,20 @@ def _visible_indexed(
 
 
 def complete_records(root: Path, records: list[Record]) -> list[Record]:
-    """Full records (body, tags, provenance) for the partial records the index returned."""
-    partial = [record.path for record in records if record.partial]
-    if not partial:
-        return records
-    full: dict[str, Record] = {}
-    try:
-        with _connect(index_path(root), readonly=True) as connection:
-            for record_path in partial:
-                row = connection.execute(
-                    "SELECT signature, data FROM records WHERE path = ?", (record_path,)
-                ).fetchone()
-                if row is not None:
-                    data = jsonio.loads(row[1], what="search index row")
-                    full[record_path] = Record.from_row(record_path, row[0], data)
-    except (sqlite3.Error, ValueError):
-        full = {}
+    """Full records (body, tags, provenance) for the partial records the index returned.
+
+    They are read from their files with the loader a scan uses (the index keeps only what
+    ranking needs, not a second copy of every body: that halves its size). A record that
+    vanished or stopped being a valid record since the index was checked is dropped.
+    """
     completed = []
     for record in records:
         if not record.partial:
             completed.append(record)
-        elif record.path in full:
-            completed.append(full[record.path])
-        else:
-            # The index changed underneath us: read the file itself.
-            loaded = load_record(root, PayloadEntry(record.path, record.signature))
-            if loaded is not None:
-                completed.append(loaded)
+            continue
+        loaded = load_record(root, PayloadEntry(record.path, record.signature))
+        if loaded is not None and loaded.valid:
+            completed.append(loaded)
     return completed
 
 
