@@ -190,3 +190,26 @@ def test_emit_json_never_crashes_on_undecodable_text() -> None:
     stream = io.StringIO()
     emit_json({"path": os.fsdecode(b"a\xffb")}, stream=stream)
     assert json.loads(stream.getvalue()) == {"path": "a\\xffb"}
+
+
+def test_undecodable_path_option_is_invalid_path_in_both_spellings() -> None:
+    from dsh_common.cli import undecodable_argument
+
+    bad = os.fsdecode(b"/srv/\xffx")
+    for argv in (["--root", bad, "init"], [f"--root={bad}", "init"]):
+        found = undecodable_argument(argv, path_options=("--root",))
+        assert found is not None
+        assert found[0] == "invalid-path"
+        assert "\\xffx" in found[1]
+
+
+def test_undecodable_values_pass_when_the_product_judges_them() -> None:
+    from dsh_common.cli import undecodable_argument
+
+    bad = os.fsdecode(b"q\xff")
+    argv = ["search", "--query", bad]
+    assert undecodable_argument(argv, refuse_values=False) is None
+    assert undecodable_argument(argv) == (
+        "invalid-arguments",
+        "the value of --query is not valid UTF-8: 'q\\xff'",
+    )

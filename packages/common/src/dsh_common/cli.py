@@ -148,6 +148,40 @@ def emit_error(
     return 1
 
 
+def undecodable_argument(
+    arguments: Sequence[str],
+    *,
+    path_options: Collection[str] = (),
+    usage_error_code: str = USAGE_ERROR_CODE,
+    refuse_values: bool = True,
+) -> tuple[str, str] | None:
+    """``(code, message)`` for the first argument holding bytes that were not UTF-8, else None.
+
+    The value of an option in ``path_options`` (``--root X`` or ``--root=X``) is
+    ``invalid-path``; any other such argument is ``usage_error_code`` - unless
+    ``refuse_values`` is false, for a product whose methods judge their own option values
+    (dsh-memory answers ``search-invalid-request`` for a malformed query).
+    """
+    previous = ""
+    for argument in arguments:
+        option, equals, value = argument.partition("=")
+        if equals and option.startswith("--"):
+            name, shown = option, value
+        else:
+            name, shown = (previous if previous.startswith("--") else ""), argument
+        previous = argument
+        if not is_undecodable(argument):
+            continue
+        escaped = escape_undecodable(shown)
+        if name in path_options:
+            return "invalid-path", f"{name} '{escaped}' is not valid UTF-8; nothing was changed."
+        if not refuse_values:
+            continue
+        what = f"the value of {name}" if name else "an argument"
+        return usage_error_code, f"{what} is not valid UTF-8: '{escaped}'"
+    return None
+
+
 def prepare_arguments(
     args: Sequence[str],
     *,
@@ -188,14 +222,16 @@ def run_app(
     global_options: Collection[str] = (),
     version: str | None = None,
     flag_values: Mapping[str, Mapping[str, str]] | None = None,
+    path_options: Collection[str] = (),
+    refuse_undecodable_values: bool = True,
 ) -> int:
     """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
 
     Commands print their own result with :func:`emit_json`. ``DshError`` becomes its code,
     a parser error becomes ``usage_error_code``, anything unexpected ``internal-error`` (with
     the traceback only when ``DSH_DEBUG=1``, for developers). An argument that is not
-    valid UTF-8 is refused with ``usage_error_code`` before any command runs, so it can
-    change nothing: no result of ours could name it faithfully in JSON.
+    valid UTF-8 is refused (see :func:`undecodable_argument`) before any command runs, so it
+    can change nothing: no result of ours could name it faithfully in JSON.
 
     The shared conventions (see the module docstring): ``global_options`` names the
     value-taking options of the app's callback that may also follow the subcommand;
@@ -205,26 +241,22 @@ def run_app(
     """
     raw = list(args) if args is not None else sys.argv[1:]
     _describe_conventions(app, global_options, version is not None)
-    if any(is_undecodable(argument) for argument in raw):
-        arguments = raw  # refused below, before anything is rewritten or run
+    refused = undecodable_argument(
+        raw,
+        path_options=path_options,
+        usage_error_code=usage_error_code,
+        refuse_values=refuse_undecodable_values,
+    )
+    if refused is not None:
         set_output_format("json")
-    else:
-        arguments, chosen = prepare_arguments(
-            raw, global_options=global_options, flag_values=flag_values
-        )
-        set_output_format(chosen or "json")
-        if version is not None and _asks_version(arguments, global_options):
-            emit_json({"name": prog_name, "version": version})
-            return 0
-    for position, argument in enumerate(arguments):
-        if is_undecodable(argument):
-            before = arguments[position - 1] if position else ""
-            what = f"the value of {before}" if before.startswith("--") else "an argument"
-            return emit_error(
-                usage_error_code,
-                f"{what} is not valid UTF-8: '{escape_undecodable(argument)}'",
-                render_error=render_error,
-            )
+        return emit_error(*refused, render_error=render_error)
+    arguments, chosen = prepare_arguments(
+        raw, global_options=global_options, flag_values=flag_values
+    )
+    set_output_format(chosen or "json")
+    if version is not None and _asks_version(arguments, global_options):
+        emit_json({"name": prog_name, "version": version})
+        return 0
     return guarded(
         lambda: app(args=arguments, prog_name=prog_name, standalone_mode=False),
         usage_error_code=usage_error_code,

@@ -14,13 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsh_common.cli import emit_error, emit_json, run_app
+from dsh_common.cli import emit_json, run_app
 
 # The command line's spelling rules live beside the fast path's (no typer there).
 from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
 from dsh_knowledge.cli_results import missing as _missing
 from dsh_knowledge.cli_results import one_query as _one_query
 from dsh_knowledge.cli_results import scope_workspace as _scope_workspace
+
+#: Options whose value is a path: undecodable bytes there are invalid-path.
+PATH_OPTIONS = ("--db", "--repo", "--workspace")
 
 if TYPE_CHECKING:
     from dsh_knowledge.repository import KnowledgeRepository
@@ -603,12 +606,17 @@ def hook_command(
 def main() -> None:
     """Console-script entry point."""
     from dsh_knowledge import __version__
-    from dsh_knowledge._argv import undecodable_argument
 
-    undecodable = undecodable_argument(sys.argv[1:])
-    if undecodable is not None:  # refused before anything is opened (issue 8, point 12)
-        sys.exit(emit_error(*undecodable))
-    sys.exit(run_app(app, prog_name="dsh-knowledge", global_options=("--db",), version=__version__))
+    # Undecodable arguments are refused before anything is opened (issue 8, point 12).
+    sys.exit(
+        run_app(
+            app,
+            prog_name="dsh-knowledge",
+            path_options=PATH_OPTIONS,
+            global_options=("--db",),
+            version=__version__,
+        )
+    )
 
 
 if __name__ == "__main__":

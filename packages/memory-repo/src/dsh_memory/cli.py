@@ -280,6 +280,8 @@ def ui_command(
 def main() -> None:
     from dsh_memory import __version__
 
+    # --root is refused as invalid-path before anything is created; other option values reach
+    # the method, which answers its own *-invalid-request code.
     sys.exit(
         run_app(
             app,
@@ -291,6 +293,8 @@ def main() -> None:
                 "migrate-legacy": {"--dry-run": "--apply"},
                 "set-enabled": {"--enabled": "--disabled"},
             },
+            path_options=("--root",),
+            refuse_undecodable_values=False,
         )
     )
 
