@@ -181,6 +181,8 @@ def test_summary_of_envelopes_lists_and_errors() -> None:
     ]  # fmt: skip
     assert render_summary({"ok": False, "error": {"code": "c", "message": "m"}}) == "error c: m\n"
     assert render_summary([1, 2]) == "items: 2\n  - 1\n  - 2\n"
+    wrapped = render_summary({"results": [{"knowledge": {"id": "k1", "content": "c"}, "score": 3}]})
+    assert wrapped == "results: 1\n  - score=3 knowledge.id=k1 knowledge.content=c\n"
     long = render_summary({"content": "word " * 200})
     assert len(long) <= 2 * 100 + len("content: ") + 1 and long.endswith("…\n")
 

@@ -16,7 +16,7 @@ LINE_WIDTH = 100
 
 # Fields that identify an item best come first in its one-line form.
 _PREFERRED = (
-    "id", "title", "name", "path", "type", "status", "score", "code", "message", "content",
+    "id", "title", "name", "path", "content", "status", "type", "score", "code", "message",
 )  # fmt: skip
 _ENVELOPE_KEYS = ("value", "data", "result")
 
@@ -43,8 +43,15 @@ def one_line(value: Any, width: int = LINE_WIDTH) -> str:
         parts = []
         for key in keys:
             item = value[key]
-            if isinstance(item, dict | list):
-                parts.append(f"{key}=[{len(item)}]" if isinstance(item, list) else f"{key}={{…}}")
+            if isinstance(item, list):
+                parts.append(f"{key}=[{len(item)}]")
+            elif isinstance(item, dict):
+                # A wrapped object ({"knowledge": {...}, "score": 3}): its identifying fields.
+                inner = [
+                    k for k in _PREFERRED if k in item and not isinstance(item[k], dict | list)
+                ]
+                shown = [f"{key}.{k}={_scalar(item[k])}" for k in inner[:2]]
+                parts.extend(shown or [f"{key}={{…}}"])
             else:
                 parts.append(f"{key}={_scalar(item)}")
         return _cut(" ".join(parts), width)
