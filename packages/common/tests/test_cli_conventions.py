@@ -157,6 +157,14 @@ def test_flag_spellings_of_a_value_option(app_script: Path) -> None:
     assert json.loads(done.stdout) == {"dryRun": True}
 
 
+def test_a_subcommand_may_keep_its_own_option_of_the_same_name() -> None:
+    args = ["--root", "/a", "import", "--root", "/new", "--bundle", "b"]
+    kept = hoist_global_options(args, {"--root"}, {"import": ("--root",)})
+    assert kept == args
+    moved = hoist_global_options(["status", "--root", "/a"], {"--root"}, {"import": ("--root",)})
+    assert moved == ["--root", "/a", "status"]
+
+
 def test_hoisting_leaves_data_after_double_dash_alone() -> None:
     args = ["status", "--limit", "3", "--", "--root", "x"]
     assert hoist_global_options(args, {"--root"}) == args

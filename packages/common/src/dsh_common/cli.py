@@ -187,6 +187,7 @@ def prepare_arguments(
     *,
     global_options: Collection[str] = (),
     flag_values: Mapping[str, Mapping[str, str]] | None = None,
+    local_options: Mapping[str, Collection[str]] | None = None,
 ) -> tuple[list[str], str | None]:
     """The argv rewrites of :func:`run_app`, exposed for launchers' fast paths.
 
@@ -202,7 +203,7 @@ def prepare_arguments(
     )
 
     arguments, chosen = take_format(args)
-    arguments = hoist_global_options(arguments, global_options)
+    arguments = hoist_global_options(arguments, global_options, local_options)
     if flag_values:
         arguments = expand_flag_values(arguments, flag_values, global_options)
     if subcommand_index(arguments, global_options) is None and not any(
@@ -222,6 +223,7 @@ def run_app(
     global_options: Collection[str] = (),
     version: str | None = None,
     flag_values: Mapping[str, Mapping[str, str]] | None = None,
+    local_options: Mapping[str, Collection[str]] | None = None,
     path_options: Collection[str] = (),
     refuse_undecodable_values: bool = True,
 ) -> int:
@@ -236,8 +238,9 @@ def run_app(
     The shared conventions (see the module docstring): ``global_options`` names the
     value-taking options of the app's callback that may also follow the subcommand;
     ``version`` enables ``--version``; ``flag_values`` maps a subcommand to
-    ``{"--dry-run": "--apply"}`` for options that take ``true|false``. ``--format
-    text|json`` and help for the bare command are always on.
+    ``{"--dry-run": "--apply"}`` for options that take ``true|false``; ``local_options``
+    maps a subcommand to the global option names it defines itself (left in place after
+    it). ``--format text|json`` and help for the bare command are always on.
     """
     raw = list(args) if args is not None else sys.argv[1:]
     _describe_conventions(app, global_options, version is not None)
@@ -251,7 +254,7 @@ def run_app(
         set_output_format("json")
         return emit_error(*refused, render_error=render_error)
     arguments, chosen = prepare_arguments(
-        raw, global_options=global_options, flag_values=flag_values
+        raw, global_options=global_options, flag_values=flag_values, local_options=local_options
     )
     set_output_format(chosen or "json")
     if version is not None and _asks_version(arguments, global_options):

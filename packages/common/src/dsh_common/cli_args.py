@@ -25,15 +25,24 @@ def _name(arg: str) -> str:
     return arg.split("=", 1)[0] if arg.startswith("--") else arg
 
 
-def hoist_global_options(args: Sequence[str], options: Collection[str]) -> list[str]:
+def hoist_global_options(
+    args: Sequence[str],
+    options: Collection[str],
+    local_options: Mapping[str, Collection[str]] | None = None,
+) -> list[str]:
     """``args`` with every occurrence of the value-taking ``options`` moved to the front.
 
     Relative order is kept (a repeated option: the last one still wins in Click), and so is
     everything else. An option written last without its value is moved as is, so the
-    parser still reports the missing value in its own words.
+    parser still reports the missing value in its own words. ``local_options`` names, per
+    subcommand, options of the same name that the subcommand defines itself (``import
+    --root NEW``): after that subcommand they stay where they are.
     """
     if not options:
         return list(args)
+    where = subcommand_index(args, options)
+    command = args[where] if where is not None else None
+    keep = (local_options or {}).get(command or "", ())
     front: list[str] = []
     rest: list[str] = []
     index = 0
@@ -42,7 +51,9 @@ def hoist_global_options(args: Sequence[str], options: Collection[str]) -> list[
         if arg == "--":
             rest.extend(args[index:])
             break
-        if _name(arg) in options:
+        if _name(arg) in options and not (
+            where is not None and index > where and _name(arg) in keep
+        ):
             if "=" in arg or index + 1 >= len(args):
                 front.append(arg)
                 index += 1

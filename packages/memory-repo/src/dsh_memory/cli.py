@@ -288,6 +288,8 @@ def main() -> None:
             prog_name="dsh-memory",
             render_error=render_error,
             global_options=("--root",),
+            # `import --root NEW` names the root to create, not the one to use.
+            local_options={"import": ("--root",)},
             version=__version__,
             flag_values={
                 "migrate-legacy": {"--dry-run": "--apply"},
