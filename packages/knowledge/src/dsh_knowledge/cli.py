@@ -614,6 +614,8 @@ def main() -> None:
             prog_name="dsh-knowledge",
             path_options=PATH_OPTIONS,
             global_options=("--db",),
+            # These pass their own --db on to the hook or the MCP server.
+            local_options={"hook": ("--db",), "mcp": ("--db",)},
             version=__version__,
         )
     )
