@@ -39,6 +39,7 @@ EXTRA_CODES = {
     "usage-busy",
     "runs-invalid-request",
     "init-failed",
+    "invalid-path",
     "invalid-metadata",
     "invalid-schema-version",
     "invalid-id",

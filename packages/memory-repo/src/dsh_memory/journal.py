@@ -9,6 +9,7 @@ is why a journal commit after a run does not block rolling that run back.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import re
@@ -25,12 +26,13 @@ from dsh_common.io import read_bounded
 from dsh_common.jsonio import dumps
 from dsh_memory import fsops
 from dsh_memory.errors import CommitFailedError
-from dsh_memory.root import RUNS_DIR
+from dsh_memory.root import RUNS_DIR, escape_name
 from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
 
 SCHEMA_VERSION = 1
 LAST_RUN_FILE = ".sync/last-run.json"
-MAX_RECORD_BYTES = 1024 * 1024
+#: A clear of 100,000 files journals 100,000 changed paths (~3 MB): read up to 32 MiB.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9A-Za-z][0-9A-Za-z_.-]{0,80}$")
 PHASES = ("staging", "validating", "applying", "finalizing", "complete")
 
@@ -94,7 +96,7 @@ def make_record(
     staging_digest: str | None = None,
 ) -> dict[str, Any]:
     """A journal record with every field of the earlier tool's format, in its order."""
-    paths = sorted(changed_paths)
+    paths = sorted(escape_name(path) for path in changed_paths)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -124,6 +126,9 @@ def last_run_subset(record: Mapping[str, Any]) -> dict[str, Any]:
 def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
     """Write the run record and last-run.json, and commit only those two files.
 
+    The files are written to the work tree *first*: a writer killed before the journal
+    commit still leaves a readable record naming the run's commits (``rollback`` reads
+    records from the work tree), and the commit then only makes it part of history.
     Returns the journal commit. Raises CommitFailedError when the commit cannot be made.
     """
     run_id = str(record["run_id"])
@@ -132,6 +137,8 @@ def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
         LAST_RUN_FILE: (dumps(last_run_subset(record)) + "\n").encode("utf-8"),
     }
     try:
+        for path, data in files.items():
+            fsops.replace_file(tx.root, path, data, mode=0o600)
         head = tx.require_head()
         paths = sorted(files)
         oids = tx.write_blobs([files[path] for path in paths])
@@ -140,11 +147,13 @@ def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
         }
         tree = tx.build_tree(head, changes)
         commit = tx.commit_tree(tree, [head], f"DPSK memory journal: {run_id}")
-    except DshError as exc:
+    except (DshError, OSError) as exc:
         raise CommitFailedError(f"journal commit failed: {exc}") from exc
-    tx.advance_head(commit, head, paths)
-    for path in paths:
-        fsops.replace_file(tx.root, path, files[path], mode=0o600)
+    tx.move_head(commit, head)
+    # The journal is in history now. A live-index refresh that fails leaves only the two
+    # ``.sync`` entries stale (never payload): not worth reporting the journal as failed.
+    with contextlib.suppress(CommitFailedError):
+        tx.sync_live_index(commit, paths)
     return commit
 
 

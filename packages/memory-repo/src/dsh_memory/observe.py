@@ -14,8 +14,8 @@ from dsh_common.git import GitRunner
 from dsh_memory import journal
 from dsh_memory.errors import MigrationFailedError, RunsInvalidRequestError
 from dsh_memory.frontmatter import SCHEMA_VERSION
-from dsh_memory.oplock import read_active_run, read_operation_lock
-from dsh_memory.payload import metadata_summary, scan_payload
+from dsh_memory.oplock import dead_lock_message, read_active_run, read_operation_lock
+from dsh_memory.payload import metadata_summary, scan_payload, skipped_names
 from dsh_memory.previews import pending_previews
 from dsh_memory.root import Layout, inspect_layout
 from dsh_memory.transactions import GitTransactions
@@ -87,11 +87,23 @@ def health(root: Path) -> dict[str, Any]:
     if last_run is not None and last_run.get("status") == "interrupted":
         interrupted = last_run
     previews = pending_previews(root)
+    lock = read_operation_lock(root)
+    # A lock whose holder died, with no run left to say what it was doing, blocks every
+    # writer until it is removed (or six hours pass): that is a recovery to do, not health.
+    dead_lock = lock is not None and not lock["active"]
+    head_ahead = head_ahead_of_journal(tx)
+    # A writer killed while it held index.lock leaves it behind; git and every writer refuse
+    # to touch the index until it is gone.
+    index_lock = tx.git_dir() / "index.lock"
+    index_locked = index_lock.exists()
     needs_recovery = (
         payload_dirty
         or (active is not None and active.get("state") == "interrupted")
         or interrupted is not None
         or not journal_readable
+        or dead_lock
+        or head_ahead
+        or index_locked
     )
     return {
         "memoryRoot": str(root),
@@ -99,14 +111,78 @@ def health(root: Path) -> dict[str, Any]:
         "gitAvailable": git_available,
         "dataFileCount": len(scan.data_files),
         "payloadDirty": payload_dirty,
-        "operationLock": read_operation_lock(root),
+        "operationLock": lock,
         "activeRun": active,
         "interruptedRun": interrupted,
         "pendingPreview": previews[0] if previews else None,
         "pendingPreviewCount": len(previews),
         "journalReadable": journal_readable,
         "needsManualRecovery": needs_recovery,
+        "headAheadOfJournal": head_ahead,
+        "recoverySteps": [
+            *_recovery_steps(root, lock, active, payload_dirty, head_ahead),
+            *(
+                [
+                    f"{index_lock} exists: if no git process is running in the memory"
+                    " repository, delete it"
+                ]
+                if index_locked
+                else []
+            ),
+        ],
     }
+
+
+#: Subjects of the commits that change the payload; each is followed by a journal commit.
+_PAYLOAD_COMMIT_SUBJECTS = (
+    "DPSK memory sync applied:",
+    "DPSK memory cleared",
+    "DPSK memory rollback:",
+    "DPSK memory recovery checkpoint",
+)
+
+
+def head_ahead_of_journal(tx: GitTransactions) -> bool:
+    """HEAD is a payload commit no journal commit followed: a writer died (or its journal
+    commit failed) after moving HEAD, so the journal does not describe what HEAD holds."""
+    try:
+        subject = tx.git.run(["log", "-1", "--no-show-signature", "--format=%s", "HEAD"],
+                             check=False).text.strip()  # fmt: skip
+    except DshError:
+        return False
+    return subject.startswith(_PAYLOAD_COMMIT_SUBJECTS)
+
+
+def _recovery_steps(
+    root: Path,
+    lock: dict[str, Any] | None,
+    active: dict[str, Any] | None,
+    payload_dirty: bool,
+    head_ahead: bool,
+) -> list[str]:
+    """Exact steps for each recovery ``health()`` found, in the order to take them."""
+    steps: list[str] = []
+    if active is not None and active.get("state") == "interrupted":
+        steps.append(
+            f"run {active.get('run_id')!s} was interrupted (pid {active.get('pid')!s} is gone):"
+            " inspect its commits with `dsh-memory runs` (a writer journals it on its next"
+            " attempt), then delete "
+            f"{root / '.sync/active-run.json'} and {root / '.sync/operation.lock'}"
+        )
+    elif lock is not None and not lock["active"]:
+        steps.append(dead_lock_message(root, lock))
+    if head_ahead:
+        steps.append(
+            "HEAD holds a memory change no journal record follows: once the run is journaled"
+            " as interrupted it can be undone with `dsh-memory rollback --run-id <run>"
+            " --confirmation ROLLBACK_MEMORY`"
+        )
+    if payload_dirty:
+        steps.append(
+            "the payload has uncommitted changes: `dsh-memory status` counts them; commit or"
+            " discard them with git in the memory repository"
+        )
+    return steps
 
 
 def _optional_filter(value: object, name: str) -> str | None:
@@ -145,11 +221,16 @@ def list_runs(layout: Layout, limit: object, operation: object, run_status: obje
 def legacy_records(layout: Layout) -> dict[str, Any]:
     """``memory.legacyRecords()``: metadata of records without front matter, by path."""
     try:
-        legacy = scan_payload(layout.root).legacy
+        scan = scan_payload(layout.root)
     except OSError as exc:
         raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
-    return {
+    legacy = scan.legacy
+    result: dict[str, Any] = {
         "count": len(legacy),
         "pendingMigration": bool(legacy),
         "records": [record.describe() for record in legacy],
     }
+    skipped = skipped_names(scan)
+    if skipped:
+        result["skippedPaths"] = skipped  # names that are not UTF-8, escaped
+    return result

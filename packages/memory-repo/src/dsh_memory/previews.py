@@ -30,9 +30,9 @@ def _parse_time(value: object) -> _dt.datetime | None:
         return None
     try:
         parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC)
+    except (ValueError, OverflowError):
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC)
 
 
 def _iso(moment: _dt.datetime) -> str:
@@ -49,10 +49,15 @@ def _describe(directory: Path, preview_id: str) -> dict[str, Any] | None:
         if isinstance(data, dict):
             manifest = data
             break
-    created = _parse_time(manifest.get("created_at")) or _dt.datetime.strptime(
-        preview_id[:16], "%Y%m%dT%H%M%SZ"
-    ).replace(tzinfo=_dt.UTC)
-    expires = _parse_time(manifest.get("expires_at")) or created + PREVIEW_TTL
+    try:
+        created = _parse_time(manifest.get("created_at")) or _dt.datetime.strptime(
+            preview_id[:16], "%Y%m%dT%H%M%SZ"
+        ).replace(tzinfo=_dt.UTC)
+        expires = _parse_time(manifest.get("expires_at")) or created + PREVIEW_TTL
+    except (ValueError, OverflowError):
+        # An impossible date in the id (month 13) or a created_at whose expiry is past
+        # year 9999: not a preview anyone can apply, so not a pending one either.
+        return None
     candidates = manifest.get("candidate_sessions")
     changed = manifest.get("changed_paths")
     return {
