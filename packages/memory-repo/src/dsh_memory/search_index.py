@@ -209,33 +209,41 @@ def _is_fresh(root: Path, meta: dict[str, str] | None) -> bool:
         return False
     stored_key = meta.get("stat_key")
     if stored_key and int(meta.get("record_count", "0")) >= FAST_KEY_MIN_RECORDS:
-        directories = jsonio.loads(meta.get("directories", "[]"), what="index directories")
-        paths = jsonio.loads(meta.get("paths", "[]"), what="index paths")
-        return stat_key(root, directories, paths) == stored_key
+        groups = jsonio.loads(meta.get("stat_groups", "[]"), what="index stat groups")
+        return stat_key(root, groups) == stored_key
     return meta.get("fingerprint") == fingerprint(walk_payload(root, RECORD_FOLDERS))
 
 
-def stat_key(root: Path, directories: Iterable[str], paths: Iterable[str]) -> str:
-    """A digest of ``lstat`` of every payload directory and every indexed record file.
-
-    No git process and no file read, so no filter ever runs. A record edited in place
-    changes its file's size, mtime or ctime (ctime cannot be set back by user space); a
-    record added, removed, renamed or replaced by a link changes its directory's mtime and
-    ctime; a new sub-directory changes its parent's. Like git's own racy-entry rule, a
-    change within the same timestamp tick as the snapshot that keeps the size is the one
-    case this cannot see; the build confirms its snapshot with a second walk. The paths
-    themselves come from the stored meta, so only their stat values are digested.
-    """
-    values = array.array("q")
-    # Each file is stat'ed relative to its open directory (one path component to resolve,
-    # not the whole root path): this loop runs over every record on every search.
+def stat_groups(directories: Iterable[str], paths: Iterable[str]) -> list[list[Any]]:
+    """``[[folder, [names...]], ...]``: the payload directories (under ``""``, relative to the
+    root), then each indexed record grouped by its folder - what :func:`stat_key` stats."""
     groups: dict[str, list[str]] = {"": list(directories)}
     for relative in paths:
         directory, _slash, name = relative.rpartition("/")
         groups.setdefault(directory, []).append(name)
+    return [[directory, names] for directory, names in groups.items()]
+
+
+def stat_key(root: Path, groups: list[list[Any]]) -> str:
+    """A digest of ``lstat`` of every payload directory and every indexed record file.
+
+    No git process and no file read, so no filter ever runs. A record edited in place
+    changes its file's ctime; a record added, removed, renamed or replaced by a link changes
+    its directory's; a new sub-directory changes its parent's. Like git's own racy-entry
+    rule, a change within the same timestamp tick as the snapshot is the one case this
+    cannot see; the build confirms its snapshot with a second walk. The paths
+    themselves come from the stored meta, so only their stat values are digested: the
+    inode and the ctime, which the kernel sets on every write, truncation, chmod, link or
+    rename of the file (user space cannot set it back, as it can the mtime).
+    """
+    values = array.array("q")
+    stat_at = os.stat
+    # Each file is stat'ed relative to its open directory (one path component to resolve,
+    # not the whole root path), with the groups stored ready-made in the index meta: this
+    # loop runs over every record on every search.
     root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        for directory, names in groups.items():
+        for directory, names in groups:
             try:
                 fd = (
                     os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
@@ -248,19 +256,11 @@ def stat_key(root: Path, directories: Iterable[str], paths: Iterable[str]) -> st
             try:
                 for name in names:
                     try:
-                        info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                        info = stat_at(name, dir_fd=fd, follow_symlinks=False)
                     except OSError:
                         values.append(-1)
                         continue
-                    values.extend(
-                        (
-                            info.st_mode,
-                            info.st_size,
-                            info.st_mtime_ns,
-                            info.st_ctime_ns,
-                            info.st_ino,
-                        )
-                    )
+                    values.extend((info.st_ctime_ns, info.st_ino))
             finally:
                 os.close(fd)
     finally:
@@ -280,14 +280,14 @@ def _payload_snapshot(root: Path) -> tuple[list[PayloadEntry], dict[str, str]]:
     if len(entries) < FAST_KEY_MIN_RECORDS:
         return entries, meta
     for _attempt in range(3):
-        directories = payload_state.payload_directories(root)
-        paths = [entry.path for entry in entries]
-        key = stat_key(root, directories, paths)
+        groups = stat_groups(
+            payload_state.payload_directories(root), [entry.path for entry in entries]
+        )
+        key = stat_key(root, groups)
         again = walk_payload(root, RECORD_FOLDERS)
         if fingerprint(again) == meta["fingerprint"]:
             meta["stat_key"] = key
-            meta["directories"] = jsonio.dumps(directories)
-            meta["paths"] = jsonio.dumps(paths)
+            meta["stat_groups"] = jsonio.dumps(groups)
             return entries, meta
         entries = again
         meta = {"fingerprint": fingerprint(entries), "record_count": str(len(entries))}
