@@ -163,7 +163,7 @@ def plan_query(query: str) -> QueryPlan:
 
 
 class RecordText:
-    """A record's normalised fields (id, tags, type, provenance, body) and body length."""
+    """A record's normalised fields (id, tags, type, provenance, body), BM25 length."""
 
     __slots__ = ("fields", "head", "length")
 

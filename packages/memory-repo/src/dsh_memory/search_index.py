@@ -1,7 +1,7 @@
 """The search index: a derived SQLite FTS5 cache that narrows search candidates.
 
 ``.sync/search-index.sqlite`` (0600, git-excluded) holds, per record file, its path,
-change signature, validity, id and expiry, its normalised fields and body length
+change signature, validity, id and expiry, its normalised fields and BM25 length
 (:func:`dsh_memory.scoring.record_text`, the text ranking reads), and a contentless FTS5 table
 (``detail=none``, ``ascii`` tokenizer) of its *index tokens*: a folder token, its distinct
 words, Han characters and Han bigrams (:func:`dsh_memory.scoring.index_tokens`). A query term
