@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,13 @@ def test_stat_key_changes_with_a_directory_and_is_stable_otherwise(large: Path) 
     between = search_index.stat_key(large, groups)
     os.chmod(large / "handbook/n0.md", 0o600)
     assert search_index.stat_key(large, groups) != between
+
+
+def test_a_damaged_stat_key_row_rebuilds_the_index(large: Path) -> None:
+    search(large, "filler")
+    with sqlite3.connect(search_index.index_path(large)) as connection:
+        connection.execute("UPDATE meta SET value = '[[1, 2]]' WHERE key = 'stat_groups'")
+    connection.close()
+    value = search(large, "filler")
+    assert value["retrieval"] == {"mode": "index", "indexState": "rebuilt"}
+    assert search(large, "filler")["retrieval"]["indexState"] == "fresh"

