@@ -229,8 +229,11 @@ def _mean(reports: list[dict[str, Any]]) -> dict[str, Any]:
     for name in ("dsh-memory", "previous", "grep", "bm25"):
         mean[name] = {
             group: {
-                key: sum(report[name][group][key] for report in reports) / len(reports)
-                for key in ("n", "top1", "top3", "mrr")
+                "n": reports[0][name][group]["n"],
+                **{
+                    key: sum(report[name][group][key] for report in reports) / len(reports)
+                    for key in ("top1", "top3", "mrr")
+                },
             }
             for group in ("all", "en", "zh")
         }
