@@ -17,17 +17,41 @@ endif
 
 PYTEST_WORKERS ?= auto
 
-.PHONY: help setup demo test check fmt lint types bench clean
+# Third-party wheels (for this interpreter and platform) that the offline install test needs:
+# filled once by `make setup` while the index is reachable; `make test` then needs no network.
+WHEELHOUSE := $(CURDIR)/.wheelhouse
+
+.PHONY: help setup wheelhouse dist demo test check fmt lint types bench clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv
 
-setup: $(UV)  ## create .venv with every package and the dev tools
+setup: $(UV)  ## create .venv with every package and the dev tools (and the .wheelhouse)
 	$(UV) sync --all-packages --all-extras --locked
+	@$(MAKE) --no-print-directory wheelhouse
+
+wheelhouse: $(WHEELHOUSE)/.done  ## download the third-party wheels the offline install test uses
+
+# Redone only when the lock changes. pip comes from the interpreter's own bundled copy
+# (ensurepip), so nothing but the wheels themselves is fetched.
+$(WHEELHOUSE)/.done: uv.lock
+	rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
+	$(UV) export --frozen --quiet --all-packages --no-dev --no-hashes --no-emit-workspace \
+		--format requirements-txt -o $(WHEELHOUSE)/requirements.txt
+	.venv/bin/python -m venv $(WHEELHOUSE)/pip-venv
+	$(WHEELHOUSE)/pip-venv/bin/python -m pip download --quiet --disable-pip-version-check \
+		--only-binary :all: -d $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.txt hatchling
+	rm -rf $(WHEELHOUSE)/pip-venv
+	touch $@
+
+dist: setup  ## build every wheel and sdist into dist/
+	rm -rf dist
+	$(UV) build --all-packages --no-index --find-links $(WHEELHOUSE) --out-dir dist
+	@ls -1 dist
 
 demo: setup  ## run the demo of the main job
 	$(UV) run --frozen python scripts/demo.py
@@ -39,11 +63,11 @@ fmt: setup  ## format the code in place
 	$(UV) run --frozen ruff format .
 	$(UV) run --frozen ruff check --fix .
 
-lint: setup
+lint: setup  ## format check and linter
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen ruff check .
 
-types: setup
+types: setup  ## strict type check (mypy)
 	$(UV) run --frozen mypy packages/*/src
 
 check: lint types test  ## format check, lint, strict types, tests
@@ -51,5 +75,5 @@ check: lint types test  ## format check, lint, strict types, tests
 bench: setup  ## run every package's benchmarks
 	@for script in packages/*/bench/bench_*.py bench/bench_*.py; do echo "== $$script"; $(UV) run --frozen python "$$script" || exit 1; done
 
-clean:
-	rm -rf .venv .tools .pytest_cache .mypy_cache .ruff_cache dist build
+clean:  ## remove every generated file and environment
+	rm -rf .venv .tools .wheelhouse .pytest_cache .mypy_cache .ruff_cache dist build

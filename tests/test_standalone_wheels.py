@@ -1,9 +1,13 @@
-"""Each distribution stands alone: built as a wheel, installed into a fresh virtual
-environment with nothing else from the workspace, imported, and its command run.
+"""Each distribution installs the way its README says, into a fresh environment, offline.
 
-The products depend on dsh-common by version range, so each is installed together with
-the dsh-common wheel built from this same checkout (and their third-party dependencies
-from the package index), never with the workspace's editable installs.
+``make dist`` builds every wheel and sdist into ``dist/``; a README then says
+``pip install --find-links dist dsh-compound`` (the index release is pending) or
+``uv tool install ./packages/compound``. These tests do exactly that with nothing from the
+workspace's environment: a new ``python -m venv`` (its pip is the interpreter's bundled
+copy), the distributions built from this checkout, and the third-party wheels that
+``make setup`` downloaded into ``.wheelhouse/``. pip runs with ``--no-index``, uv with
+``--offline --no-index`` and an empty cache, so a test that needed the network would fail
+rather than quietly use it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = sorted(p.parent for p in (ROOT / "packages").glob("*/pyproject.toml"))
+WHEELHOUSE = ROOT / ".wheelhouse"
 
 
 def _uv() -> str:
@@ -36,91 +41,178 @@ def _metadata(package_dir: Path) -> dict[str, object]:
     return project
 
 
-def _clean_env() -> dict[str, str]:
-    # Nothing from the workspace's environment may leak into the fresh one.
-    return {
+def _clean_env(tmp_path: Path) -> dict[str, str]:
+    # Nothing from the workspace's environment or the user's pip/uv configuration may leak
+    # into the fresh one: no extra index, no find-links, no cache shared with pip.
+    env = {
         k: v
         for k, v in os.environ.items()
         if k not in {"VIRTUAL_ENV", "PYTHONPATH", "UV_PROJECT_ENVIRONMENT"}
+        and not k.startswith(("PIP_", "UV_INDEX", "UV_EXTRA_INDEX", "UV_FIND_LINKS"))
     }
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_NO_CACHE_DIR"] = "1"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["UV_OFFLINE"] = "1"
+    env["UV_CACHE_DIR"] = str(tmp_path / "uv-cache")  # an empty cache: nothing pre-fetched
+    env["HOME"] = str(tmp_path / "home")
+    env["DSH_HOME"] = str(tmp_path / "home" / ".dsh")
+    return env
 
 
 @pytest.fixture(scope="session")
-def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (WHEELHOUSE / ".done").is_file():
+        pytest.fail("the offline wheelhouse is missing: run `make setup` once (needs the index)")
     out = tmp_path_factory.mktemp("dist")
-    built: dict[str, Path] = {}
-    for package_dir in PACKAGES:
-        name = str(_metadata(package_dir)["name"])
-        subprocess.run(
-            [_uv(), "build", "--wheel", "--out-dir", str(out), str(package_dir)],
-            check=True,
-            capture_output=True,
-            env=_clean_env(),
-            timeout=600,
-        )
-        (wheel,) = out.glob(f"{name.replace('-', '_')}-*.whl")
-        built[name] = wheel
-    return built
-
-
-@pytest.mark.parametrize("package_dir", PACKAGES, ids=lambda p: p.name)
-def test_distribution_installs_and_runs_alone(
-    package_dir: Path, wheels: dict[str, Path], tmp_path: Path
-) -> None:
-    project = _metadata(package_dir)
-    name = str(project["name"])
-    venv = tmp_path / "venv"
-    env = _clean_env()
+    env = _clean_env(out)
+    # What `make dist` runs.
     subprocess.run(
-        [_uv(), "venv", "--quiet", "--python", sys.executable, str(venv)],
+        [
+            _uv(),
+            "build",
+            "--all-packages",
+            "--no-index",
+            "--find-links",
+            str(WHEELHOUSE),
+            "--out-dir",
+            str(out),
+        ],
         check=True,
+        capture_output=True,
         env=env,
-        timeout=300,
-    )
-    python = venv / "bin" / "python"
-    to_install = {str(wheels[name]), str(wheels["dsh-common"])}
-    subprocess.run(
-        [_uv(), "pip", "install", "--quiet", "--python", str(python), *sorted(to_install)],
-        check=True,
-        env=env,
+        cwd=ROOT,
         timeout=600,
     )
-    module = name.replace("-", "_")
+    return out
+
+
+def _fresh_venv(tmp_path: Path, env: dict[str, str]) -> Path:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, env=env, timeout=300)
+    return venv
+
+
+def _pip_install(venv: Path, env: dict[str, str], dist: Path, *args: str) -> None:
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index",
+         "--find-links", str(dist), "--find-links", str(WHEELHOUSE), *args],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+def _check_installed(venv: Path, env: dict[str, str], package_dir: Path, cwd: Path) -> None:
+    project = _metadata(package_dir)
+    name = str(project["name"])
+    python = venv / "bin" / "python"
     probe = (
         "import importlib, json, sys; m = importlib.import_module(sys.argv[1]);"
         "print(json.dumps({'file': m.__file__, 'version': getattr(m, '__version__', None)}))"
     )
     done = subprocess.run(
-        [str(python), "-c", probe, module],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=120,
-    )
+        [str(python), "-c", probe, name.replace("-", "_")],
+        check=True, capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+    )  # fmt: skip
     imported = json.loads(done.stdout)
     assert imported["file"].startswith(str(venv)), "imported from the workspace, not the wheel"
     assert imported["version"] == project["version"]
-    installed = subprocess.run(
-        [_uv(), "pip", "list", "--python", str(python), "--format", "json"],
-        check=True,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    dsh_names = {p["name"] for p in json.loads(installed.stdout) if p["name"].startswith("dsh")}
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format", "json"],
+        check=True, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    dsh_names = {p["name"] for p in json.loads(listed.stdout) if p["name"].startswith("dsh")}
     assert dsh_names == ({name, "dsh-common"} if name != "dsh-common" else {"dsh-common"})
     scripts = project.get("scripts", {})
     assert isinstance(scripts, dict)
     for command in scripts:
         helped = subprocess.run(
             [str(venv / "bin" / command), "--help"],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=120,
-        )
+            capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+        )  # fmt: skip
         assert helped.returncode == 0, helped.stderr
         assert "Usage" in helped.stdout
+        # A real command through the installed launcher: --version is JSON.
+        shown = subprocess.run(
+            [str(venv / "bin" / command), "--version"],
+            capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
+        )  # fmt: skip
+        assert shown.returncode == 0, shown.stderr
+        assert json.loads(shown.stdout) == {"name": command, "version": project["version"]}
+
+
+@pytest.mark.parametrize("package_dir", PACKAGES, ids=lambda p: p.name)
+def test_pip_install_find_links_dist_offline(package_dir: Path, dist: Path, tmp_path: Path) -> None:
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, str(_metadata(package_dir)["name"]))
+    _check_installed(venv, env, package_dir, tmp_path)
+
+
+def test_pip_install_from_the_sdists_offline(dist: Path, tmp_path: Path) -> None:
+    # The sdists build too: hatchling comes from the wheelhouse, nothing from the index.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "--no-binary", "dsh-compound,dsh-common", "dsh-compound")
+    _check_installed(venv, env, ROOT / "packages" / "compound", tmp_path)
+
+
+def test_uv_tool_install_from_the_checkout_offline(tmp_path: Path) -> None:
+    env = _clean_env(tmp_path)
+    env["UV_TOOL_DIR"] = str(tmp_path / "tools")
+    env["UV_TOOL_BIN_DIR"] = str(tmp_path / "bin")
+    done = subprocess.run(
+        [_uv(), "tool", "install", "--no-index", "--find-links", str(WHEELHOUSE),
+         "--python", sys.executable, str(ROOT / "packages" / "compound")],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    helped = subprocess.run(
+        [str(tmp_path / "bin" / "dsh-compound"), "--help"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert helped.returncode == 0, helped.stderr
+    assert "Usage" in helped.stdout
+
+
+def test_icu_dependency_is_left_out_where_no_wheel_exists(dist: Path, tmp_path: Path) -> None:
+    # The installed metadata's marker, evaluated by the installer's own marker engine.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "dsh-common")
+    probe = (
+        "import json; from importlib.metadata import requires;"
+        "from pip._vendor.packaging.requirements import Requirement;"
+        "r = next(Requirement(x) for x in requires('dsh-common') if x.startswith('pyicu'));"
+        "base = dict(platform_python_implementation='CPython', python_version='3.12');"
+        "envs = {'linux': dict(base, sys_platform='linux', platform_release='6.8.0'),"
+        " 'macos14': dict(base, sys_platform='darwin', platform_release='23.6.0'),"
+        " 'macos15': dict(base, sys_platform='darwin', platform_release='24.1.0'),"
+        " 'py315': dict(base, sys_platform='linux', python_version='3.15'),"
+        " 'pypy': dict(base, sys_platform='linux', platform_python_implementation='PyPy')};"
+        "print(json.dumps({k: r.marker.evaluate(v) for k, v in envs.items()}))"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == {
+        "linux": True, "macos14": False, "macos15": True, "py315": False, "pypy": False,
+    }  # fmt: skip
+
+
+def test_without_a_pyicu_wheel_the_fallback_segmenter_is_used(dist: Path, tmp_path: Path) -> None:
+    # What a platform without a pyicu-wheels wheel gets: dsh-common and orjson only.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "--no-deps", "dsh-common", "orjson")
+    probe = (
+        "import json; from dsh_common import text;"
+        "print(json.dumps([text.query_terms('连接池 pool'), text.segmenter_name()]))"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == [["连", "接", "池", "pool", "连接", "接池"], "fallback"]
+    assert done.stderr.count("pyicu-wheels") == 1

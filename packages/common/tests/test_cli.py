@@ -86,7 +86,7 @@ def test_success_prints_json_to_stdout(app_script: Path) -> None:
 
 @pytest.mark.parametrize(
     "args",
-    [("greet",), ("greet", "--name", "x", "--times", "9"), (), ("nope",), ("greet", "--bogus")],
+    [("greet",), ("greet", "--name", "x", "--times", "9"), ("nope",), ("greet", "--bogus")],
 )
 def test_argument_errors_are_json_with_exit_1(app_script: Path, args: tuple[str, ...]) -> None:
     done = _run(app_script, *args)

@@ -73,9 +73,8 @@ def test_recall_limit_out_of_range_is_a_json_error(
     "args",
     [
         ["recall", "--workspace", "."],
+        ["recall", "a", "--query", "b"],
         ["capture", "--workspace", "."],
-        ["inspect", "--id", "x"],
-        ["check"],
         ["recall", "--workspace", ".", "--query", "x", "--bogus"],
         ["nonexistent-command"],
     ],

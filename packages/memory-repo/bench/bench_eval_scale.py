@@ -14,7 +14,11 @@ through
 and prints top-1, top-3 and MRR (over the first 10 results) by language (a query with a
 Han character is ``zh``). The hit rules are the public file's.
 
-    uv run python packages/memory-repo/bench/bench_eval_scale.py [distractors ...]
+Each size runs both generator variants (``eval_corpus``: ``realistic`` and ``hard``) at the
+shared-word rates 0.1 and 0.05, with seed 2026; ``--seeds N`` adds seeds 1..N-1 and prints
+the mean over seeds as well.
+
+    uv run python packages/memory-repo/bench/bench_eval_scale.py [--seeds N] [distractors ...]
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_eval import DEFAULT_EVAL, earlier_score, write_corpus
-from eval_corpus import PARAPHRASES, SHARED_RATE, distractor_records
+from eval_corpus import PARAPHRASES, SHARED_RATE, VARIANTS, distractor_records
 
 from dsh_memory.records import SCOPES, Record, load_record, walk_payload
 from dsh_memory.search import search
@@ -45,11 +49,16 @@ def language(query: str) -> str:
 
 
 def build(
-    root: Path, distractors: int, seed: int = 2026, shared_rate: float = SHARED_RATE
+    root: Path,
+    distractors: int,
+    seed: int = 2026,
+    shared_rate: float = SHARED_RATE,
+    variant: str = "hard",
 ) -> dict[str, Any]:
     data = json.loads(DEFAULT_EVAL.read_text(encoding="utf-8"))
     corpus = dict(data)
-    corpus["records"] = [*data["records"], *distractor_records(distractors, seed, shared_rate)]
+    generated = distractor_records(distractors, seed, shared_rate, variant)
+    corpus["records"] = [*data["records"], *generated]
     write_corpus(root, corpus)
     return data
 
@@ -208,25 +217,62 @@ def print_table(title: str, report: dict[str, Any]) -> None:
         )
 
 
+def _run(size: int, variant: str, rate: float, seed: int) -> tuple[dict[str, Any], ...]:
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory) / "memory"
+        data = build(root, size, seed=seed, shared_rate=rate, variant=variant)
+        return data, evaluate_scale(root, data["queries"]), evaluate_scale(root, PARAPHRASES)
+
+
+def _mean(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    mean: dict[str, Any] = {}
+    for name in ("dsh-memory", "previous", "grep", "bm25"):
+        mean[name] = {
+            group: {
+                "n": reports[0][name][group]["n"],
+                **{
+                    key: sum(report[name][group][key] for report in reports) / len(reports)
+                    for key in ("top1", "top3", "mrr")
+                },
+            }
+            for group in ("all", "en", "zh")
+        }
+    return mean
+
+
 def main() -> int:
-    sizes = [int(arg) for arg in sys.argv[1:]] or [2000]
-    runs = [(size, rate) for size in sizes for rate in (SHARED_RATE, SHARED_RATE / 2)]
-    for size, rate in runs:
-        with tempfile.TemporaryDirectory() as directory:
-            root = Path(directory) / "memory"
-            data = build(root, size, shared_rate=rate)
-            public = evaluate_scale(root, data["queries"])
-            paraphrased = evaluate_scale(root, PARAPHRASES)
-            records = len(data["records"]) + size
-            setting = f"{records:,} records ({size:,} distractors, shared-word rate {rate})"
-            print_table(f"Public 52 queries, {setting}", public)
-            print_table(f"Paraphrased queries ({len(PARAPHRASES)}), same memory", paraphrased)
-            for label, report in (("public", public), ("paraphrased", paraphrased)):
-                if report["mismatches"]:
-                    print(f"index/scan mismatch ({label}): {report['mismatches']}")
-                if report["misses"]:
-                    print(f"\nmisses outside top-3 ({label}):")
-                    print("\n".join(f"  {miss}" for miss in report["misses"]))
+    arguments = sys.argv[1:]
+    seeds = [2026]
+    if arguments[:1] == ["--seeds"]:
+        seeds += list(range(1, int(arguments[1])))
+        arguments = arguments[2:]
+    sizes = [int(arg) for arg in arguments] or [2000]
+    for size in sizes:
+        for variant in VARIANTS[::-1]:
+            for rate in (SHARED_RATE, SHARED_RATE / 2):
+                public_runs, paraphrased_runs = [], []
+                for seed in seeds:
+                    data, public, paraphrased = _run(size, variant, rate, seed)
+                    public_runs.append(public)
+                    paraphrased_runs.append(paraphrased)
+                    setting = (
+                        f"{len(data['records']) + size:,} records ({size:,} {variant}"
+                        f" distractors, shared-word rate {rate}, seed {seed})"
+                    )
+                    print_table(f"Public 52 queries, {setting}", public)
+                    print_table(
+                        f"Paraphrased queries ({len(PARAPHRASES)}), same memory", paraphrased
+                    )
+                    for label, report in (("public", public), ("paraphrased", paraphrased)):
+                        if report["mismatches"]:
+                            print(f"index/scan mismatch ({label}): {report['mismatches']}")
+                        if report["misses"]:
+                            print(f"\nmisses outside top-3 ({label}):")
+                            print("\n".join(f"  {miss}" for miss in report["misses"]))
+                if len(seeds) > 1:
+                    setting = f"{variant}, rate {rate}, mean over seeds {seeds}"
+                    print_table(f"Public 52 queries, {setting}", _mean(public_runs))
+                    print_table(f"Paraphrased queries, {setting}", _mean(paraphrased_runs))
     return 0
 
 

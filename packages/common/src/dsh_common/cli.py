@@ -7,6 +7,16 @@ Products whose spec fixes another error envelope pass their own ``render_error``
 
 This module imports neither typer nor click: it recognises Click's exceptions by class name,
 which works for Click itself and for the copy that recent Typer releases vendor.
+
+The conventions every product shares, switched on by the arguments of :func:`run_app`:
+
+* global options (``--root``, ``--db``) are accepted before *or* after the subcommand;
+* ``--version`` prints ``{"name", "version"}``; the bare command prints its help, exit 0;
+* JSON is indented on a terminal and compact when piped (agents pay for every byte);
+  ``DSH_JSON_INDENT=1`` forces indentation, ``DSH_JSON_INDENT=0`` forces compact output;
+* ``--format text`` anywhere prints a short human summary (:mod:`dsh_common.summary`) of
+  any result or error instead of JSON;
+* value-taking booleans also work as flags (``--dry-run`` alone, ``--apply``).
 """
 
 from __future__ import annotations
@@ -14,13 +24,16 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps_bytes
 
 ErrorRenderer = Callable[[str, str], Any]
+
+# Chosen once per process by run_app (``--format``); emit_json reads it.
+_output: dict[str, str] = {"format": "json"}
 
 USAGE_ERROR_CODE = "invalid-arguments"
 INTERNAL_ERROR_CODE = "internal-error"
@@ -67,17 +80,60 @@ def default_error_document(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
-    """Print ``value`` as indented JSON and a newline (stdout by default)."""
-    out = stream if stream is not None else sys.stdout
+def set_output_format(name: str) -> None:
+    """``"json"`` (the default) or ``"text"`` for every later :func:`emit_json`."""
+    if name not in ("json", "text"):
+        raise ValueError(f"unknown output format {name!r}")
+    _output["format"] = name
+
+
+def output_format() -> str:
+    """The format :func:`emit_json` prints in: ``"json"`` or ``"text"``."""
+    return _output["format"]
+
+
+def _indent_for(out: TextIO) -> bool:
+    forced = os.environ.get("DSH_JSON_INDENT", "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
+    isatty = getattr(out, "isatty", None)
     try:
-        data = dumps_bytes(value, pretty=True)
+        return bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        return False
+
+
+def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
+    """Print ``value`` and a newline (stdout by default).
+
+    JSON, indented when the stream is a terminal and compact otherwise; with
+    ``--format text`` (see :func:`set_output_format`) the human summary instead.
+    """
+    out = stream if stream is not None else sys.stdout
+    if _output["format"] == "text":
+        from dsh_common.summary import render_summary
+
+        out.write(escape_undecodable(render_summary(json_safe(value))))
+        out.flush()
+        return
+    pretty = _indent_for(out)
+    try:
+        data = dumps_bytes(value, pretty=pretty)
     except TypeError:
         # A string from a non-UTF-8 argument or file name cannot be encoded: escape its
         # bytes rather than crash the printer (and with it the error report itself).
-        data = dumps_bytes(json_safe(value), pretty=True)
+        data = dumps_bytes(json_safe(value), pretty=pretty)
     out.write(data.decode("utf-8") + "\n")
     out.flush()
+
+
+def list_counts(shown: int, total: int) -> dict[str, Any]:
+    """``{"total": total, "truncated": shown < total}`` for a list result cut to a limit.
+
+    Every list result says how many matched in all and whether it was cut, so a caller
+    never mistakes the first page for everything.
+    """
+    return {"total": total, "truncated": shown < total}
 
 
 def emit_error(
@@ -126,6 +182,37 @@ def undecodable_argument(
     return None
 
 
+def prepare_arguments(
+    args: Sequence[str],
+    *,
+    global_options: Collection[str] = (),
+    flag_values: Mapping[str, Mapping[str, str]] | None = None,
+    local_options: Mapping[str, Collection[str]] | None = None,
+) -> tuple[list[str], str | None]:
+    """The argv rewrites of :func:`run_app`, exposed for launchers' fast paths.
+
+    Returns ``(arguments, format)``: ``--format`` removed, global options hoisted in front
+    of the subcommand, flag spellings expanded, ``--help`` added when no subcommand was
+    given. ``format`` is None when ``--format`` was not given.
+    """
+    from dsh_common.cli_args import (
+        expand_flag_values,
+        hoist_global_options,
+        subcommand_index,
+        take_format,
+    )
+
+    arguments, chosen = take_format(args)
+    arguments = hoist_global_options(arguments, global_options, local_options)
+    if flag_values:
+        arguments = expand_flag_values(arguments, flag_values, global_options)
+    if subcommand_index(arguments, global_options) is None and not any(
+        token in ("--help", "--version") for token in arguments
+    ):
+        arguments.append("--help")  # the bare command: help, exit 0
+    return arguments, chosen
+
+
 def run_app(
     app: Callable[..., Any],
     *,
@@ -133,6 +220,10 @@ def run_app(
     prog_name: str | None = None,
     usage_error_code: str = USAGE_ERROR_CODE,
     render_error: ErrorRenderer = default_error_document,
+    global_options: Collection[str] = (),
+    version: str | None = None,
+    flag_values: Mapping[str, Mapping[str, str]] | None = None,
+    local_options: Mapping[str, Collection[str]] | None = None,
     path_options: Collection[str] = (),
     refuse_undecodable_values: bool = True,
 ) -> int:
@@ -143,22 +234,52 @@ def run_app(
     the traceback only when ``DSH_DEBUG=1``, for developers). An argument that is not
     valid UTF-8 is refused (see :func:`undecodable_argument`) before any command runs, so it
     can change nothing: no result of ours could name it faithfully in JSON.
+
+    The shared conventions (see the module docstring): ``global_options`` names the
+    value-taking options of the app's callback that may also follow the subcommand;
+    ``version`` enables ``--version``; ``flag_values`` maps a subcommand to
+    ``{"--dry-run": "--apply"}`` for options that take ``true|false``; ``local_options``
+    maps a subcommand to the global option names it defines itself (left in place after
+    it). ``--format text|json`` and help for the bare command are always on.
     """
-    arguments = list(args) if args is not None else sys.argv[1:]
+    raw = list(args) if args is not None else sys.argv[1:]
+    _describe_conventions(app, global_options, version is not None)
     refused = undecodable_argument(
-        arguments,
+        raw,
         path_options=path_options,
         usage_error_code=usage_error_code,
         refuse_values=refuse_undecodable_values,
     )
     if refused is not None:
+        set_output_format("json")
         return emit_error(*refused, render_error=render_error)
+    arguments, chosen = prepare_arguments(
+        raw, global_options=global_options, flag_values=flag_values, local_options=local_options
+    )
+    set_output_format(chosen or "json")
+    if version is not None and _asks_version(arguments, global_options):
+        emit_json({"name": prog_name, "version": version})
+        return 0
+    return guarded(
+        lambda: app(args=arguments, prog_name=prog_name, standalone_mode=False),
+        usage_error_code=usage_error_code,
+        render_error=render_error,
+    )
+
+
+def guarded(
+    call: Callable[[], Any],
+    *,
+    usage_error_code: str = USAGE_ERROR_CODE,
+    render_error: ErrorRenderer = default_error_document,
+) -> int:
+    """Run ``call`` and turn every failure into an error document; return the exit code.
+
+    What :func:`run_app` does around the parser, shared with launchers' fast paths so a
+    failure reads the same whichever path ran the command.
+    """
     try:
-        result = app(
-            args=arguments,
-            prog_name=prog_name,
-            standalone_mode=False,
-        )
+        result = call()
     except DshError as exc:
         return emit_error(exc.code, exc.message, render_error=render_error)
     except KeyboardInterrupt:
@@ -185,6 +306,28 @@ def run_app(
             render_error=render_error,
         )
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _describe_conventions(app: Any, global_options: Collection[str], versioned: bool) -> None:
+    # The rewritten options are not the parser's, so its help would not mention them: say
+    # so at the end of the program's own help (a Typer app keeps it in ``info.epilog``).
+    info = getattr(app, "info", None)
+    if info is None or isinstance(getattr(info, "epilog", None), str):
+        return
+    parts = ["--format text for a short summary instead of JSON"]
+    if versioned:
+        parts.append("--version")
+    if global_options:
+        parts.append(f"{', '.join(global_options)} before or after the command")
+    info.epilog = "Every command also takes: " + "; ".join(parts) + "."
+
+
+def _asks_version(arguments: Sequence[str], global_options: Collection[str]) -> bool:
+    from dsh_common.cli_args import subcommand_index
+
+    where = subcommand_index(arguments, global_options)
+    before = arguments if where is None else arguments[:where]
+    return "--version" in before
 
 
 def _click_kinds(exc: BaseException) -> set[str]:

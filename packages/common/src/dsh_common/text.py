@@ -7,6 +7,12 @@ exactly what ``isWordLike`` reports. Because dictionary segmentation of Chinese 
 phrase differently from how a record splits it, every run of Han characters also
 contributes all its two-character n-grams; that is what makes "数据库连接池" find
 "连接池耗尽导致超时".
+
+Where ``icu`` cannot be imported (pyicu-wheels has no wheel for the platform: macOS before
+15, a Python newer than its wheels, glibc before 2.28), :mod:`dsh_common._segment_fallback`
+takes over with one warning on stderr: Unicode word boundaries without a dictionary, so a Han
+run becomes one segment per character. The Han bigrams are the same on both paths, so a
+Chinese query still finds its records; only the whole-word segments differ.
 """
 
 from __future__ import annotations
@@ -14,8 +20,9 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-
-import icu
+import warnings
+from collections.abc import Callable
+from typing import Any
 
 # ICU's UBRK_WORD_NONE_LIMIT: rule statuses below it are spaces and punctuation.
 _WORD_LIKE_MIN_STATUS = 100
@@ -24,17 +31,67 @@ _WORD_LIKE_MIN_STATUS = 100
 # ideographs, plus the ideographic zero. Kana and Hangul are not part of a "Chinese run".
 _HAN_RUN = re.compile("[\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
 
+FALLBACK_WARNING = (
+    "dsh: the ICU library (pyicu-wheels) is not installed for this platform; "
+    "word segmentation falls back to plain Unicode word boundaries (Chinese is matched "
+    "by character pairs only)"
+)
+
 _local = threading.local()
+_backend_lock = threading.Lock()
+# Resolved on first use, not at import: importing ICU costs start-up time that commands
+# which never segment text should not pay.
+_segmenter: Callable[[str], list[str]] | None = None
+_backend_name: str | None = None
 
 
-def _iterator() -> icu.BreakIterator:
-    # Creating a word iterator costs ~100x a segmentation; iterators are not thread-safe,
-    # so each thread keeps its own.
-    iterator = getattr(_local, "iterator", None)
-    if iterator is None:
-        iterator = icu.BreakIterator.createWordInstance(icu.Locale("zh"))
-        _local.iterator = iterator
-    return iterator
+def _icu_segmenter(icu: Any) -> Callable[[str], list[str]]:
+    def iterator() -> Any:
+        # Creating a word iterator costs ~100x a segmentation; iterators are not
+        # thread-safe, so each thread keeps its own.
+        found = getattr(_local, "iterator", None)
+        if found is None:
+            found = icu.BreakIterator.createWordInstance(icu.Locale("zh"))
+            _local.iterator = found
+        return found
+
+    def segment(text: str) -> list[str]:
+        it = iterator()
+        # ICU counts UTF-16 code units; slicing the UnicodeString keeps astral characters whole.
+        utext = icu.UnicodeString(text)
+        it.setText(utext)
+        segments: list[str] = []
+        start = it.first()
+        for end in it:
+            if it.getRuleStatus() >= _WORD_LIKE_MIN_STATUS:
+                segments.append(str(utext[start:end]))
+            start = end
+        return segments
+
+    return segment
+
+
+def _resolve() -> Callable[[str], list[str]]:
+    global _segmenter, _backend_name
+    with _backend_lock:
+        if _segmenter is None:
+            try:
+                import icu  # noqa: PLC0415 - optional native dependency, resolved on use
+            except ImportError:
+                from dsh_common._segment_fallback import segment_words as fallback  # noqa: PLC0415
+
+                warnings.warn(FALLBACK_WARNING, RuntimeWarning, stacklevel=3)
+                _segmenter, _backend_name = fallback, "fallback"
+            else:
+                _segmenter, _backend_name = _icu_segmenter(icu), "icu"
+        return _segmenter
+
+
+def segmenter_name() -> str:
+    """``"icu"`` or ``"fallback"``: which engine :func:`segment_words` uses in this process."""
+    _resolve()
+    assert _backend_name is not None  # noqa: S101 - set by _resolve
+    return _backend_name
 
 
 def normalize(text: str) -> str:
@@ -49,17 +106,8 @@ def segment_words(text: str) -> list[str]:
     """
     if not text:
         return []
-    iterator = _iterator()
-    # ICU counts UTF-16 code units; slicing the UnicodeString keeps astral characters whole.
-    utext = icu.UnicodeString(text)
-    iterator.setText(utext)
-    segments: list[str] = []
-    start = iterator.first()
-    for end in iterator:
-        if iterator.getRuleStatus() >= _WORD_LIKE_MIN_STATUS:
-            segments.append(str(utext[start:end]))
-        start = end
-    return segments
+    segment = _segmenter if _segmenter is not None else _resolve()
+    return segment(text)
 
 
 def han_runs(text: str) -> list[str]:

@@ -24,18 +24,44 @@ app = typer.Typer(
     ),
 )
 
+
+def _default_workspace() -> str:
+    from dsh_common.locate import default_workspace
+
+    return default_workspace()
+
+
 WorkspaceOption = Annotated[
-    str, typer.Option("--workspace", help="The workspace root (a directory, not a symlink).")
+    str,
+    typer.Option(
+        "--workspace",
+        default_factory=_default_workspace,
+        show_default="the git top level of the current directory, else the directory",
+        help="The workspace root (a directory, not a symlink).",
+    ),
 ]
 
+DRAFT_EXAMPLE = """\b
+Draft format (JSON; `dsh-compound template` prints it):
+{"id": "pool-timeout", "title": "...", "tags": ["db"],
+ "problem": "...", "rootCause": "...", "resolution": "...", "whenToUse": "...",
+ "verification": {"command": "...", "result": "..."}, "files": ["src/pool.py"]}
+Fields other than these are discarded and named in warnings."""
 
-@app.command("capture")
+
+@app.command(
+    "capture",
+    epilog=DRAFT_EXAMPLE + "\n\n\b\nExample:\n  dsh-compound capture --input draft.json\n"
+    "  dsh-compound template | my-editor | dsh-compound capture --input -",
+)
 def capture_command(
     workspace: WorkspaceOption,
     input: Annotated[
         str,
         typer.Option(
-            "--input", help="Draft JSON file inside the workspace (absolute path recommended)."
+            "--input",
+            help="Draft JSON file inside the workspace (absolute path recommended); "
+            "- reads the draft from stdin.",
         ),
     ],
     replace: Annotated[
@@ -49,28 +75,41 @@ def capture_command(
     """Save a draft as <id>.md; never overwrites unless --replace matches the digest."""
     from dsh_common.cli import emit_json
     from dsh_compound.draft import read_draft_input
+    from dsh_compound.draft_extras import read_draft_stdin, unknown_field_warnings
     from dsh_compound.writing import capture
 
-    draft = read_draft_input(workspace, input)
-    emit_json(capture(workspace, draft, replace=replace))
+    draft = (
+        read_draft_stdin(sys.stdin.buffer) if input == "-" else read_draft_input(workspace, input)
+    )
+    result = capture(workspace, draft, replace=replace)
+    warnings = unknown_field_warnings(draft)
+    emit_json({**result, "warnings": warnings} if warnings else result)
 
 
-@app.command("recall")
+@app.command(
+    "recall",
+    epilog='\b\nExample:\n  dsh-compound recall "connection pool timeout" --limit 3',
+)
 def recall_command(
     workspace: WorkspaceOption,
-    query: Annotated[str, typer.Option("--query", help="Search text, at most 500 characters.")],
+    text: Annotated[
+        str | None, typer.Argument(metavar="[QUERY]", help="Search text (or --query).")
+    ] = None,
+    query: Annotated[
+        str | None, typer.Option("--query", help="Search text, at most 500 characters.")
+    ] = None,
     limit: Annotated[
         str, typer.Option("--limit", help="Number of results, 1-10 (default 5).")
     ] = "5",
 ) -> None:
     """Rank records by keyword/substring overlap with the query (English and Chinese)."""
     from dsh_common.cli import emit_json
-    from dsh_compound.retrieval import recall, validate_limit
+    from dsh_compound.draft_extras import recall_result
 
-    emit_json(recall(workspace, query, validate_limit(limit)))
+    emit_json(recall_result(workspace, text, query, limit))
 
 
-@app.command("inspect")
+@app.command("inspect", epilog="\b\nExample:\n  dsh-compound inspect --id pool-timeout")
 def inspect_command(
     workspace: WorkspaceOption,
     id: Annotated[str, typer.Option("--id", help="The record ID (kebab-case slug).")],
@@ -82,7 +121,7 @@ def inspect_command(
     emit_json(inspect(workspace, id))
 
 
-@app.command("check")
+@app.command("check", epilog="\b\nExample:\n  dsh-compound check --format text")
 def check_command(workspace: WorkspaceOption) -> None:
     """Report every record whose sources changed or whose body drifted; count the rest."""
     from dsh_common.cli import emit_json
@@ -170,11 +209,39 @@ def setup_command(
     )
 
 
+@app.command("template", epilog="\b\nExample:\n  dsh-compound template > /tmp/draft.json")
+def template_command() -> None:
+    """Print an empty draft to fill in and pass to capture --input."""
+    from dsh_common.cli import emit_json
+    from dsh_compound.draft_extras import DRAFT_TEMPLATE
+
+    emit_json(DRAFT_TEMPLATE)
+
+
+@app.command(
+    "remove",
+    epilog="\b\nExample:\n  dsh-compound remove --id pool-timeout --digest <digest from inspect>",
+)
+def remove_command(
+    workspace: WorkspaceOption,
+    id: Annotated[str, typer.Option("--id", help="The record ID (kebab-case slug).")],
+    digest: Annotated[
+        str, typer.Option("--digest", help="The record's current digest, from inspect (CAS).")
+    ],
+) -> None:
+    """Retire a record, only if its digest is still the one you inspected."""
+    from dsh_common.cli import emit_json
+    from dsh_compound.removal import remove
+
+    emit_json(remove(workspace, id, digest))
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_common.cli import run_app
+    from dsh_compound import __version__
 
-    sys.exit(run_app(app, prog_name="dsh-compound"))
+    sys.exit(run_app(app, prog_name="dsh-compound", version=__version__))
 
 
 if __name__ == "__main__":

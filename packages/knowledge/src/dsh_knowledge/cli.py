@@ -16,6 +16,12 @@ import typer
 
 from dsh_common.cli import emit_json, run_app
 
+# The command line's spelling rules live beside the fast path's (no typer there).
+from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
+from dsh_knowledge.cli_results import missing as _missing
+from dsh_knowledge.cli_results import one_query as _one_query
+from dsh_knowledge.cli_results import scope_workspace as _scope_workspace
+
 #: Options whose value is a path: undecodable bytes there are invalid-path.
 PATH_OPTIONS = ("--db", "--repo", "--workspace")
 
@@ -76,11 +82,23 @@ def _usage(message: str) -> None:
     raise ValidationError(message)
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge add --type fact --content 'The API runs on port 8080.' "
+    '--evidence \'{"type": "file", "source": "config/app.toml"}\''
+)
 def add(
-    workspace: Annotated[str, typer.Option("--workspace", help="Workspace scope (required).")],
-    knowledge_type: Annotated[str, typer.Option("--type", help="fact, decision or lesson.")],
-    content: Annotated[str, typer.Option("--content", help="The knowledge text.")],
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            help="Workspace scope; a directory is stored as its canonical path "
+            "(default: the git top level of the current directory, else the directory).",
+        ),
+    ] = None,
+    knowledge_type: Annotated[
+        str | None, typer.Option("--type", help="fact, decision or lesson.")
+    ] = None,
+    content: Annotated[str | None, typer.Option("--content", help="The knowledge text.")] = None,
     project: Annotated[
         str | None, typer.Option("--project", help="Project scope (omit: workspace-wide).")
     ] = None,
@@ -98,13 +116,37 @@ def add(
             "--repo",
             help="Git repository of the file evidence: attach gitProvenance (commit and path) "
             "to each file evidence whose source is a clean, tracked file present in HEAD, "
-            "and add a provenanceCapture report to the output.",
+            "and add a provenanceCapture report to the output (default: the workspace, "
+            "when it is the top level of a git work tree and file evidence is given).",
+        ),
+    ] = None,
+    jsonl: Annotated[
+        Path | None,
+        typer.Option(
+            "--jsonl",
+            help="Add many items in one transaction: one JSON object per line with "
+            '"type", "content" and optional "project", "evidence" (- reads stdin).',
         ),
     ] = None,
 ) -> None:
     """Add a knowledge item (status candidate, origin explicit); print it."""
     from dsh_common.jsonio import loads
     from dsh_knowledge.models import now_timestamp
+
+    workspace = _scope_workspace(workspace)
+    if jsonl is not None:
+        from dsh_knowledge.bulk import add_jsonl
+
+        if knowledge_type is not None or content is not None or evidence:
+            _usage("--jsonl cannot be combined with --type, --content or --evidence.")
+        try:
+            emit_json(add_jsonl(_repository(), jsonl, workspace=workspace, project=project))
+        finally:
+            _close()
+        return
+    if knowledge_type is None or content is None:
+        _missing("--type and --content are required (or --jsonl FILE).")
+    assert knowledge_type is not None and content is not None  # noqa: S101 - _usage raised
 
     records = []
     for raw in evidence or []:
@@ -114,6 +156,11 @@ def add(
         record.setdefault("timestamp", now_timestamp())
         records.append(record)
     report = None
+    if repo is None and records:
+        from dsh_common.locate import git_top_level
+
+        if git_top_level(workspace) == Path(workspace):
+            repo = workspace
     if repo is not None:
         from dsh_knowledge.provenance import attach_git_provenance
 
@@ -130,7 +177,7 @@ def add(
     emit_json(item if repo is None else {**item, "provenanceCapture": report})
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge get ID")
 def get(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
     """Print one item (error not-found for an unknown id)."""
     try:
@@ -150,7 +197,7 @@ def _set_status(item_ids: list[str], status: str) -> None:
     emit_json(items[0] if len(item_ids) == 1 else {"items": items})
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge verify ID1 ID2")
 def verify(
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
 ) -> None:
@@ -158,7 +205,7 @@ def verify(
     _set_status(item_ids, "verified")
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge archive ID")
 def archive(
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
 ) -> None:
@@ -166,7 +213,7 @@ def archive(
     _set_status(item_ids, "archived")
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge supersede OLD_ID --by NEW_ID")
 def supersede(
     item_id: Annotated[str, typer.Argument(metavar="ID", help="The verified item to replace.")],
     by: Annotated[str, typer.Option("--by", help="The verified replacement item id.")],
@@ -178,7 +225,44 @@ def supersede(
         _close()
 
 
-@app.command(name="list")
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge update ID --content 'The API runs on port 9090.'"
+)
+def update(
+    item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
+    content: Annotated[str | None, typer.Option("--content", help="New knowledge text.")] = None,
+    knowledge_type: Annotated[
+        str | None, typer.Option("--type", help="New type: fact, decision or lesson.")
+    ] = None,
+    evidence: Annotated[
+        list[str] | None,
+        typer.Option("--evidence", help="Replace all evidence: one JSON object, repeatable."),
+    ] = None,
+) -> None:
+    """Change an item's content, type or evidence (the repository's rules apply); print it."""
+    from dsh_common.jsonio import loads
+    from dsh_knowledge.models import now_timestamp
+
+    if content is None and knowledge_type is None and not evidence:
+        _missing("Nothing to update: give --content, --type or --evidence.")
+    records = None
+    if evidence:
+        records = []
+        for raw in evidence:
+            record = loads(raw, what="--evidence")
+            if not isinstance(record, dict):
+                _usage("--evidence must be one JSON object.")
+            record.setdefault("timestamp", now_timestamp())
+            records.append(record)
+    try:
+        emit_json(
+            _repository().update(item_id, type=knowledge_type, content=content, evidence=records)
+        )
+    finally:
+        _close()
+
+
+@app.command(name="list", epilog="\b\nExample:\n  dsh-knowledge list --status verified --limit 10")
 def list_items(
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
@@ -190,51 +274,69 @@ def list_items(
     origin: Annotated[str | None, typer.Option("--origin", help="explicit or automatic.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most N items.")] = None,
 ) -> None:
-    """List items, newest updatedAt first: {"items": [...]}."""
+    """List items, newest updatedAt first: {"items": [...], "total", "truncated"}."""
     from dsh_knowledge.repository import UNSET
 
     if project is not None and workspace_wide:
         _usage("--project and --workspace-wide cannot be used together.")
+    from dsh_common.cli import list_counts
+    from dsh_knowledge.models import validate_limit
+
+    if limit is not None:
+        validate_limit(limit)
     try:
         items = _repository().list(
-            workspace=workspace,
+            workspace=_filter_workspace(workspace),
             project=None if workspace_wide else (project if project is not None else UNSET),
             type=knowledge_type,
             status=status,
             creation_origin=origin,
-            limit=limit,
+            limit=None,
         )
-        emit_json({"items": items})
+        shown = items if limit is None else items[:limit]
+        emit_json({"items": shown, **list_counts(len(shown), len(items))})
     finally:
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge search 'port 8080' --limit 5")
 def search(
-    query: Annotated[str, typer.Argument(help="Literal text to find in content.")],
+    text: Annotated[
+        str | None, typer.Argument(metavar="[QUERY]", help="Literal text to find in content.")
+    ] = None,
+    query: Annotated[str | None, typer.Option("--query", help="The same, as an option.")] = None,
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most N items.")] = None,
 ) -> None:
-    """Literal substring search: {"items": [...]}."""
-    from dsh_knowledge.repository import UNSET
+    """Literal substring search: {"items": [...], "total", "truncated"}."""
+    from dsh_knowledge.cli_results import search_output
 
+    phrase = _one_query(text, query, "search")
     try:
-        items = _repository().search(
-            query,
-            workspace=workspace,
-            project=project if project is not None else UNSET,
-            limit=limit,
+        output = search_output(
+            _repository(), phrase, workspace=workspace, project=project, limit=limit
         )
-        emit_json({"items": items})
+        emit_json(output)
     finally:
         _close()
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge retrieve 'which port does the API use' --limit 3"
+)
 def retrieve(
-    query: Annotated[str, typer.Argument(help="What you are looking for, in words.")],
-    workspace: Annotated[str, typer.Option("--workspace", help="Workspace (required).")],
+    text: Annotated[
+        str | None, typer.Argument(metavar="[QUERY]", help="What you are looking for, in words.")
+    ] = None,
+    query: Annotated[str | None, typer.Option("--query", help="The same, as an option.")] = None,
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            help="Workspace (default: the git top level of the current directory, else it).",
+        ),
+    ] = None,
     project: Annotated[
         str | None, typer.Option("--project", help="Project: its items rank first.")
     ] = None,
@@ -247,30 +349,37 @@ def retrieve(
     ] = None,
 ) -> None:
     """Ranked retrieval with explanations: {"results": [{"knowledge","score","explanation"}]}."""
-    from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+    from dsh_knowledge.cli_results import retrieve_output
 
+    phrase = _one_query(text, query, "retrieve")
     try:
-        results = retrieve_relevant_knowledge(
+        output = retrieve_output(
             _repository(),
-            query,
+            phrase,
             workspace=workspace,
             project=project,
             limit=limit,
-            preferred_types=prefer,
+            prefer=prefer,
             status=status,
         )
-        emit_json({"results": results})
+        emit_json(output)
     finally:
         _close()
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge freshness ID --repo .")
 def freshness(
     item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
-    repo: Annotated[Path, typer.Option("--repo", help="The Git work tree to compare with.")],
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="The Git work tree to compare with (default: its top level)."),
+    ] = None,
 ) -> None:
     """Compare an item's Git-backed file evidence with the repository: the freshness report."""
     from dsh_knowledge.freshness import check_freshness
+
+    if repo is None:
+        repo = Path(_scope_workspace(None))
 
     try:
         item = _repository().require(item_id)
@@ -279,23 +388,60 @@ def freshness(
     emit_json(check_freshness(item, repo))
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExamples:\n  dsh-knowledge health ID1 ID2 --repo .\n"
+    "  dsh-knowledge health --all --workspace ~/src/app"
+)
 def health(
-    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="1 to 16 item ids.")],
-    repo: Annotated[Path, typer.Option("--repo", help="The Git work tree to check against.")],
+    item_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="ID...", help="1 to 16 item ids.")
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="The Git work tree to check against (default: the workspace)."),
+    ] = None,
     guidance: Annotated[
         bool, typer.Option("--guidance", help="Add advisory guidance per result.")
     ] = False,
+    all_items: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Every candidate and verified item of the workspace, in batches of 16 "
+            "(progress on stderr).",
+        ),
+    ] = False,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="With --all: the workspace (default: cwd's).")
+    ] = None,
 ) -> None:
     """Health of 1-16 items of one workspace: {"results": [...]}."""
     from dsh_knowledge.health import check_health
 
+    if all_items:
+        from dsh_knowledge.bulk import health_all
+
+        if item_ids:
+            _missing("Give item ids or --all, not both.")
+        scope = _scope_workspace(workspace)
+        try:
+            emit_json(
+                health_all(_repository(), scope, repo or Path(scope), include_guidance=guidance)
+            )
+        finally:
+            _close()
+        return
+    if not item_ids:
+        _missing("Give 1 to 16 item ids, or --all.")
+    assert item_ids is not None  # noqa: S101 - _usage raised
     try:
         repository = _repository()
         items = [repository.require(item_id) for item_id in item_ids]
     finally:
         _close()
-    emit_json({"results": check_health(items, repo, include_guidance=guidance)})
+    stored = str(items[0]["scope"]["workspace"])
+    where = repo if repo is not None else Path(stored if os.path.isdir(stored) else ".").resolve()
+    emit_json({"results": check_health(items, where, include_guidance=guidance)})
 
 
 # --- review, extraction, late provenance ----------------------------------------------------
@@ -493,8 +639,20 @@ def setup_command(
 
 def main() -> None:
     """Console-script entry point."""
+    from dsh_knowledge import __version__
+
     # Undecodable arguments are refused before anything is opened (issue 8, point 12).
-    sys.exit(run_app(app, prog_name="dsh-knowledge", path_options=PATH_OPTIONS))
+    sys.exit(
+        run_app(
+            app,
+            prog_name="dsh-knowledge",
+            path_options=PATH_OPTIONS,
+            global_options=("--db",),
+            # These pass their own --db on to the hook or the MCP server.
+            local_options={"hook": ("--db",), "mcp": ("--db",)},
+            version=__version__,
+        )
+    )
 
 
 if __name__ == "__main__":

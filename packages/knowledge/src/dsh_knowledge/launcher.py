@@ -2,12 +2,18 @@
 
 ``hook <event>`` runs before every agent prompt, so it goes straight to
 :mod:`dsh_knowledge.hooks` (no typer, no MCP SDK: ~100 ms saved per prompt); ``mcp`` goes to
-:mod:`dsh_knowledge.mcp_server`. Everything else is the typer CLI in :mod:`dsh_knowledge.cli`.
+:mod:`dsh_knowledge.mcp_server`. ``search`` and ``retrieve`` with plain options run here
+too (:mod:`dsh_common.fastpath`), printing through :mod:`dsh_knowledge.cli_results` the same
+bytes the parser path prints. Everything else, and anything unusual, is the typer CLI in
+:mod:`dsh_knowledge.cli`.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
@@ -18,6 +24,9 @@ def main() -> None:
         sys.exit(hook_main(argv[1:]))
     if argv[:1] == ["mcp"] and "--help" not in argv:
         sys.exit(_mcp(argv[1:]))
+    code = _fast(argv)
+    if code is not None:
+        sys.exit(code)
     from dsh_knowledge.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()
@@ -34,6 +43,63 @@ def _mcp(argv: list[str]) -> int:
             "The MCP server needs the optional extra: pip install 'dsh-knowledge[mcp]'.",
         )
     return mcp_main(argv)
+
+
+def _fast(argv: list[str]) -> int | None:
+    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+
+    common = {"--query": "str", "--workspace": "str", "--project": "str", "--limit": "int"}
+    commands = {
+        "search": FastCommand(common, lambda v: _run(v, "search"), "query"),
+        "retrieve": FastCommand(
+            {**common, "--status": "str"}, lambda v: _run(v, "retrieve"), "query"
+        ),
+    }
+    return run_fast(argv, commands, global_options=("--db",))
+
+
+def _database(values: dict[str, Any]) -> Path:
+    given = values.get("--db")
+    if given is not None:
+        return Path(given)
+    # The same default as dsh_knowledge.cli.default_database_path (which imports typer).
+    home = os.environ.get("DSH_HOME", "").strip()
+    base = Path(home) if home else Path.home() / ".dsh"
+    return base / "knowledge" / "knowledge.sqlite"
+
+
+def _run(values: dict[str, Any], command: str) -> int:
+    from dsh_common.cli import emit_json  # noqa: PLC0415 - lazy: start-up time
+    from dsh_knowledge import cli_results  # noqa: PLC0415
+    from dsh_knowledge.repository import KnowledgeRepository  # noqa: PLC0415
+    from dsh_knowledge.store import KnowledgeStore  # noqa: PLC0415
+
+    phrase = cli_results.one_query(values.get("query"), values.get("--query"), command)
+    store = KnowledgeStore(_database(values))
+    try:
+        repository = KnowledgeRepository(store)
+        if command == "search":
+            output = cli_results.search_output(
+                repository,
+                phrase,
+                workspace=values.get("--workspace"),
+                project=values.get("--project"),
+                limit=values.get("--limit"),
+            )
+        else:
+            output = cli_results.retrieve_output(
+                repository,
+                phrase,
+                workspace=values.get("--workspace"),
+                project=values.get("--project"),
+                limit=values.get("--limit"),
+                prefer=None,
+                status=values.get("--status"),
+            )
+    finally:
+        store.close()
+    emit_json(output)
+    return 0
 
 
 if __name__ == "__main__":

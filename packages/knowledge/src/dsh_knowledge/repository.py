@@ -409,7 +409,11 @@ class KnowledgeRepository:
             if item_id == replacement_id:
                 raise InvalidSupersedeError("A knowledge item cannot supersede itself.")
             if current["status"] != "verified":
-                raise _transition_error(current["status"], "superseded")
+                raise InvalidTransitionError(
+                    f"Invalid knowledge status transition: {current['status']} -> superseded. "
+                    "Only a verified item can be superseded: verify it first "
+                    f"(dsh-knowledge verify {item_id})."
+                )
             if replacement["status"] != "verified":
                 raise InvalidSupersedeError(
                     "Replacement knowledge must be verified before superseding another item."

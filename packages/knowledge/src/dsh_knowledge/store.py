@@ -138,6 +138,21 @@ def _split_statements(script: str) -> list[str]:
     return [statement.strip() for statement in script.split(";") if statement.strip()]
 
 
+def _create_private(path: Path) -> None:
+    """Create the database's folder (0700) and an empty file (0600) if they are missing.
+
+    Knowledge may quote private code and decisions: other local users must not read it.
+    An existing folder or file keeps its mode (the owner chose it). SQLite gives its
+    ``-wal``/``-journal`` files the database file's permissions, so they follow.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 class KnowledgeStore:
     """An open knowledge database: ``KnowledgeStore(path)`` or ``KnowledgeStore(":memory:")``."""
 
@@ -157,7 +172,7 @@ class KnowledgeStore:
         self.index_ready = False
         if self.path != ":memory:":
             try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _create_private(Path(self.path))
             except OSError as error:
                 raise StorageError(f"Cannot create the database directory: {error}") from error
         try:

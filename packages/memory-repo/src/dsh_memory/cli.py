@@ -51,6 +51,12 @@ def _boolean_or_raw(value: str | None) -> object:
     return {"true": True, "false": False}.get(value.strip().lower(), value)
 
 
+def _one_query(positional: str | None, option: str | None) -> str | None:
+    from dsh_memory.cli_output import one_query
+
+    return one_query(positional, option)
+
+
 def _utf8(value: str | None, code: str, option: str) -> str | None:
     """An option value, or the method's ``code`` envelope when it is not valid UTF-8.
 
@@ -79,11 +85,11 @@ def _emit(service: Any, envelope: dict[str, Any]) -> None:
     if envelope.get("ok"):
         emit_json(envelope)
         return
-    error = dict(envelope["error"])
-    if service.last_error_message:
-        error["message"] = service.last_error_message
-    emit_json({"ok": False, "error": error}, stream=sys.stderr)
-    raise typer.Exit(1)
+    from dsh_memory.cli_output import emit_envelope
+
+    # Printed by the module the fast path uses too (option names, the init hint).
+    if emit_envelope(service, envelope):
+        raise typer.Exit(1)
 
 
 @app.callback()
@@ -92,45 +98,48 @@ def main_options(ctx: typer.Context, root: RootOption = None) -> None:
     ctx.obj = {"root": root}
 
 
-@app.command("init")
+@app.command("init", epilog="\b\nExample:\n  dsh-memory init --root ~/.dsh/storages/memory")
 def init_command(ctx: typer.Context) -> None:
     """Create the memory repository (idempotent: a rerun leaves HEAD unchanged)."""
     service = _service(ctx)
     _emit(service, service.init())
 
 
-@app.command("get-settings")
+@app.command("get-settings", epilog="\b\nExample:\n  dsh-memory get-settings")
 def get_settings_command(ctx: typer.Context) -> None:
     """Print memory.enabled from the host settings file."""
     service = _service(ctx)
     _emit(service, service.get_settings())
 
 
-@app.command("set-enabled")
+@app.command("set-enabled", epilog="\b\nExample:\n  dsh-memory set-enabled --enabled true")
 def set_enabled_command(
     ctx: typer.Context,
-    enabled: Annotated[str | None, typer.Option("--enabled", help="true or false.")] = None,
+    enabled: Annotated[
+        str | None,
+        typer.Option("--enabled", help="true or false; --enabled alone or --disabled also work."),
+    ] = None,
 ) -> None:
     """Persist memory.enabled in the host settings file."""
     service = _service(ctx)
     _emit(service, service.set_enabled(_boolean_or_raw(enabled)))
 
 
-@app.command("status")
+@app.command("status", epilog="\b\nExample:\n  dsh-memory status --format text")
 def status_command(ctx: typer.Context) -> None:
     """Metadata-only repository status (counts, dirtiness, last run, pending preview)."""
     service = _service(ctx)
     _emit(service, service.status())
 
 
-@app.command("health")
+@app.command("health", epilog="\b\nExample:\n  dsh-memory health")
 def health_command(ctx: typer.Context) -> None:
     """Lock, active run, journal and recovery health of the repository."""
     service = _service(ctx)
     _emit(service, service.health())
 
 
-@app.command("clear")
+@app.command("clear", epilog="\b\nExample:\n  dsh-memory clear --confirmation DELETE_MEMORY")
 def clear_command(
     ctx: typer.Context,
     confirmation: Annotated[
@@ -142,18 +151,26 @@ def clear_command(
     _emit(service, service.clear(confirmation))
 
 
-@app.command("legacy-records")
+@app.command("legacy-records", epilog="\b\nExample:\n  dsh-memory legacy-records")
 def legacy_records_command(ctx: typer.Context) -> None:
     """List records without front matter (metadata only)."""
     service = _service(ctx)
     _emit(service, service.legacy_records())
 
 
-@app.command("migrate-legacy")
+@app.command(
+    "migrate-legacy",
+    epilog="\b\nExample:\n  dsh-memory migrate-legacy --dry-run\n"
+    "  dsh-memory migrate-legacy --apply",
+)
 def migrate_legacy_command(
     ctx: typer.Context,
     dry_run: Annotated[
-        str | None, typer.Option("--dry-run", help="true to plan only, false to apply.")
+        str | None,
+        typer.Option(
+            "--dry-run",
+            help="Plan only (also --dry-run true); --apply or --dry-run false applies.",
+        ),
     ] = None,
 ) -> None:
     """Give legacy records deterministic front matter (dry run or apply)."""
@@ -161,7 +178,7 @@ def migrate_legacy_command(
     _emit(service, service.migrate_legacy(_boolean_or_raw(dry_run)))
 
 
-@app.command("runs")
+@app.command("runs", epilog="\b\nExample:\n  dsh-memory runs --limit 5")
 def runs_command(
     ctx: typer.Context,
     limit: Annotated[str | None, typer.Option("--limit", help="How many (default 20).")] = None,
@@ -175,7 +192,10 @@ def runs_command(
     _emit(service, service.runs(_integer_or_raw(limit), operation, status))
 
 
-@app.command("rollback")
+@app.command(
+    "rollback",
+    epilog="\b\nExample:\n  dsh-memory rollback --run-id RUN_ID --confirmation ROLLBACK_MEMORY",
+)
 def rollback_command(
     ctx: typer.Context,
     run_id: Annotated[str | None, typer.Option("--run-id", help="The run to undo.")] = None,
@@ -188,9 +208,10 @@ def rollback_command(
     _emit(service, service.rollback(run_id, confirmation))
 
 
-@app.command("search")
+@app.command("search", epilog='\b\nExample:\n  dsh-memory search "release checklist" --limit 5')
 def search_command(
     ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(metavar="[QUERY]", help="Words to find.")] = None,
     query: Annotated[str | None, typer.Option("--query", help="Words to find.")] = None,
     limit: Annotated[str | None, typer.Option("--limit", help="Default 20.")] = None,
     scope: Annotated[
@@ -199,14 +220,15 @@ def search_command(
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
-    query = _utf8(query, "search-invalid-request", "--query")
+    query = _utf8(_one_query(text, query), "search-invalid-request", "--query")
     scope = _utf8(scope, "search-invalid-request", "--scope")
     _emit(service, service.search(query, _integer_or_raw(limit), scope))
 
 
-@app.command("context")
+@app.command("context", epilog='\b\nExample:\n  dsh-memory context "deploy" --limit 5')
 def context_command(
     ctx: typer.Context,
+    text: Annotated[str | None, typer.Argument(metavar="[QUERY]", help="Optional words.")] = None,
     query: Annotated[str | None, typer.Option("--query", help="Optional words.")] = None,
     limit: Annotated[str | None, typer.Option("--limit", help="1-20, default 10.")] = None,
     scope: Annotated[
@@ -215,12 +237,12 @@ def context_command(
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
-    query = _utf8(query, "context-invalid-request", "--query")
+    query = _utf8(_one_query(text, query), "context-invalid-request", "--query")
     scope = _utf8(scope, "context-invalid-request", "--scope")
     _emit(service, service.context(query, _integer_or_raw(limit), scope))
 
 
-@app.command("prompt-section")
+@app.command("prompt-section", epilog="\b\nExample:\n  dsh-memory prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""
     service = _service(ctx)
@@ -323,6 +345,8 @@ def ui_command(
 
 
 def main() -> None:
+    from dsh_memory import __version__
+
     # --root is refused as invalid-path before anything is created; other option values reach
     # the method, which answers its own *-invalid-request code.
     sys.exit(
@@ -330,6 +354,14 @@ def main() -> None:
             app,
             prog_name="dsh-memory",
             render_error=render_error,
+            global_options=("--root",),
+            # `import --root NEW` names the root to create, not the one to use.
+            local_options={"import": ("--root",)},
+            version=__version__,
+            flag_values={
+                "migrate-legacy": {"--dry-run": "--apply"},
+                "set-enabled": {"--enabled": "--disabled"},
+            },
             path_options=("--root",),
             refuse_undecodable_values=False,
         )

@@ -1,0 +1,108 @@
+"""What the command line adds around capture and recall: stdin drafts, the draft
+template, warnings for discarded draft fields, one query from two spellings, and a
+warning when the corpus lives in a directory above the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Any
+
+from dsh_common.cli import USAGE_ERROR_CODE
+from dsh_common.errors import DshError
+from dsh_common.jsonio import loads
+from dsh_compound.draft import strip_bom
+from dsh_compound.errors import DraftTooLargeError, InvalidDraftError
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
+
+#: The draft fields schema 1 defines, in draft order (everything else is discarded).
+DRAFT_FIELDS = (
+    "id", "title", "tags", "problem", "rootCause", "resolution", "whenToUse",
+    "verification", "files",
+)  # fmt: skip
+VERIFICATION_FIELDS = ("command", "result")
+
+DRAFT_TEMPLATE: dict[str, Any] = {
+    "id": "kebab-case-id",
+    "title": "One line: what went wrong",
+    "tags": ["area"],
+    "problem": "What was observed.",
+    "rootCause": "Why it happened.",
+    "resolution": "What fixed it.",
+    "whenToUse": "When an agent should recall this lesson.",
+    "verification": {"command": "the command that showed the fix", "result": "what it printed"},
+    "files": ["path/relative/to/the/workspace.py"],
+}
+
+
+def read_draft_stdin(stream: IO[bytes]) -> Any:
+    """Parse a draft from ``stream`` (``--input -``) under the same 32 KiB limit as a file."""
+    data = stream.read(LIMITS.draft_bytes + 1)
+    if len(data) > LIMITS.draft_bytes:
+        raise DraftTooLargeError(f"the draft on stdin is larger than {LIMITS.draft_bytes} bytes")
+    try:
+        text = strip_bom(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidDraftError("the draft on stdin is not UTF-8") from exc
+    try:
+        return loads(text, what="the draft on stdin")
+    except InvalidDraftError:
+        raise
+    except Exception as exc:
+        raise InvalidDraftError(getattr(exc, "message", str(exc))) from exc
+
+
+def unknown_field_warnings(draft: Any) -> list[str]:
+    """One warning naming the draft fields that were discarded, or none."""
+    if not isinstance(draft, dict):
+        return []
+    unknown = [str(key) for key in draft if key not in DRAFT_FIELDS]
+    verification = draft.get("verification")
+    if isinstance(verification, dict):
+        unknown += [f"verification.{k}" for k in verification if k not in VERIFICATION_FIELDS]
+    if not unknown:
+        return []
+    names = ", ".join(repr(name[:64]) for name in unknown[:16])
+    more = f" and {len(unknown) - 16} more" if len(unknown) > 16 else ""
+    return [f"draft fields not in schema 1 were discarded: {names}{more}"]
+
+
+def one_query(positional: str | None, option: str | None) -> str:
+    """The query, given positionally or as ``--query`` (not two different ones)."""
+    if positional is not None and option is not None and positional != option:
+        raise DshError(
+            "give the query once: positionally or as --query, not both", code=USAGE_ERROR_CODE
+        )
+    query = option if option is not None else positional
+    if query is None:
+        raise DshError(
+            "a query is required: dsh-compound recall QUERY (or --query QUERY)",
+            code=USAGE_ERROR_CODE,
+        )
+    return query
+
+
+def corpus_higher_up_warning(workspace: str, result: dict[str, Any]) -> str | None:
+    """A warning when nothing was scanned here but a directory above holds a corpus."""
+    from dsh_common.locate import ancestor_with  # noqa: PLC0415 - only on this path
+
+    if result.get("results") or os.path.isdir(os.path.join(workspace, CORPUS_DIRECTORY)):
+        return None
+    higher = ancestor_with(workspace, CORPUS_DIRECTORY)
+    if higher is None:
+        return None
+    return (
+        f"no {CORPUS_DIRECTORY} in the workspace {os.path.realpath(workspace)}, but {higher} "
+        f"has one: pass --workspace {higher}"
+    )
+
+
+def recall_result(workspace: str, text: str | None, query: str | None, limit: str) -> Any:
+    """What ``dsh-compound recall`` prints (shared by the parser and the fast path)."""
+    from dsh_compound.retrieval import recall, validate_limit  # noqa: PLC0415
+
+    result = recall(workspace, one_query(text, query), validate_limit(limit))
+    higher = corpus_higher_up_warning(workspace, result)
+    if higher is not None:
+        result["warnings"] = [*result.get("warnings", []), higher]
+    return result

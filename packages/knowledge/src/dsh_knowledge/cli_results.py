@@ -1,0 +1,113 @@
+"""What the frequent read commands print, without the argument parser.
+
+``dsh-knowledge search`` and ``retrieve`` build their output here, so the Typer command
+line (:mod:`dsh_knowledge.cli`) and the launcher's fast path (:mod:`dsh_knowledge.launcher`)
+print the same bytes. Also the command line's spelling rules for scopes and queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_knowledge.repository import KnowledgeRepository
+
+
+def missing(message: str) -> None:
+    """Refuse an incomplete command line with the parser's own code (invalid-arguments)."""
+    from dsh_common.cli import USAGE_ERROR_CODE  # noqa: PLC0415
+    from dsh_common.errors import DshError  # noqa: PLC0415
+
+    raise DshError(message, code=USAGE_ERROR_CODE)
+
+
+def scope_workspace(value: str | None) -> str:
+    """--workspace as stored and matched: a directory's canonical absolute path.
+
+    Omitted, it is the git top level of the current directory (else the directory), so
+    ``--workspace .``, a trailing slash and the default all name the same scope.
+    """
+    from dsh_common.locate import canonical_directory, default_workspace  # noqa: PLC0415
+
+    return default_workspace() if value is None else canonical_directory(value)
+
+
+def filter_workspace(value: str | None) -> str | None:
+    """A --workspace filter (list, search): canonical when it names a directory."""
+    from dsh_common.locate import canonical_directory  # noqa: PLC0415
+
+    return None if value is None else canonical_directory(value)
+
+
+def one_query(positional: str | None, option: str | None, command: str) -> str:
+    """The query, given positionally or as --query (not two different ones)."""
+    if positional is not None and option is not None and positional != option:
+        missing("Give the query once: positionally or as --query, not both.")
+    query = option if option is not None else positional
+    if query is None:
+        missing(f"A query is required: dsh-knowledge {command} QUERY (or --query QUERY).")
+    assert query is not None  # noqa: S101 - missing() raised
+    return query
+
+
+def search_output(
+    repository: KnowledgeRepository,
+    phrase: str,
+    *,
+    workspace: str | None,
+    project: str | None,
+    limit: int | None,
+) -> dict[str, Any]:
+    """``{"items", "total", "truncated"}`` of a literal search."""
+    from dsh_common.cli import list_counts  # noqa: PLC0415
+    from dsh_knowledge.models import validate_limit  # noqa: PLC0415
+    from dsh_knowledge.repository import UNSET  # noqa: PLC0415
+
+    if limit is not None:
+        validate_limit(limit)
+    items = repository.search(
+        phrase,
+        workspace=filter_workspace(workspace),
+        project=project if project is not None else UNSET,
+        limit=None,
+    )
+    shown = items if limit is None else items[:limit]
+    return {"items": shown, **list_counts(len(shown), len(items))}
+
+
+def retrieve_output(
+    repository: KnowledgeRepository,
+    phrase: str,
+    *,
+    workspace: str | None,
+    project: str | None,
+    limit: int | None,
+    prefer: Sequence[str] | None,
+    status: str | None,
+) -> dict[str, Any]:
+    """``{"results", "truncated"[, "warnings"]}`` of a ranked retrieval."""
+    from dsh_knowledge.retrieval import retrieve_relevant_knowledge  # noqa: PLC0415
+    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS  # noqa: PLC0415
+
+    scope = scope_workspace(workspace)
+    wanted = limit if limit is not None else DEFAULT_RESULT_LIMIT
+    # One more than asked says whether the list was cut (the library validates --limit).
+    probe = wanted + 1 if 0 < wanted < MAX_RETRIEVAL_RESULTS else limit
+    results = retrieve_relevant_knowledge(
+        repository,
+        phrase,
+        workspace=scope,
+        project=project,
+        limit=probe,
+        preferred_types=list(prefer) if prefer is not None else None,
+        status=status,
+    )
+    output: dict[str, Any] = {"results": results[:wanted], "truncated": len(results) > wanted}
+    if not results:
+        from dsh_knowledge.bulk import scope_higher_up_warning  # noqa: PLC0415
+
+        warning = scope_higher_up_warning(repository, scope)
+        if warning is not None:
+            output["warnings"] = [warning]
+    return output

@@ -1,0 +1,61 @@
+"""How ``dsh-memory`` prints an envelope, shared by the Typer command line and the fast path.
+
+Kept free of typer so :mod:`dsh_memory.launcher` can run ``status``, ``search`` and
+``context`` without importing it, and print the very same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+from dsh_common.cli import USAGE_ERROR_CODE, emit_json
+from dsh_common.errors import DshError
+
+# The memory API's field names, as a user of this command line spells them.
+_CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id"}
+_API_FIELD = re.compile(r"\b(" + "|".join(_CLI_SPELLING) + r")\b")
+# A root that is missing or not yet a repository: say how to create it.
+_INIT_HINT = " - run dsh-memory init (with the same --root) to create it"
+_INTEGER = re.compile(r"^-?[0-9]+$")
+
+
+def cli_message(code: object, message: str) -> str:
+    """An API message as the command line says it: option names, and how to create a root."""
+    message = _API_FIELD.sub(lambda m: _CLI_SPELLING[m.group(1)], message)
+    if code == "repo-unavailable" and message.endswith(
+        ("does not exist", "is not a Git work tree")
+    ):
+        message += _INIT_HINT
+    return message
+
+
+def emit_envelope(service: Any, envelope: dict[str, Any]) -> int:
+    """Print a success to stdout (0) or a failure to stderr (1); return the exit code."""
+    if envelope.get("ok"):
+        emit_json(envelope)
+        return 0
+    error = dict(envelope["error"])
+    if service.last_error_message:
+        error["message"] = service.last_error_message
+    if isinstance(error.get("message"), str):
+        error["message"] = cli_message(error.get("code"), error["message"])
+    emit_json({"ok": False, "error": error}, stream=sys.stderr)
+    return 1
+
+
+def one_query(positional: str | None, option: str | None) -> str | None:
+    """The query, positionally or as --query (not two different ones); None when absent."""
+    if positional is not None and option is not None and positional != option:
+        raise DshError(
+            "give the query once: positionally or as --query, not both", code=USAGE_ERROR_CODE
+        )
+    return option if option is not None else positional
+
+
+def integer_or_raw(value: str | None) -> object:
+    """``"21"`` becomes 21; anything else is handed to the method as given (it validates)."""
+    if value is None:
+        return None
+    return int(value) if _INTEGER.fullmatch(value.strip()) else value

@@ -1,0 +1,141 @@
+"""The launchers' fast path prints exactly what the Typer command line prints.
+
+Each argv runs twice as a real process: through the console script (its launcher takes
+the fast path when it can) and through ``python -m dsh_<pkg>.cli`` (always the parser).
+stdout, stderr and the exit code must be byte-identical, for successes, library errors
+and command lines the fast path hands back to the parser. A second check proves the
+fast path really ran: typer was never imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+LESSON = {
+    "id": "pool-timeout", "title": "连接池耗尽导致超时", "tags": ["db"],
+    "problem": "Tests time out.", "rootCause": "The pool holds 2.", "resolution": "Use 10.",
+    "whenToUse": "A test hangs on the database.",
+    "verification": {"command": "make test", "result": "passed"}, "files": ["app.py"],
+}  # fmt: skip
+IDENTITY = {"GIT_CONFIG_NOSYSTEM": "1"}
+RECORD = "---\nschema_version: 1\nid: project/release\ntype: procedure\n---\nrelease checklist\n"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    base = tmp_path_factory.mktemp("fast")
+    home, repo = base / "home", base / "repo"
+    repo.mkdir()
+    # dsh-memory init commits; the hardened git runner reads the identity from config only.
+    (base / ".gitconfig").write_text("[user]\n\tname = t\n\temail = t@example.invalid\n")
+    IDENTITY["GIT_CONFIG_GLOBAL"] = str(base / ".gitconfig")
+    env = {**os.environ, **IDENTITY, "DSH_HOME": str(home), "HOME": str(base)}
+    env.pop("DSH_MEMORY_ROOT", None)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "app.py").write_text("POOL = 10\n")
+    (repo / "draft.json").write_text(json.dumps(LESSON, ensure_ascii=False))
+
+    def run(*argv: str) -> None:
+        subprocess.run(argv, check=True, env=env, cwd=repo, capture_output=True)
+
+    run(str(BIN / "dsh-compound"), "capture", "--input", "draft.json")
+    run(str(BIN / "dsh-knowledge"), "add", "--type", "fact", "--content", "the pool holds 10")
+    run(str(BIN / "dsh-memory"), "init")
+    memory = home / "storages" / "memory"
+    (memory / "handbook" / "release.md").write_text(RECORD)
+    run(*git, "-C", str(memory), "add", "-A")
+    run(*git, "-C", str(memory), "commit", "-q", "-m", "record")
+    # Reads record usage and build indexes: each run starts from this same snapshot.
+    shutil.copytree(home, base / "snapshot", symlinks=True)
+    return {"repo": str(repo), "home": str(home), "base": str(base)}
+
+
+def _restore(world: dict[str, str]) -> None:
+    shutil.rmtree(world["home"])
+    shutil.copytree(Path(world["base"]) / "snapshot", world["home"], symlinks=True)
+
+
+CASES = {
+    "dsh-compound": [
+        ["recall", "pool"], ["recall", "--query", "连接池"], ["recall", "pool", "--limit", "2"],
+        ["recall", "--query=pool", "--limit=1"], ["recall", "pool", "--limit", "11"],
+        ["recall", "pool", "--limit", "x"], ["recall"], ["recall", "a", "--query", "b"],
+        ["recall", "pool", "--format", "text"], ["recall", "pool", "--bogus"],
+        ["recall", "--help"], ["recall", "pool", "--workspace", "/nonexistent"],
+        ["recall", "a", "b"],
+    ],
+    "dsh-knowledge": [
+        ["retrieve", "pool"], ["retrieve", "--query", "pool", "--limit", "1"],
+        ["retrieve", "pool", "--limit", "0"], ["retrieve", "pool", "--limit", "abc"],
+        ["retrieve", "pool", "--status", "verified"], ["retrieve", "pool", "--status", "nope"],
+        ["retrieve"], ["search", "pool"], ["search", "pool", "--limit", "1"],
+        ["search", "--query", "pool", "--workspace", "."], ["search", "pool", "--limit", "-1"],
+        ["retrieve", "pool", "--format", "text"], ["retrieve", "pool", "--prefer", "fact"],
+    ],
+    "dsh-memory": [
+        ["status"], ["search", "release"], ["search", "--query", "release", "--limit", "1"],
+        ["search", "release", "--limit", "abc"], ["search"], ["context", "release"],
+        ["context", "--limit", "21"], ["search", "release", "--scope", "nope"],
+        ["status", "--root", "/nonexistent"], ["search", "x", "--format", "text"],
+        ["status", "--help"], ["search", "a", "--query", "b"],
+    ],
+}  # fmt: skip
+MODULE = {"dsh-compound": "dsh_compound", "dsh-knowledge": "dsh_knowledge",
+          "dsh-memory": "dsh_memory"}  # fmt: skip
+
+
+def _both(world: dict[str, str], tool: str, argv: list[str]) -> tuple[object, object]:
+    env = {**os.environ, **IDENTITY, "DSH_HOME": world["home"], "HOME": world["base"]}
+    env.pop("DSH_MEMORY_ROOT", None)
+    outs = []
+    for command in ([str(BIN / tool)], [sys.executable, "-m", f"{MODULE[tool]}.cli"]):
+        _restore(world)
+        done = subprocess.run([*command, *argv], capture_output=True, env=env,
+                              cwd=world["repo"], timeout=120)  # fmt: skip
+        # context records the time of use: the one field that may differ between runs
+        stdout = re.sub(rb'"last_usage":"[^"]*"', b'"last_usage":"<now>"', done.stdout)
+        outs.append((done.returncode, stdout, done.stderr))
+    return outs[0], outs[1]
+
+
+@pytest.mark.parametrize(
+    ("tool", "argv"), [(tool, argv) for tool, cases in CASES.items() for argv in cases],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)  # fmt: skip
+def test_fast_and_parser_paths_print_the_same_bytes(
+    world: dict[str, str], tool: str, argv: list[str]
+) -> None:
+    fast, parsed = _both(world, tool, argv)
+    assert fast == parsed
+
+
+@pytest.mark.parametrize(
+    ("tool", "argv"),
+    [("dsh-compound", ["recall", "pool"]), ("dsh-knowledge", ["retrieve", "pool"]),
+     ("dsh-memory", ["status"]), ("dsh-memory", ["search", "release"])],
+)  # fmt: skip
+def test_the_fast_path_does_not_import_typer(
+    world: dict[str, str], tool: str, argv: list[str]
+) -> None:
+    env = {**os.environ, **IDENTITY, "DSH_HOME": world["home"], "HOME": world["base"]}
+    env.pop("DSH_MEMORY_ROOT", None)
+    probe = (
+        "import sys; sys.argv = ['x', *sys.argv[1:]]\n"
+        f"from {MODULE[tool]}.launcher import main\n"
+        "try:\n    main()\nexcept SystemExit as e:\n"
+        "    print('TYPER' if 'typer' in sys.modules else 'NO-TYPER', e.code, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True,
+                          env=env, cwd=world["repo"], timeout=120)  # fmt: skip
+    assert done.stderr.strip().endswith("NO-TYPER 0"), done.stderr
+    assert json.loads(done.stdout)
