@@ -197,6 +197,33 @@ def context_command(
     _emit(service, service.context(query, _integer_or_raw(limit), scope))
 
 
+@app.command("previews")
+def previews_command(ctx: typer.Context) -> None:
+    """Pending sync previews, newest first."""
+    service = _service(ctx)
+    _emit(service, service.previews())
+
+
+@app.command("apply-preview")
+def apply_preview_command(
+    ctx: typer.Context,
+    preview_id: Annotated[str | None, typer.Option("--preview-id", help="The preview.")] = None,
+) -> None:
+    """Apply a pending preview as one journaled transaction (operation preview)."""
+    service = _service(ctx)
+    _emit(service, service.apply_preview(preview_id))
+
+
+@app.command("discard-preview")
+def discard_preview_command(
+    ctx: typer.Context,
+    preview_id: Annotated[str | None, typer.Option("--preview-id", help="The preview.")] = None,
+) -> None:
+    """Remove a pending preview without applying it."""
+    service = _service(ctx)
+    _emit(service, service.discard_preview(preview_id))
+
+
 @app.command("prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""
@@ -207,6 +234,86 @@ def prompt_section_command(ctx: typer.Context) -> None:
 
 def main() -> None:
     sys.exit(run_app(app, prog_name="dsh-memory", render_error=render_error))
+
+
+# -- dsh-memory-sync -------------------------------------------------------------------------
+
+sync_app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Consolidate new idle agent sessions into memory through a staging copy, an agent "
+    "and one validated transaction (or a preview of it).",
+)
+
+
+def _progress(quiet: bool) -> Any:
+    def report(message: str) -> None:
+        if not quiet:
+            sys.stderr.write(f"dsh-memory-sync: {message}\n")
+            sys.stderr.flush()
+
+    return report
+
+
+@sync_app.command()
+def sync_command(
+    root: RootOption = None,
+    sessions_dir: Annotated[str | None, typer.Option("--sessions-dir")] = None,
+    claude_projects: Annotated[str | None, typer.Option("--claude-projects")] = None,
+    codex_sessions: Annotated[str | None, typer.Option("--codex-sessions")] = None,
+    agent: Annotated[str, typer.Option("--agent", help="dsh, claude, codex or command.")] = "dsh",
+    agent_command: Annotated[str | None, typer.Option("--agent-command")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
+    json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
+    scan_only: Annotated[bool, typer.Option("--scan-only")] = False,
+    preview: Annotated[str | None, typer.Option("--preview")] = None,
+    apply_preview: Annotated[str | None, typer.Option("--apply-preview")] = None,
+    discard_preview: Annotated[str | None, typer.Option("--discard-preview")] = None,
+) -> None:
+    """Run one sync (see the package README)."""
+    import os
+
+    from dsh_memory.errors import SyncInvalidRequestError
+    from dsh_memory.root import resolve_memory_root
+    from dsh_memory.service import MemoryService
+    from dsh_memory.sessions import SessionSources
+    from dsh_memory.syncrun import SyncOptions, run_sync
+
+    chosen = [name for name, given in (("--dry-run", dry_run), ("--scan-only", scan_only),
+              ("--preview", preview is not None), ("--apply-preview", apply_preview is not None),
+              ("--discard-preview", discard_preview is not None)) if given]  # fmt: skip
+    if len(chosen) > 1:
+        raise SyncInvalidRequestError(f"{' and '.join(chosen)} are mutually exclusive")
+    if apply_preview is not None or discard_preview is not None:
+        service = MemoryService(root)
+        envelope = (
+            service.apply_preview(apply_preview)
+            if apply_preview is not None
+            else service.discard_preview(discard_preview)
+        )
+        _emit(service, envelope)
+        return
+    env = dict(os.environ)
+    mode = "dry-run" if dry_run else "scan-only" if scan_only else "preview" if preview else "sync"
+    options = SyncOptions(
+        root=resolve_memory_root(root),
+        sources=SessionSources.defaults(
+            env, sessions_dir=sessions_dir, claude_projects=claude_projects,
+            codex_sessions=codex_sessions,
+        ),
+        env=env, agent=agent, agent_command=agent_command, timeout=timeout, mode=mode,
+        preview_id=preview, progress=_progress(json_output),
+    )  # fmt: skip
+    result = run_sync(options)
+    if result.get("status") == "disabled":
+        _progress(False)(str(result["message"]))
+    emit_json({"ok": True, **result})
+
+
+def sync_main() -> None:
+    sys.exit(run_app(sync_app, prog_name="dsh-memory-sync", render_error=render_error))
 
 
 if __name__ == "__main__":

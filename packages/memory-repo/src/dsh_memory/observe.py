@@ -86,6 +86,16 @@ def health(root: Path) -> dict[str, Any]:
         last_run = None
     if last_run is not None and last_run.get("status") == "interrupted":
         interrupted = last_run
+    if active is not None and active.get("state") == "interrupted":
+        # The dead run itself, whatever last-run.json says (its journal record when the
+        # next writer already wrote one, else the active-run record).
+        recorded = None
+        if journal.is_valid_run_id(active.get("run_id")):
+            try:
+                recorded = journal.read_run(root, str(active["run_id"]))
+            except (OSError, ValueError):
+                recorded = None
+        interrupted = recorded if recorded is not None else active
     previews = pending_previews(root)
     needs_recovery = (
         payload_dirty

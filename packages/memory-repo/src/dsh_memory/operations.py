@@ -51,9 +51,12 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
         run_id = active.get("run_id")
         if not journal.is_valid_run_id(run_id):
             return
-        existing = journal.read_run(tx.root, str(run_id))
-        if existing is not None and existing.get("status") == "interrupted":
-            return
+        try:
+            existing = journal.read_run(tx.root, str(run_id))
+        except (OSError, ValueError):
+            return  # an unreadable record is reported by health(), never overwritten
+        if existing is not None and existing.get("status") != "running":
+            return  # never overwrite a record that already says how the run ended
         entry = journal.make_record(
             run_id=str(run_id),
             operation=str(active.get("operation") or "unknown"),

@@ -38,6 +38,13 @@ _FALLBACK_CODES = {
     "rollback": "rollback-failed",
     "search": "search-failed",
     "context": "context-failed",
+    "previews": "repo-unavailable",
+    "apply_preview": "preview-apply-failed",
+    "discard_preview": "preview-not-found",
+    "write": "commit-failed",
+    "remove": "commit-failed",
+    "adopt": "commit-failed",
+    "recover": "recover-failed",
 }
 
 _METHODS = {
@@ -52,6 +59,9 @@ _METHODS = {
     "rollback": ("rollback", ("runId", "confirmation")),
     "search": ("search", ("query", "limit", "scope")),
     "context": ("context", ("query", "limit", "scope")),
+    "previews": ("previews", ()),
+    "applyPreview": ("apply_preview", ("previewId",)),
+    "discardPreview": ("discard_preview", ("previewId",)),
 }
 
 _MISSING: Any = object()
@@ -199,6 +209,37 @@ class MemoryService:
             return rollback(self._layout(), run_id, confirmation)
 
         return self._envelope("rollback", action)
+
+    # -- previews --------------------------------------------------------------------------
+
+    def previews(self) -> Envelope:
+        """``memory.previews()``: pending previews, newest first (expired ones cleaned)."""
+        from dsh_memory.previews import pending_previews  # noqa: PLC0415
+
+        return self._envelope(
+            "previews", lambda: {"previews": pending_previews(self._layout().root, clean=True)}
+        )
+
+    def apply_preview(self, preview_id: object = _MISSING) -> Envelope:
+        """``memory.applyPreview({previewId})``: one transaction, journaled as ``preview``."""
+        from dsh_memory.preview_apply import apply_preview  # noqa: PLC0415
+        from dsh_memory.previews import validate_preview_id  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_preview_id(preview_id)  # before the repository is opened
+            return apply_preview(self._layout(), preview_id)
+
+        return self._envelope("apply_preview", action)
+
+    def discard_preview(self, preview_id: object = _MISSING) -> Envelope:
+        """``memory.discardPreview({previewId})``."""
+        from dsh_memory.previews import discard_preview, validate_preview_id  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_preview_id(preview_id)
+            return discard_preview(self._layout().root, preview_id)
+
+        return self._envelope("discard_preview", action)
 
     # -- read paths (search/context live in their own modules) -----------------------------
 
