@@ -30,7 +30,7 @@ def _preview(root: Path, logs: Any, command: str, preview_id: str = PREVIEW_ID) 
             agent_command=command,
             mode="preview",
             preview_id=preview_id,
-        )  # fmt: skip
+        )
     )
 
 
