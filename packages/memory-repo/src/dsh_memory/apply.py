@@ -112,12 +112,21 @@ def apply_change_set(
     change: ChangeSet,
     fields: Mapping[str, Any],
     watermark_ns: int | None = None,
+    checkpoint: bool = True,
 ) -> dict[str, Any]:
-    """Commit ``change`` on top of ``head`` (see the module docstring); return the record."""
+    """Commit ``change`` on top of ``head`` (see the module docstring); return the record.
+
+    ``checkpoint=False`` is for ``adopt``: the change *is* the dirty payload, so the
+    recovery point is HEAD itself and rolling the run back returns to it.
+    """
     run.set_phase("applying")
     root: Path = tx.root
     try:
-        recovery, dirty = tx.recovery_point(head, f"DPSK memory recovery checkpoint: {run.run_id}")
+        recovery, dirty = (
+            tx.recovery_point(head, f"DPSK memory recovery checkpoint: {run.run_id}")
+            if checkpoint
+            else (head, [])
+        )
         crash_point("applying:recovery")
         paths = sorted(change.contents)
         oids = tx.write_blobs([change.contents[p] for p in paths])

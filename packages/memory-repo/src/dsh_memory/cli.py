@@ -224,6 +224,50 @@ def discard_preview_command(
     _emit(service, service.discard_preview(preview_id))
 
 
+@app.command("write")
+def write_command(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="Payload path, e.g. handbook/uv.md.")],
+    file: Annotated[
+        str | None, typer.Option("--file", help="Read the content from this file.")
+    ] = None,
+    source: Annotated[str | None, typer.Argument(help="- to read the content from stdin.")] = None,
+) -> None:
+    """Write one record as a journaled edit run (rollback can undo it)."""
+    from dsh_memory.errors import EditInvalidRequestError
+
+    stdin = source == "-"
+    if source not in (None, "-") or (file is None) == (not stdin):
+        raise EditInvalidRequestError("give exactly one of --file F or - (stdin)")
+    if file is not None:
+        try:
+            with open(file, "rb") as handle:
+                content = handle.read(8 * 1024 * 1024)
+        except OSError as exc:
+            raise EditInvalidRequestError(f"{file} cannot be read: {exc}") from exc
+    else:
+        content = sys.stdin.buffer.read(8 * 1024 * 1024)
+    service = _service(ctx)
+    _emit(service, service.write(path, content))
+
+
+@app.command("remove")
+def remove_command(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="Payload path to remove.")],
+) -> None:
+    """Remove one record as a journaled edit run."""
+    service = _service(ctx)
+    _emit(service, service.remove(path))
+
+
+@app.command("adopt")
+def adopt_command(ctx: typer.Context) -> None:
+    """Validate and commit the hand edits in the payload as one journaled edit run."""
+    service = _service(ctx)
+    _emit(service, service.adopt())
+
+
 @app.command("prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""

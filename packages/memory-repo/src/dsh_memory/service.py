@@ -62,6 +62,9 @@ _METHODS = {
     "previews": ("previews", ()),
     "applyPreview": ("apply_preview", ("previewId",)),
     "discardPreview": ("discard_preview", ("previewId",)),
+    "write": ("write", ("path", "content")),
+    "remove": ("remove", ("path",)),
+    "adopt": ("adopt", ()),
 }
 
 _MISSING: Any = object()
@@ -240,6 +243,34 @@ class MemoryService:
             return discard_preview(self._layout().root, preview_id)
 
         return self._envelope("discard_preview", action)
+
+    # -- a person's own edits --------------------------------------------------------------
+
+    def write(self, path: object = _MISSING, content: object = _MISSING) -> Envelope:
+        """Write one payload file as a journaled ``edit`` run (validated like a sync)."""
+        from dsh_memory.edits import validate_edit_path, write  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_edit_path(path)
+            return write(self._layout(), path, content)
+
+        return self._envelope("write", action)
+
+    def remove(self, path: object = _MISSING) -> Envelope:
+        """Remove one payload file as a journaled ``edit`` run."""
+        from dsh_memory.edits import remove, validate_edit_path  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_edit_path(path)
+            return remove(self._layout(), path)
+
+        return self._envelope("remove", action)
+
+    def adopt(self) -> Envelope:
+        """Commit the hand edits in the payload as one journaled ``edit`` run."""
+        from dsh_memory.edits import adopt  # noqa: PLC0415
+
+        return self._envelope("adopt", lambda: adopt(self._layout()))
 
     # -- read paths (search/context live in their own modules) -----------------------------
 
