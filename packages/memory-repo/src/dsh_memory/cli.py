@@ -268,6 +268,18 @@ def adopt_command(ctx: typer.Context) -> None:
     _emit(service, service.adopt())
 
 
+@app.command("recover")
+def recover_command(
+    ctx: typer.Context,
+    confirmation: Annotated[
+        str | None, typer.Option("--confirmation", help="Must be exactly RECOVER_MEMORY.")
+    ] = None,
+) -> None:
+    """Make an interrupted run consistent and release its dead lock."""
+    service = _service(ctx)
+    _emit(service, service.recover(confirmation))
+
+
 @app.command("prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""

@@ -65,6 +65,7 @@ _METHODS = {
     "write": ("write", ("path", "content")),
     "remove": ("remove", ("path",)),
     "adopt": ("adopt", ()),
+    "recover": ("recover", ("confirmation",)),
 }
 
 _MISSING: Any = object()
@@ -271,6 +272,19 @@ class MemoryService:
         from dsh_memory.edits import adopt  # noqa: PLC0415
 
         return self._envelope("adopt", lambda: adopt(self._layout()))
+
+    def recover(self, confirmation: object = _MISSING) -> Envelope:
+        """Make an interrupted run consistent (see :mod:`dsh_memory.recover`)."""
+        from dsh_memory.recover import RECOVER_CONFIRMATION, recover  # noqa: PLC0415
+
+        def action() -> Any:
+            if confirmation != RECOVER_CONFIRMATION:
+                raise errors.RecoverInvalidConfirmationError(
+                    "recover needs the exact confirmation RECOVER_MEMORY"
+                )
+            return recover(self._layout(), confirmation)
+
+        return self._envelope("recover", action)
 
     # -- read paths (search/context live in their own modules) -----------------------------
 

@@ -29,6 +29,11 @@ def main() -> int:
         write("handbook/existing.md", RECORD.format(id="project/existing", body="Changed."))
     elif scenario == "delete":
         (Path.cwd() / "handbook" / "existing.md").unlink()
+    elif scenario == "multi":
+        # Add, modify and delete in one run (idempotent: a rerun changes nothing more).
+        write("handbook/new-fact.md", RECORD.format(id="project/new-fact", body="Use uv."))
+        write("handbook/existing.md", RECORD.format(id="project/existing", body="Changed."))
+        (Path.cwd() / "handbook" / "old.md").unlink(missing_ok=True)
     elif scenario == "break":
         write("handbook/broken.md", "---\nschema_version: 1\nid: broken\ntags: [a, b]\n---\nx\n")
     elif scenario == "symlink":
