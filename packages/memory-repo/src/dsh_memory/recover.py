@@ -19,9 +19,9 @@ those are never discarded - ``adopt`` commits them). The cases:
    journaled ``applied`` with ``error_code: "interrupted-run"`` - ``rollback`` can undo it.
    The watermark does not move, so its sessions are read again by the next sync.
 5. **Nothing landed** (the newest payload commit is not the run's apply commit): the run
-   never touched the work tree (it writes only after the CAS). Live index entries it may have updated just
-   before the CAS are restored from HEAD where the work tree still equals HEAD. The run is
-   journaled ``interrupted`` (if no record exists yet).
+   never touched the work tree (it writes only after the CAS). Live index entries it may
+   have updated just before the CAS are restored from HEAD where the work tree still
+   equals HEAD. The run is journaled ``interrupted`` (if no record exists yet).
 
 In 3-5 a ``recover`` run is journaled (operation ``recover``, status ``recovered``,
 ``changed_paths`` = the paths it rewrote) in one journal commit together with the dead
