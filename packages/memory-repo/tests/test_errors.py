@@ -44,6 +44,7 @@ EXTRA_CODES = {
     "usage-busy",
     "runs-invalid-request",
     "init-failed",
+    "invalid-path",
     "invalid-metadata",
     "invalid-schema-version",
     "invalid-id",

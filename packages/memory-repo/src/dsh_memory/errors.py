@@ -51,6 +51,12 @@ class RepoUnavailableError(MemoryRepoError, OSError):
     code = "repo-unavailable"
 
 
+class InvalidMemoryPathError(MemoryRepoError, ValueError):
+    """The memory root (or another path argument) is not valid UTF-8 (our own code)."""
+
+    code = "invalid-path"
+
+
 class UnsafeLayoutError(MemoryRepoError, ValueError):
     """The root or a payload/operational path is a symlink, or the root is not the top level."""
 

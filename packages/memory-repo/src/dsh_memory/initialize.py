@@ -34,7 +34,9 @@ from dsh_memory.root import (
     SYNC_DIR,
     SYNC_GITIGNORE_LINES,
     check_root_directory,
+    has_memory_marker,
     inspect_layout,
+    require_memory_repository,
 )
 from dsh_memory.transactions import EXECUTABLE_MODE, FILE_MODE, Blob, GitTransactions
 
@@ -135,6 +137,10 @@ def initialize_repository(root: Path) -> dict[str, Any]:
     except GitError as exc:
         raise InitFailedError(f"git init failed in {root}: {exc}") from exc
     layout = inspect_layout(root, git=git)
+    if GitTransactions(layout).head() is not None and not has_memory_marker(git):
+        # An existing history that is not a memory repository (a project, DSH_MEMORY_ROOT=.):
+        # writing the scaffold into it would mix memory files into someone's work tree.
+        require_memory_repository(layout)
     try:
         os.chmod(root, 0o700)
         for name in (*RECORD_DIRS, SYNC_DIR, SCRIPTS_DIR):

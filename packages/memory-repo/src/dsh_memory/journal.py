@@ -25,7 +25,7 @@ from dsh_common.io import read_bounded
 from dsh_common.jsonio import dumps
 from dsh_memory import fsops
 from dsh_memory.errors import CommitFailedError
-from dsh_memory.root import RUNS_DIR
+from dsh_memory.root import RUNS_DIR, escape_name
 from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
 
 SCHEMA_VERSION = 1
@@ -94,7 +94,7 @@ def make_record(
     staging_digest: str | None = None,
 ) -> dict[str, Any]:
     """A journal record with every field of the earlier tool's format, in its order."""
-    paths = sorted(changed_paths)
+    paths = sorted(escape_name(path) for path in changed_paths)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
@@ -131,8 +131,12 @@ def journal_run(
     """Write the run record and last-run.json, and commit only those files.
 
     ``extra_files`` adds operational files to the same commit (the sync's ``.last-sync``
-    watermark, as the earlier tool's journal commit does). Returns the journal commit.
-    Raises CommitFailedError when the commit cannot be made.
+    watermark, as the earlier tool's journal commit does).
+
+    The files are written to the work tree *first*: a writer killed before the journal
+    commit still leaves a readable record naming the run's commits (``rollback`` reads
+    records from the work tree), and the commit then only makes it part of history.
+    Returns the journal commit. Raises CommitFailedError when the commit cannot be made.
     """
     run_id = str(record["run_id"])
     files = {run_record_path(run_id): (dumps(record) + "\n").encode("utf-8")}
@@ -140,6 +144,8 @@ def journal_run(
         files[LAST_RUN_FILE] = (dumps(last_run_subset(record)) + "\n").encode("utf-8")
     files.update(extra_files or {})
     try:
+        for path, data in files.items():
+            fsops.replace_file(tx.root, path, data, mode=0o600)
         head = tx.require_head()
         paths = sorted(files)
         oids = tx.write_blobs([files[path] for path in paths])
@@ -148,11 +154,9 @@ def journal_run(
         }
         tree = tx.build_tree(head, changes)
         commit = tx.commit_tree(tree, [head], f"DPSK memory journal: {run_id}")
-    except DshError as exc:
+    except (DshError, OSError) as exc:
         raise CommitFailedError(f"journal commit failed: {exc}") from exc
     tx.advance_head(commit, head, paths)
-    for path in paths:
-        fsops.replace_file(tx.root, path, files[path], mode=0o600)
     return commit
 
 

@@ -14,7 +14,12 @@ from dsh_common.git import GitRunner
 from dsh_memory import journal
 from dsh_memory.errors import MigrationFailedError, RunsInvalidRequestError
 from dsh_memory.frontmatter import SCHEMA_VERSION
-from dsh_memory.oplock import read_active_run, read_operation_lock
+from dsh_memory.oplock import (
+    dead_lock_message,
+    finished_record,
+    read_active_run,
+    read_operation_lock,
+)
 from dsh_memory.payload import metadata_summary, scan_payload
 from dsh_memory.previews import pending_previews
 from dsh_memory.root import Layout, inspect_layout
@@ -97,11 +102,23 @@ def health(root: Path) -> dict[str, Any]:
                 recorded = None
         interrupted = recorded if recorded is not None else active
     previews = pending_previews(root)
+    lock = read_operation_lock(root)
+    # A lock whose holder died, with no run left to say what it was doing, blocks every
+    # writer until it is removed (or six hours pass): that is a recovery to do, not health.
+    # ... unless the journal says that holder's run finished: writers take such a lock over.
+    dead_lock = (
+        lock is not None
+        and not lock["active"]
+        and finished_record(root, {"run_id": lock.get("runId")}) is None
+    )
+    head_ahead = head_ahead_of_journal(tx)
     needs_recovery = (
         payload_dirty
         or (active is not None and active.get("state") == "interrupted")
         or interrupted is not None
         or not journal_readable
+        or dead_lock
+        or head_ahead
     )
     return {
         "memoryRoot": str(root),
@@ -109,14 +126,72 @@ def health(root: Path) -> dict[str, Any]:
         "gitAvailable": git_available,
         "dataFileCount": len(scan.data_files),
         "payloadDirty": payload_dirty,
-        "operationLock": read_operation_lock(root),
+        "operationLock": lock,
         "activeRun": active,
         "interruptedRun": interrupted,
         "pendingPreview": previews[0] if previews else None,
         "pendingPreviewCount": len(previews),
         "journalReadable": journal_readable,
         "needsManualRecovery": needs_recovery,
+        "headAheadOfJournal": head_ahead,
+        "recoverySteps": _recovery_steps(root, lock, active, payload_dirty, head_ahead),
     }
+
+
+#: Subjects of the commits that change the payload; each is followed by a journal commit.
+_PAYLOAD_COMMIT_SUBJECTS = (
+    "DPSK memory sync applied:",
+    "DPSK memory cleared",
+    "DPSK memory rollback:",
+    "DPSK memory recovery checkpoint",
+)
+
+
+def head_ahead_of_journal(tx: GitTransactions) -> bool:
+    """HEAD is a payload commit no journal commit followed: a writer died (or its journal
+    commit failed) after moving HEAD, so the journal does not describe what HEAD holds."""
+    try:
+        subject = tx.git.run(["log", "-1", "--no-show-signature", "--format=%s", "HEAD"],
+                             check=False).text.strip()  # fmt: skip
+    except DshError:
+        return False
+    return subject.startswith(_PAYLOAD_COMMIT_SUBJECTS)
+
+
+def _recovery_steps(
+    root: Path,
+    lock: dict[str, Any] | None,
+    active: dict[str, Any] | None,
+    payload_dirty: bool,
+    head_ahead: bool,
+) -> list[str]:
+    """Exact steps for each recovery ``health()`` found, in the order to take them."""
+    steps: list[str] = []
+    if active is not None and active.get("state") == "interrupted":
+        steps.append(
+            f"run {active.get('run_id')!s} was interrupted (pid {active.get('pid')!s} is gone):"
+            " inspect its commits with `dsh-memory runs`, then run `dsh-memory recover"
+            " --confirmation RECOVER_MEMORY` (it keeps finished commits, journals the run and"
+            " releases the dead lock)"
+        )
+    elif (
+        lock is not None
+        and not lock["active"]
+        and not finished_record(root, {"run_id": lock.get("runId")})
+    ):
+        steps.append(dead_lock_message(root, lock))
+    if head_ahead:
+        steps.append(
+            "HEAD holds a memory change no journal record follows: once the run is journaled"
+            " as interrupted it can be undone with `dsh-memory rollback --run-id <run>"
+            " --confirmation ROLLBACK_MEMORY`"
+        )
+    if payload_dirty:
+        steps.append(
+            "the payload has uncommitted changes: `dsh-memory status` counts them;"
+            " `dsh-memory adopt` validates and commits them as one journaled edit run"
+        )
+    return steps
 
 
 def _optional_filter(value: object, name: str) -> str | None:

@@ -15,12 +15,15 @@ The functions raise :mod:`dsh_memory.errors`; the service turns them into envelo
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from dsh_common.errors import DshError, GitError
-from dsh_memory import fsops, journal
+from dsh_memory import fsops, journal, payload_state
+from dsh_memory.crashpoints import crash_point
 from dsh_memory.errors import (
     CheckpointFailedError,
     ClearFailedError,
@@ -36,16 +39,30 @@ from dsh_memory.errors import (
 )
 from dsh_memory.oplock import OperationRun, operation_lock
 from dsh_memory.payload import scan_payload
-from dsh_memory.root import RECORD_DIRS, SUMMARY_FILE, Layout, live_payload_files
+from dsh_memory.root import (
+    RECORD_DIRS,
+    SUMMARY_FILE,
+    Layout,
+    escape_name,
+    is_utf8_name,
+    live_payload_files,
+    require_memory_repository,
+)
 from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
 
+_OID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 CLEAR_CONFIRMATION = "DELETE_MEMORY"
 ROLLBACK_CONFIRMATION = "ROLLBACK_MEMORY"
 EMPTY_BLOB = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
 
 
 def _journal_interrupted(tx: GitTransactions) -> Any:
-    """Callback for the lock: record a dead process's run as ``interrupted`` (once)."""
+    """Callback for the lock: record a dead process's run as ``interrupted`` (once).
+
+    The writer recorded its recovery and apply commits in the active run before moving
+    HEAD; when the apply commit did reach HEAD's history the record keeps both, so the run
+    stays visible as the change it was and ``rollback`` can still undo it.
+    """
 
     def record(active: dict[str, Any]) -> None:
         run_id = active.get("run_id")
@@ -57,13 +74,16 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
             return  # an unreadable record is reported by health(), never overwritten
         if existing is not None and existing.get("status") != "running":
             return  # never overwrite a record that already says how the run ended
+        recovery, applied = _interrupted_commits(tx, active)
         entry = journal.make_record(
             run_id=str(run_id),
             operation=str(active.get("operation") or "unknown"),
             status="interrupted",
             started_at=str(active.get("started_at") or journal.utc_iso()),
             phase=str(active.get("phase") or "staging"),
-            error_code="interrupted-run",
+            recovery_commit=recovery,
+            apply_commit=applied,
+            error_code=str(active.get("error_code") or "interrupted-run"),
         )
         try:
             journal.journal_run(tx, entry)
@@ -71,6 +91,19 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
             pass  # the interruption is still reported through health()
 
     return record
+
+
+def _interrupted_commits(
+    tx: GitTransactions, active: dict[str, Any]
+) -> tuple[str | None, str | None]:
+    """(recovery commit, apply commit if HEAD's history holds it) of an interrupted run."""
+    recovery, apply = active.get("recovery_commit"), active.get("apply_commit")
+    if not (isinstance(recovery, str) and _OID.fullmatch(recovery)):
+        return None, None
+    if not (isinstance(apply, str) and _OID.fullmatch(apply)):
+        return recovery, None
+    reached = tx.git.run(["merge-base", "--is-ancestor", apply, "HEAD"], check=False)
+    return recovery, apply if reached.returncode == 0 else None
 
 
 def _journal_failure(
@@ -98,17 +131,25 @@ def _finalize(
     clock: journal.RunClock,
     entry: dict[str, Any],
     update_work_tree: Callable[[], None],
-) -> str:
-    """Write the work tree, then journal the run; return the journal commit.
+    *,
+    touched: Iterable[str],
+) -> str | None:
+    """Sync the live index and the work tree, then journal the run; return the journal
+    commit, or None when the journal commit could not be made.
 
     HEAD already holds the apply commit here, so the run is journaled as ``applied`` even
-    when the work-tree step fails (a swapped symlink, a full disk): the record then carries
-    the error code and the phase, the payload shows as dirty in ``health()``, and the error
-    is raised after the journal commit.
+    when the index or work-tree step fails (a swapped symlink, a full disk): the record then
+    carries the error code and the phase, the payload shows as dirty in ``health()``, and
+    the error is raised after the journal commit. If the journal commit itself fails the
+    change is still applied - the caller is told so (``journaled: false``), never
+    ``commit-failed`` - and the active-run record (which names both commits) is left
+    behind so ``health()`` and the next writer see the run and it stays roll-back-able.
     """
     run.set_phase("finalizing")
     failure: BaseException | None = None
     try:
+        tx.sync_live_index(str(entry["apply_commit"]), touched)
+        crash_point("after-index")
         update_work_tree()
     except (DshError, OSError) as exc:
         failure = exc
@@ -116,8 +157,14 @@ def _finalize(
         entry["phase"] = "finalizing"
     else:
         run.set_phase("complete")
+    crash_point("before-journal")
     entry["duration_ms"] = clock.duration_ms()
-    journal_commit = journal.journal_run(tx, entry)
+    try:
+        journal_commit: str | None = journal.journal_run(tx, entry)
+    except (DshError, OSError):
+        journal_commit = None
+        with contextlib.suppress(DshError, OSError):
+            run.keep_record("journal-failed")
     if failure is not None:
         raise failure
     return journal_commit
@@ -133,14 +180,22 @@ def _apply(
     changes: dict[str, Blob | None],
     message: str,
 ) -> str:
-    """Build the apply commit on ``recovery`` and move HEAD to it (CAS from ``head``)."""
+    """Build the apply commit on ``recovery`` and move HEAD to it (CAS from ``head``).
+
+    Both commits are written into the active-run record before the CAS (see
+    :meth:`OperationRun.record_commits`).
+    """
     run.set_phase("applying")
     try:
         tree = tx.build_tree(recovery, changes)
         commit = tx.commit_tree(tree, [recovery], message)
     except (GitError, OSError) as exc:
         raise CommitFailedError(f"the commit could not be built: {exc}") from exc
-    tx.advance_head(commit, head, set(dirty) | set(changes))
+    try:
+        run.record_commits(recovery, commit)
+    except OSError as exc:
+        raise CommitFailedError(f"the run's commits could not be recorded: {exc}") from exc
+    tx.move_head(commit, head)
     return commit
 
 
@@ -150,27 +205,32 @@ def _apply(
 def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     if confirmation != CLEAR_CONFIRMATION:
         raise ClearFailedError("clear needs the exact confirmation DELETE_MEMORY")
+    require_memory_repository(layout)
     tx = GitTransactions(layout)
     head = tx.require_head()
     root = layout.root
-    live = live_payload_files(root)
-    head_files = tx.tree_files(head)
-    if _empty(root, live, head_files) and not tx.payload_dirty_paths():
-        return {"alreadyEmpty": True, "clearedFileCount": 0,
-                "recoveryCommit": None, "clearCommit": None}  # fmt: skip
+    every_live = live_payload_files(root)
+    # A name that is not UTF-8 cannot be journaled or shown as JSON: reported, left alone.
+    skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
+    live = [p for p in every_live if is_utf8_name(p)]
+    head_files = {p: b for p, b in tx.tree_files(head).items() if is_utf8_name(p)}
+    dirty_now = [p for p in tx.payload_dirty_paths() if is_utf8_name(p)]
+    if _empty(root, live, head_files) and not dirty_now:
+        return _with_skipped({"alreadyEmpty": True, "clearedFileCount": 0,
+                              "recoveryCommit": None, "clearCommit": None}, skipped)  # fmt: skip
     run_id = journal.new_run_id(root, "clear")
     clock = journal.RunClock()
     with operation_lock(root, "clear", run_id, on_interrupted=_journal_interrupted(tx)) as run:
         try:
             # Live files HEAD does not track and status does not report are ignored by a
             # .gitignore; clear deletes them, so the checkpoint must hold them as well.
-            untracked = set(live) - set(head_files) - set(tx.payload_dirty_paths())
+            untracked = set(live) - set(head_files) - set(dirty_now)
             recovery, dirty = tx.recovery_point(
                 head, "DPSK memory recovery checkpoint", also=untracked
             )
-            _unchanged_since(root, live)
+            _unchanged_since(root, every_live)
             run.set_phase("validating")
-            recovery_files = tx.tree_files(recovery)
+            recovery_files = {p: b for p, b in tx.tree_files(recovery).items() if is_utf8_name(p)}
             cleared = [
                 p for p, blob in recovery_files.items()
                 if p != SUMMARY_FILE or blob.oid != EMPTY_BLOB
@@ -192,16 +252,36 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
         def remove_payload() -> None:
             # Every live payload file goes, tracked or not; summary.md becomes a new empty
             # file (a rename over the old entry: a hard link elsewhere keeps its content).
-            for path in sorted(set(live) | set(changes)):
+            for path in live:
+                if path != SUMMARY_FILE and not fsops.remove_file(root, path):
+                    # Listed a moment ago and gone now: a folder was renamed away (and maybe
+                    # back). Reporting success would leave the records wherever they went.
+                    raise UnsafeLayoutError(f"{path} vanished during clear: the layout changed")
+            for path in sorted(set(changes) - set(live)):
                 if path != SUMMARY_FILE:
-                    fsops.remove_file(root, path)
+                    fsops.remove_file(root, path)  # deleted already in the work tree
             fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
             for name in RECORD_DIRS:
                 fsops.prune_empty_directories(root, name)
+            left = [p for p in live_payload_files(root) if p != SUMMARY_FILE and is_utf8_name(p)]
+            if left:
+                raise UnsafeLayoutError(
+                    f"{len(left)} payload file(s) appeared during clear (e.g. {left[0]})"
+                )
 
-        _finalize(tx, run, clock, entry, remove_payload)
-    return {"alreadyEmpty": False, "clearedFileCount": len(cleared),
-            "recoveryCommit": recovery, "clearCommit": commit}  # fmt: skip
+        journal_commit = _finalize(tx, run, clock, entry, remove_payload,
+                                   touched=set(dirty) | set(changes))  # fmt: skip
+    result: dict[str, Any] = {"alreadyEmpty": False, "clearedFileCount": len(cleared),
+                              "recoveryCommit": recovery, "clearCommit": commit}  # fmt: skip
+    if journal_commit is None:
+        result["journaled"] = False
+    return _with_skipped(result, skipped)
+
+
+def _with_skipped(result: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
+    if skipped:
+        result["skippedPaths"] = skipped
+    return result
 
 
 def _unchanged_since(root: Path, live: list[str]) -> None:
@@ -244,6 +324,7 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
     }  # fmt: skip
     if dry_run:
         return result
+    require_memory_repository(layout)
     tx = GitTransactions(layout)
     head = tx.require_head()
     run_id = journal.new_run_id(root, "migrate")
@@ -286,11 +367,14 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
             fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
 
         try:
-            journal_commit = _finalize(tx, run, clock, entry, write_records)
+            journal_commit = _finalize(tx, run, clock, entry, write_records,
+                                       touched=set(dirty) | set(changes))  # fmt: skip
         except OSError as exc:
             raise MigrationFailedError.from_os_error(exc, f"migration failed: {exc}") from exc
         result.update(status="applied", migratedCount=len(legacy), recoveryCommit=recovery,
                       applyCommit=commit, journalCommit=journal_commit)  # fmt: skip
+        if journal_commit is None:
+            result["journaled"] = False
     return result
 
 
@@ -303,6 +387,7 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
     if not journal.is_valid_run_id(run_id):
         raise RollbackRunNotFoundError("no journaled run has that id")
     assert isinstance(run_id, str)  # noqa: S101 - narrowed by is_valid_run_id
+    require_memory_repository(layout)
     root = layout.root
     tx = GitTransactions(layout)
     try:
@@ -312,10 +397,14 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
     if record is None:
         raise RollbackRunNotFoundError(f"no journaled run {run_id}")
     recovery_commit, apply_commit = record.get("recovery_commit"), record.get("apply_commit")
+    # An ``interrupted`` run whose apply commit reached HEAD is a change like any other:
+    # the writer died after the CAS, and undoing it is exactly what the operator needs.
     if (
-        record.get("status") != "applied"
+        record.get("status") not in ("applied", "interrupted")
         or not isinstance(recovery_commit, str)
         or not isinstance(apply_commit, str)
+        or not _OID.fullmatch(recovery_commit)
+        or not _OID.fullmatch(apply_commit)
         or tx.git.rev_parse(f"{recovery_commit}^{{commit}}") is None
         or tx.git.rev_parse(f"{apply_commit}^{{commit}}") is None
     ):
@@ -325,26 +414,23 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
     if before == after:
         raise RollbackNotApplicableError(f"run {run_id} changed no payload")
     head = tx.require_head()
+    changes: dict[str, Blob | None] = {
+        path: before.get(path) for path in set(before) | set(after)
+        if before.get(path) != after.get(path)
+    }  # fmt: skip
     # Payload trees, not commits: journal commits after the run do not count as writes.
-    if tx.tree_files(head) != after or tx.payload_dirty_paths():
+    if tx.tree_files(head) != after:
         raise RollbackConflictError(f"memory changed after run {run_id}; cannot roll it back")
+    dirty = tx.payload_dirty_paths()
+    _check_rollback_dirt(tx, dirty, before, after, run_id)
     rollback_id = journal.unique_run_id(root, f"{journal.utc_stamp()}-rollback")
     clock = journal.RunClock()
     with operation_lock(root, "rollback", rollback_id,
                         on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
-        changes: dict[str, Blob | None] = {
-            path: before.get(path) for path in set(before) | set(after)
-            if before.get(path) != after.get(path)
-        }  # fmt: skip
         try:
-            contents = tx.blob_contents(b.oid for b in changes.values() if b is not None)
             run.set_phase("validating")
-            commit = _apply(tx, run, head=head, recovery=head, dirty=(), changes=changes,
+            commit = _apply(tx, run, head=head, recovery=head, dirty=dirty, changes=changes,
                             message=f"DPSK memory rollback: {run_id}")  # fmt: skip
-            run.set_phase("finalizing")
-            tx.materialize(changes, contents)
-            for name in RECORD_DIRS:
-                fsops.prune_empty_directories(root, name)
         except CommitFailedError as exc:
             raise RollbackFailedError(f"rollback failed: {exc.message}") from exc
         except (GitError, OSError) as exc:
@@ -352,12 +438,50 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
         entry = journal.make_record(
             run_id=rollback_id, operation="rollback", status="rolled_back",
             started_at=clock.started_at, changed_paths=sorted(changes), recovery_commit=head,
-            apply_commit=commit, duration_ms=clock.duration_ms(),
+            apply_commit=commit,
         )  # fmt: skip
-        run.set_phase("complete")
-        journal_commit = journal.journal_run(tx, entry)
-    return {
+
+        def restore() -> None:
+            tx.materialize_streamed(changes)
+            for name in RECORD_DIRS:
+                fsops.prune_empty_directories(root, name)
+
+        try:
+            journal_commit = _finalize(tx, run, clock, entry, restore,
+                                       touched=set(dirty) | set(changes))  # fmt: skip
+        except (GitError, OSError) as exc:
+            raise RollbackFailedError(f"rollback failed after its commit: {exc}") from exc
+    result: dict[str, Any] = {
         "runId": run_id, "rollbackRunId": rollback_id, "status": "rolled_back",
         "changedPaths": sorted(changes), "recoveryCommit": head, "rollbackCommit": commit,
         "journalCommit": journal_commit,
     }  # fmt: skip
+    if journal_commit is None:
+        result["journaled"] = False
+    return result
+
+
+def _check_rollback_dirt(
+    tx: GitTransactions,
+    dirty: list[str],
+    before: dict[str, Blob],
+    after: dict[str, Blob],
+    run_id: str,
+) -> None:
+    """A dirty payload blocks a rollback unless the dirt is the run's own half-made state.
+
+    A writer killed after its CAS leaves the work tree (or part of it) at the recovery
+    content while HEAD holds the change. Restoring the recovery tree loses nothing there,
+    so a dirty path is accepted when it is one the run changed and its live content is the
+    run's before or after version; anything else is somebody's edit: ``rollback-conflict``.
+    """
+    if not dirty:
+        return
+    live = payload_state.live_blob_ids(tx.git, tx.root, dirty)
+    for path in dirty:
+        versions = {blob.oid if blob else None for blob in (before.get(path), after.get(path))}
+        if before.get(path) == after.get(path) or live[path] not in versions:
+            raise RollbackConflictError(
+                f"the payload has uncommitted changes ({path}); commit or discard them before"
+                f" rolling back run {run_id}"
+            )

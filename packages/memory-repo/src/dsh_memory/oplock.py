@@ -81,9 +81,20 @@ def read_active_run(root: Path) -> dict[str, Any] | None:
         return None
     pid = data.get("pid")
     alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
-    if not alive and finished_record(root, data) is not None:
+    # A record left on purpose (``unjournaled``) is interrupted even while its pid runs.
+    running = alive and data.get("status", "running") == "running"
+    if _stale(root, data, alive=alive):
         return None
-    return {**data, "state": "running" if alive else "interrupted"}
+    return {**data, "state": "running" if running else "interrupted"}
+
+
+def _stale(root: Path, data: dict[str, Any], *, alive: bool) -> bool:
+    """A dead writer's ordinary record whose journal entry says the run finished."""
+    return (
+        not alive
+        and data.get("status", "running") == "running"
+        and finished_record(root, data) is not None
+    )
 
 
 def _discard_stale_active_run(root: Path) -> None:
@@ -95,9 +106,8 @@ def _discard_stale_active_run(root: Path) -> None:
     if not isinstance(data, dict):
         return
     pid = data.get("pid")
-    if isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid):
-        return
-    if finished_record(root, data) is not None:
+    alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
+    if _stale(root, data, alive=alive):
         with contextlib.suppress(FileNotFoundError):
             (root / ACTIVE_RUN_FILE).unlink()
 
@@ -109,8 +119,27 @@ def _lock_age_seconds(root: Path) -> float:
         return 0.0
 
 
+def dead_lock_message(root: Path, lock: dict[str, Any]) -> str:
+    """What to tell a writer (and ``health()``) about a lock whose holder has died."""
+    return (
+        f"the memory operation lock is held by a dead process: {lock.get('operation')!s} run"
+        f" {lock.get('runId')!s} (pid {lock.get('pid')!s}) is gone and no run is active."
+        f" Recovery: check `dsh-memory health`, then delete {root / LOCK_FILE}"
+        f" (it is taken over automatically {STALE_AFTER_SECONDS // 3600} hours after the"
+        " holder died)"
+    )
+
+
 class OperationRun:
-    """A held operation lock; ``set_phase`` keeps the active-run record current."""
+    """A held operation lock; ``set_phase`` keeps the active-run record current.
+
+    ``record_commits`` adds the run's recovery and apply commits to the record *before*
+    HEAD moves: a writer killed after the CAS (or whose journal commit fails) then leaves
+    an active run that names the change HEAD holds, so it can be journaled with its
+    commits and rolled back. ``keep_record`` leaves the record behind when the lock is
+    released, marked ``unjournaled`` - the next writer and ``health()`` treat it like a
+    dead writer's run.
+    """
 
     def __init__(self, root: Path, operation: str, run_id: str, started_at: str) -> None:
         self.root = root
@@ -118,16 +147,32 @@ class OperationRun:
         self.run_id = run_id
         self.started_at = started_at
         self.phase = "staging"
+        self.commits: dict[str, str] = {}
+        self.kept_status: str | None = None
 
     def set_phase(self, phase: str) -> None:
         self.phase = phase
+        self._write("running")
+
+    def record_commits(self, recovery_commit: str, apply_commit: str) -> None:
+        self.commits = {"recovery_commit": recovery_commit, "apply_commit": apply_commit}
+        self._write("running")
+
+    def keep_record(self, error_code: str) -> None:
+        """Leave the active-run record in place (status ``unjournaled``) at release."""
+        self.kept_status = "unjournaled"
+        self.commits["error_code"] = error_code
+        self._write(self.kept_status)
+
+    def _write(self, status: str) -> None:
         record = {
             "run_id": self.run_id,
             "operation": self.operation,
-            "status": "running",
-            "phase": phase,
+            "status": status,
+            "phase": self.phase,
             "pid": os.getpid(),
             "started_at": self.started_at,
+            **self.commits,
         }
         fsops.replace_file(self.root, ACTIVE_RUN_FILE, dumps(record).encode("utf-8"), mode=0o600)
 
@@ -179,6 +224,8 @@ def operation_lock(
                 lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
             except LockHeldError:
                 raise OperationInProgressError("another writer took the lock") from None
+        elif current is not None and not current["active"]:
+            raise OperationInProgressError(dead_lock_message(root, current)) from None
         else:
             holder = current.get("operation") if current else "another process"
             raise OperationInProgressError(f"{holder} holds the memory operation lock") from None
@@ -196,7 +243,8 @@ def operation_lock(
         try:
             yield run
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                (root / ACTIVE_RUN_FILE).unlink()
+            if run.kept_status is None:
+                with contextlib.suppress(FileNotFoundError):
+                    (root / ACTIVE_RUN_FILE).unlink()
     finally:
         lock.release()

@@ -6,16 +6,25 @@ key is a digest of
 
 - the payload trees of ``HEAD`` (``git ls-tree HEAD -- handbook rollouts archive``): every
   committed change;
-- ``git status --porcelain -z --untracked-files=no`` over the payload plus an ``lstat``
-  signature of each path it lists: every edit, deletion or staging of a tracked file (git
-  compares its stat cache in C and re-hashes only what looks changed);
+- the index entries of the payload (``git ls-files -s``: mode, blob id, stage, path) plus an
+  ``lstat`` signature of each path they name: every staging, and every edit or deletion of
+  a tracked file;
 - an ``lstat`` of every payload *directory* (mtime, inode): a file created, removed or
   renamed anywhere changes its directory;
 - an ``lstat`` of every *untracked* record the index holds: in-place edits git cannot see.
 
-Not detected (documented): files hidden from ``git status`` with ``update-index
---assume-unchanged`` / ``--skip-worktree``. A root without ``.git`` has no fast key and the
-index falls back to the full walk fingerprint, which detects everything.
+A root without ``.git`` has no fast key and the index falls back to the full walk
+fingerprint, which detects everything.
+
+**No filter ever runs.** ``git status`` would re-hash a stat-dirty file *through the clean
+or process filter* that the repository's config names and a ``.gitattributes`` in the
+payload selects - a program of the repository's choosing. Neither the key nor
+:func:`payload_dirty_paths` (the exact "is the payload dirty?" answer of status, health,
+clear, migrate and rollback) uses ``git status``: they read the index with ``ls-files -s``,
+the work tree with ``lstat``, and hash contents with ``hash-object --no-filters`` (or in
+Python). A file a built-in conversion (``core.autocrlf``, ``text``/``eol``) or a filter
+would store differently therefore reads as dirty: a redundant checkpoint, never a lost
+change.
 """
 
 from __future__ import annotations
@@ -23,10 +32,11 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory.records import RECORD_FOLDERS
 
@@ -86,41 +96,166 @@ def fast_key(root: Path, directories: Iterable[str], untracked: Iterable[str]) -
     try:
         runner = GitRunner(root, timeout=GIT_TIMEOUT_SECONDS)
         trees = runner.run(["ls-tree", "-z", "HEAD", "--", *RECORD_FOLDERS], check=False)
-        status = runner.run(
-            [
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=no",
-                "--no-renames",
-                "--ignore-submodules=all",
-                "--",
-                *RECORD_FOLDERS,
-            ]
-        )
+        index = runner.run(["ls-files", "-z", "-s", "--", *RECORD_FOLDERS])
     except (DshError, OSError):
         return None
     digest = hashlib.sha256()
     digest.update(b"trees\0%d\0" % trees.returncode)
     digest.update(trees.stdout)
-    digest.update(b"\0status\0")
-    digest.update(status.stdout)
-    for record in status.stdout.split(b"\0"):
-        if len(record) > 3:
-            path = record[3:].decode("utf-8", "surrogateescape")
-            digest.update(
-                f"\0{path}\0{_lstat_signature(root / path)}".encode("utf-8", "surrogateescape")
-            )
+    digest.update(b"\0index\0")
+    digest.update(index.stdout)
+    for record in index.stdout.split(b"\0"):
+        _, tab, raw_path = record.partition(b"\t")
+        if tab:
+            path = raw_path.decode("utf-8", "surrogateescape")
+            digest.update(b"\0" + raw_path + b"\0" + _lstat_signature(root / path).encode())
     digest.update(b"\0directories\0")
     for directory in directories:
-        digest.update(
-            f"{directory}\0{_lstat_signature(root / directory)}\n".encode(
-                "utf-8", "surrogateescape"
-            )
-        )
+        digest.update(_encode(f"{directory}\0{_lstat_signature(root / directory)}\n"))
     digest.update(b"\0untracked\0")
     for path in untracked:
-        digest.update(
-            f"{path}\0{_lstat_signature(root / path)}\n".encode("utf-8", "surrogateescape")
-        )
+        digest.update(_encode(f"{path}\0{_lstat_signature(root / path)}\n"))
     return digest.hexdigest()
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+# -- exact dirtiness, without git status ------------------------------------------------------
+
+#: Index modes of regular files; a gitlink (160000) is a submodule and is not payload.
+_FILE_MODES = frozenset({"100644", "100755"})
+_SYMLINK_MODE = "120000"
+
+
+@dataclass(frozen=True)
+class ListingEntry:
+    mode: str
+    oid: str
+
+
+def parse_listing(output: bytes, *, staged: bool) -> tuple[dict[str, ListingEntry], set[str]]:
+    """``ls-tree -r -z`` or ``ls-files -s -z`` output: path -> entry, and unmerged paths."""
+    entries: dict[str, ListingEntry] = {}
+    unmerged: set[str] = set()
+    for record in output.split(b"\0"):
+        meta, tab, raw_path = record.partition(b"\t")
+        if not tab:
+            continue
+        fields = meta.decode("ascii", "replace").split(" ")
+        path = raw_path.decode("utf-8", "surrogateescape")
+        if staged:
+            mode, oid, stage = fields[0], fields[1], fields[2]
+            if stage != "0":
+                unmerged.add(path)
+                continue
+        else:
+            mode, oid = fields[0], fields[2]
+        entries[path] = ListingEntry(mode, oid)
+    return entries, unmerged
+
+
+def _blob_id(data: bytes, oid_length: int) -> str:
+    """Git's blob id of ``data`` (SHA-1, or SHA-256 in a sha256 repository), no filters."""
+    header = b"blob %d\0" % len(data)
+    algorithm = hashlib.sha256 if oid_length == 64 else hashlib.sha1
+    return algorithm(header + data).hexdigest()
+
+
+def _hash_files(runner: GitRunner, root: Path, paths: Sequence[str], oid_length: int) -> list[str]:
+    """Blob ids of work-tree files, never through a filter.
+
+    One ``hash-object --no-filters --stdin-paths`` process for ordinary names; a name that
+    process would misread (a newline, or a leading quote it would C-unquote) is hashed here.
+    """
+    ids: dict[str, str] = {}
+    ordinary = [p for p in paths if "\n" not in p and "\r" not in p and not p.startswith('"')]
+    if ordinary:
+        data = b"".join(_encode(p) + b"\n" for p in ordinary)
+        timeout = max(GIT_TIMEOUT_SECONDS, len(ordinary) / 2000)
+        lines = runner.run(
+            ["hash-object", "--no-filters", "--stdin-paths"], input=data, timeout=timeout
+        ).text.split()
+        if len(lines) != len(ordinary):
+            raise GitError("hash-object answered a different number of ids")
+        ids.update(zip(ordinary, lines, strict=True))
+    for path in paths:
+        if path not in ids:
+            with open(root / path, "rb") as handle:
+                ids[path] = _blob_id(handle.read(), oid_length)
+    return [ids[p] for p in paths]
+
+
+def payload_dirty_paths(
+    runner: GitRunner, root: Path, paths: Sequence[str], *, head: str | None = "HEAD"
+) -> list[str]:
+    """Paths under ``paths`` whose index or work-tree state differs from ``head``, plus
+    untracked files that are not ignored - what ``git status --untracked-files=all`` lists,
+    computed without ever running a filter (see the module docstring).
+
+    Names are decoded with ``surrogateescape``: a name that is not UTF-8 comes back as a
+    ``str`` holding lone surrogates, never as an exception.
+    """
+    committed: dict[str, ListingEntry] = {}
+    if head is not None:
+        listing = runner.run(["ls-tree", "-r", "-z", "--full-tree", head, "--", *paths],
+                             check=False)  # fmt: skip
+        if listing.returncode == 0:
+            committed, _ = parse_listing(listing.stdout, staged=False)
+    staged, unmerged = parse_listing(
+        runner.run(["ls-files", "-z", "-s", "--", *paths]).stdout, staged=True
+    )
+    others = runner.run(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths])
+    dirty: set[str] = set(unmerged)
+    dirty.update(p.decode("utf-8", "surrogateescape") for p in others.stdout.split(b"\0") if p)
+    dirty.update(p for p in committed if p not in staged and p not in unmerged)
+    to_hash: list[str] = []
+    for path, entry in staged.items():
+        if committed.get(path) != entry:
+            dirty.add(path)
+            continue
+        if entry.mode not in _FILE_MODES and entry.mode != _SYMLINK_MODE:
+            continue  # a submodule: not payload, and git status ignores it here too
+        try:
+            info = os.lstat(root / path)
+        except (FileNotFoundError, NotADirectoryError):
+            dirty.add(path)
+            continue
+        if entry.mode == _SYMLINK_MODE:
+            if (
+                not stat.S_ISLNK(info.st_mode)
+                or _blob_id(os.fsencode(os.readlink(root / path)), len(entry.oid)) != entry.oid
+            ):
+                dirty.add(path)
+            continue
+        executable = bool(info.st_mode & 0o100)
+        if not stat.S_ISREG(info.st_mode) or executable != (entry.mode == "100755"):
+            dirty.add(path)
+            continue
+        to_hash.append(path)
+    if to_hash:
+        oid_length = len(staged[to_hash[0]].oid)
+        hashes = _hash_files(runner, root, to_hash, oid_length)
+        dirty.update(p for p, oid in zip(to_hash, hashes, strict=True) if oid != staged[p].oid)
+    return sorted(dirty)
+
+
+def live_blob_ids(runner: GitRunner, root: Path, paths: Sequence[str]) -> dict[str, str | None]:
+    """The blob id each work-tree file would have (no filters), None when it is absent or
+    not a regular file."""
+    present: list[str] = []
+    result: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            info = os.lstat(root / path)
+        except (FileNotFoundError, NotADirectoryError):
+            result[path] = None
+            continue
+        if stat.S_ISREG(info.st_mode):
+            present.append(path)
+        else:
+            result[path] = None
+    oid_length = len(runner.rev_parse("HEAD") or "0" * 40)
+    result.update(zip(present, _hash_files(runner, root, present, oid_length), strict=True))
+    return result

@@ -5,11 +5,14 @@ bounded snapshot of ``summary.md``. The snapshot is data the memory sync wrote f
 sessions, so it is fenced and labelled ``[DPSK MEMORY: UNTRUSTED CONTEXT]``: the model must
 treat it as context, never as instructions. It is cut at 16 KiB on a UTF-8 character
 boundary; an unreadable summary (missing root, symlink, not UTF-8, not a regular file)
-leaves the static instructions alone. When memory is disabled there is no section at all.
+leaves the static instructions alone. The snapshot can never close or imitate the fence:
+``<``, ``>`` and ``&`` are written as HTML entities and a ``[DPSK MEMORY`` imitation of the
+marker is defused (:func:`escape_untrusted`). When memory is disabled there is no section at all.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from dsh_common.errors import DshError
@@ -46,6 +49,24 @@ def truncate_utf8(data: bytes, limit: int) -> tuple[str, bool]:
         return cut[: exc.start].decode("utf-8"), True
 
 
+#: What our fences are made of: an angle-bracket tag or the bracketed marker.
+_PARTIAL_ENTITY = re.compile(r"&[#a-z0-9]*$")
+_MARKER_IMITATION = re.compile(r"\[(\s*DPSK\s+MEMORY)", re.IGNORECASE)
+
+
+def escape_untrusted(text: str) -> str:
+    """Stored text as it may appear inside one of our fenced blocks.
+
+    ``</summary_snapshot>`` in ``summary.md`` would close the untrusted block and put what
+    follows it among the instructions; a line ``[DPSK MEMORY: ...]`` would imitate our
+    marker. So ``&``, ``<`` and ``>`` become HTML entities (no tag of any name can be
+    written, and the escape stays reversible), and a ``[`` opening ``DPSK MEMORY`` becomes
+    ``&#91;``. Every block dsh-memory prints around stored text goes through this.
+    """
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKER_IMITATION.sub(r"&#91;\1", escaped)
+
+
 def read_summary_snapshot(root: Path) -> str | None:
     """The bounded summary text, or None when it cannot be read safely."""
     from dsh_memory import fsops  # noqa: PLC0415
@@ -58,14 +79,20 @@ def read_summary_snapshot(root: Path) -> str | None:
     return text
 
 
-def prompt_section(root: Path, *, enabled: bool) -> str:
-    """The whole section, or ``""`` when memory is disabled."""
+def prompt_section(root: Path | None, *, enabled: bool) -> str:
+    """The whole section, or ``""`` when memory is disabled (``root`` None: static text)."""
     if not enabled:
         return ""
-    summary = read_summary_snapshot(root)
+    summary = read_summary_snapshot(root) if root is not None else None
     if summary is None or not summary.strip():
         return STATIC_INSTRUCTIONS
+    snapshot = escape_untrusted(summary.rstrip())
+    if len(snapshot.encode("utf-8")) > SUMMARY_BUDGET_BYTES:
+        # Escaping can lengthen the text; the budget is for what the model reads. A cut
+        # entity ("&l") is dropped: it could not form a tag anyway, but it is noise.
+        snapshot, _ = truncate_utf8(snapshot.encode("utf-8"), SUMMARY_BUDGET_BYTES)
+        snapshot = _PARTIAL_ENTITY.sub("", snapshot)
     return (
         f"{STATIC_INSTRUCTIONS}\n{UNTRUSTED_MARKER}\n<summary_snapshot>\n"
-        f"{summary.rstrip()}\n</summary_snapshot>\n"
+        f"{snapshot}\n</summary_snapshot>\n"
     )

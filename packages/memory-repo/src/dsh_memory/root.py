@@ -17,7 +17,7 @@ from pathlib import Path
 
 from dsh_common.errors import GitError
 from dsh_common.git import GitRunner
-from dsh_memory.errors import RepoUnavailableError, UnsafeLayoutError
+from dsh_memory.errors import InvalidMemoryPathError, RepoUnavailableError, UnsafeLayoutError
 
 #: Payload: what the memory *is*. ``summary.md`` is a navigation file, the folders hold records.
 SUMMARY_FILE = "summary.md"
@@ -48,25 +48,42 @@ def resolve_memory_root(
 ) -> Path:
     """``root`` if given, else ``$DSH_MEMORY_ROOT``, else ``$DSH_HOME/storages/memory``,
     else ``~/.dsh/storages/memory``. Relative paths are made absolute (not resolved:
-    resolving would hide a symlinked root from the layout check)."""
+    resolving would hide a symlinked root from the layout check).
+
+    A variable that is empty or only whitespace counts as unset (``DSH_HOME=" "`` would
+    otherwise put the repository under the current directory). A root whose name is not
+    UTF-8 is refused with ``invalid-path`` before anything is created.
+    """
     environ = os.environ if env is None else env
-    if root is not None and str(root) != "":
+    if root is not None and str(root).strip() != "":
         chosen = Path(root).expanduser()
-    elif environ.get("DSH_MEMORY_ROOT"):
+    elif (environ.get("DSH_MEMORY_ROOT") or "").strip():
         chosen = Path(environ["DSH_MEMORY_ROOT"]).expanduser()
     else:
         chosen = dsh_home(environ) / "storages" / "memory"
-    return Path(os.path.abspath(chosen))
+    absolute = os.path.abspath(chosen)
+    if not is_utf8_name(absolute):
+        raise InvalidMemoryPathError(
+            f"memory root {escape_name(absolute)} is not valid UTF-8; choose another path"
+        )
+    return Path(absolute)
 
 
 def dsh_home(env: Mapping[str, str] | None = None) -> Path:
-    """``$DSH_HOME`` or ``~/.dsh``."""
+    """``$DSH_HOME`` or ``~/.dsh`` (an empty or whitespace-only ``DSH_HOME`` is unset)."""
     environ = os.environ if env is None else env
     home = environ.get("DSH_HOME")
-    if home:
+    if home and home.strip():
         return Path(home).expanduser()
     user_home = environ.get("HOME")
-    return (Path(user_home) if user_home else Path.home()) / ".dsh"
+    return (Path(user_home) if user_home and user_home.strip() else Path.home()) / ".dsh"
+
+
+#: The memory repository's own marker: ``init`` (ours and the earlier tool's) commits
+#: ``.sync/.gitignore`` naming the operation lock in the very first commit.
+MARKER_FILE = ".sync/.gitignore"
+MARKER_LINE = "operation.lock"
+_MARKER_MAX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -126,6 +143,35 @@ def inspect_layout(root: Path, *, git: GitRunner | None = None) -> Layout:
     return Layout(root=root, git=runner)
 
 
+def has_memory_marker(git: GitRunner) -> bool:
+    """Whether HEAD holds the memory repository's marker (see :data:`MARKER_FILE`)."""
+    try:
+        result = git.run(["cat-file", "blob", f"HEAD:{MARKER_FILE}"], check=False,
+                         max_output=_MARKER_MAX_BYTES)  # fmt: skip
+    except GitError:
+        return False
+    if result.returncode != 0:
+        return False
+    lines = result.stdout.decode("utf-8", "replace").splitlines()
+    return MARKER_LINE in (line.strip() for line in lines)
+
+
+def require_memory_repository(layout: Layout) -> None:
+    """Refuse a write to a Git repository that is not a memory repository.
+
+    Any repository passes :func:`inspect_layout`; ``DSH_MEMORY_ROOT=.`` inside a project
+    would otherwise let ``clear`` delete the project's ``handbook/`` and commit to its
+    branch. Every writer (clear, migrate, rollback, init over an existing history, and the
+    sync-side writers) calls this first.
+    """
+    if not has_memory_marker(layout.git):
+        raise RepoUnavailableError(
+            f"{layout.root} is a Git repository but not a dsh memory repository: its HEAD has"
+            f" no {MARKER_FILE} naming {MARKER_LINE} (written by `dsh-memory init`); point"
+            " --root or DSH_MEMORY_ROOT at the memory repository"
+        )
+
+
 def _check_kind(root: Path, relative: str, *, want_dir: bool) -> None:
     info = _lstat(root / relative)
     if info is None:
@@ -172,6 +218,24 @@ def live_payload_files(root: Path) -> list[str]:
         for path in iter_payload_tree(root / name):
             found.append(path.relative_to(root).as_posix())
     return sorted(found)
+
+
+def is_utf8_name(relative: str) -> bool:
+    """Whether a path read from the file system or git is valid UTF-8.
+
+    Names are decoded with ``surrogateescape``; a name that is not UTF-8 holds lone
+    surrogates, which JSON cannot carry and Git trees written by the earlier tool never hold.
+    """
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def escape_name(relative: str) -> str:
+    """A printable form of any name: bytes that are not UTF-8 become ``\\xNN``."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def is_record_path(relative: str) -> bool:

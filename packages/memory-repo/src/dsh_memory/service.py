@@ -315,7 +315,11 @@ class MemoryService:
             enabled = read_enabled(self.settings_file)
         except errors.MemoryRepoError:
             enabled = True  # an unreadable settings file falls back to the default
-        return prompt_section(self.root, enabled=enabled)
+        try:
+            root = self.root
+        except errors.MemoryRepoError:
+            return prompt_section(None, enabled=enabled)  # no readable root: static text
+        return prompt_section(root, enabled=enabled)
 
 
 def _snake(name: str) -> str:

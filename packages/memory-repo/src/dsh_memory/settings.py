@@ -11,7 +11,7 @@ of the file as it was. Anything we cannot read that way (a flow mapping such as
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from dsh_common.errors import DshError
@@ -69,6 +69,27 @@ def _memory_block(lines: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def _child_indent(lines: list[str], start: int, end: int) -> str | None:
+    """The indentation of the ``memory:`` block's direct children: that of its first line.
+
+    Only a direct child counts: in ``memory:\n  sync:\n    enabled: false`` the
+    ``enabled`` belongs to ``memory.sync``, not to ``memory``.
+    """
+    for line in lines[start + 1 : end]:
+        text = line.rstrip("\r\n")
+        if text.strip() and not text.lstrip().startswith("#"):
+            return text[: len(text) - len(text.lstrip(" \t"))]
+    return None
+
+
+def _direct_enabled(lines: list[str], start: int, end: int) -> Iterator[tuple[int, re.Match[str]]]:
+    indent = _child_indent(lines, start, end)
+    for index in range(start + 1, end):
+        match = _ENABLED.match(lines[index].rstrip("\r\n"))
+        if match is not None and match["indent"] == indent:
+            yield index, match
+
+
 def read_enabled(path: Path) -> bool:
     """``memory.enabled`` (default true when the file, block or key is absent)."""
     lines = _read_lines(path)
@@ -77,10 +98,7 @@ def read_enabled(path: Path) -> bool:
     block = _memory_block(lines)
     if block is None:
         return DEFAULT_ENABLED
-    for line in lines[block[0] + 1 : block[1]]:
-        match = _ENABLED.match(line.rstrip("\r\n"))
-        if match is None:
-            continue
+    for _, match in _direct_enabled(lines, *block):
         value = match["value"].strip("\"'")
         if value in _TRUE:
             return True
@@ -103,16 +121,15 @@ def write_enabled(path: Path, enabled: object) -> bool:
         lines += ["memory:\n", f"  enabled: {value}\n"]
     else:
         start, end = block
-        for index in range(start + 1, end):
+        for index, match in _direct_enabled(lines, start, end):
             text = lines[index]
-            match = _ENABLED.match(text.rstrip("\r\n"))
-            if match is not None:
-                newline = text[len(text.rstrip("\r\n")) :] or "\n"
-                comment = f" {match['comment']}" if match["comment"] else ""
-                lines[index] = f"{match['indent']}enabled: {value}{comment}{newline}"
-                break
+            newline = text[len(text.rstrip("\r\n")) :] or "\n"
+            comment = f" {match['comment']}" if match["comment"] else ""
+            lines[index] = f"{match['indent']}enabled: {value}{comment}{newline}"
+            break
         else:
-            lines.insert(start + 1, f"  enabled: {value}\n")
+            indent = _child_indent(lines, start, end) or "  "
+            lines.insert(start + 1, f"{indent}enabled: {value}\n")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = None if path.exists() else 0o600  # keep a mode the user chose

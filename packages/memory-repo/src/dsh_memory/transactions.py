@@ -7,8 +7,10 @@ if anyone moved HEAD meanwhile. Nothing here resets, forces or rewrites history.
 
 The live index is touched only for the paths a transaction changed (payload paths, or the
 journal files), so files the user staged elsewhere stay staged exactly as they were. It is
-updated *before* HEAD moves and restored if the CAS fails, so a failure leaves both as
-they were; the work tree is written last, when the new commit is already safe in history.
+updated only *after* HEAD moved: a writer killed before the CAS leaves HEAD, index and
+files exactly as they were (nothing of the change is staged for a later plain ``git
+commit``); one killed after it leaves a change that HEAD holds and the journal can name.
+The work tree is written last, when the new commit is already safe in history.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pathlib import Path
 
 from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
-from dsh_memory import fsops
+from dsh_memory import fsops, payload_state
+from dsh_memory.crashpoints import crash_point
 from dsh_memory.errors import CheckpointFailedError, CommitFailedError, RepoUnavailableError
 from dsh_memory.root import PAYLOAD_PATHS, SUMMARY_FILE, Layout
 
@@ -34,6 +37,10 @@ EXECUTABLE_MODE = "100755"
 MAX_PAYLOAD_FILE_BYTES = 1024 * 1024 * 8
 #: Above this many blobs one ``fast-import`` pack beats one loose object per blob.
 FAST_IMPORT_THRESHOLD = 16
+#: Blob bytes read per ``cat-file --batch`` when a rollback restores the work tree.
+BLOB_CHUNK_BYTES = 8 * 1024 * 1024
+#: The mtime given to the index copy we update (2096; git keeps index times in 32 bits).
+_FUTURE_INDEX_TIME = 4_000_000_000
 
 
 @dataclass(frozen=True)
@@ -83,20 +90,16 @@ class GitTransactions:
             meta, _, path = record.partition(b"\t")
             mode, kind, oid = meta.decode().split(" ")
             if kind == "blob":
-                files[path.decode("utf-8")] = Blob(mode, oid)
+                files[path.decode("utf-8", "surrogateescape")] = Blob(mode, oid)
         return files
 
     def payload_dirty_paths(self) -> list[str]:
-        """Payload paths whose work-tree or index state differs from HEAD (incl. untracked)."""
-        result = self.git.run(
-            ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--",
-             *PAYLOAD_PATHS]
-        )  # fmt: skip
-        paths: list[str] = []
-        for record in result.stdout.split(b"\0"):
-            if len(record) > 3:
-                paths.append(record[3:].decode("utf-8"))
-        return sorted(set(paths))
+        """Payload paths whose work-tree or index state differs from HEAD (incl. untracked).
+
+        Never ``git status``: that would run the clean filter a hostile config names on
+        every stat-dirty file (see :func:`dsh_memory.payload_state.payload_dirty_paths`).
+        """
+        return payload_state.payload_dirty_paths(self.git, self.root, PAYLOAD_PATHS)
 
     def blob_contents(self, oids: Iterable[str]) -> dict[str, bytes]:
         """Contents of blobs, one ``cat-file --batch`` process for all of them."""
@@ -205,31 +208,109 @@ class GitTransactions:
     # -- moving HEAD -----------------------------------------------------------------------
 
     def advance_head(self, new: str, old: str | None, paths: Iterable[str]) -> None:
-        """Point the live index entries for ``paths`` at ``new``'s, then CAS HEAD old->new.
+        """CAS HEAD old->new, then point the live index entries for ``paths`` at ``new``'s.
 
-        Raises CommitFailedError with index and HEAD unchanged if either step fails.
+        Raises CommitFailedError with index and HEAD unchanged if the CAS fails; an index
+        failure after the CAS raises CommitFailedError too (HEAD has moved then: callers
+        that must tell the two apart use :meth:`move_head` and :meth:`sync_live_index`).
         """
-        touched = sorted(set(paths))
-        target = self.tree_files(new, touched) if touched else {}
-        try:
-            before = {e.path: Blob(e.mode, e.object_id) for e in self.git.ls_files_stage(touched)}
-        except DshError as exc:
-            raise CommitFailedError(f"could not read the live index: {exc}") from exc
-        wanted: dict[str, Blob | None] = dict.fromkeys(before)
-        wanted.update(target)
-        try:
-            if touched:
-                self.git.run(["update-index", "-z", "--index-info"], input=_index_info(wanted))
-        except DshError as exc:
-            raise CommitFailedError(f"could not update the live index: {exc}") from exc
+        self.move_head(new, old)
+        self.sync_live_index(new, paths)
+
+    def move_head(self, new: str, old: str | None) -> None:
+        """``update-ref HEAD <new> <old>``: the compare-and-swap, and nothing else.
+
+        The live index is deliberately *not* touched before it: a writer killed between an
+        index update and the CAS would leave its change staged for the user's next plain
+        ``git commit``. Killed after the CAS, HEAD holds the change and the journal can
+        still name it (the commits are recorded in the active run first).
+        """
+        if (self.git_dir() / "index.lock").exists():
+            # The index update after the CAS would fail: refuse while nothing has moved.
+            raise CommitFailedError("another git process holds the index lock (index.lock)")
+        crash_point("before-cas")
         try:
             self.git.run(["update-ref", "-m", "dsh-memory", "HEAD", new, old or ZERO_OID])
         except DshError as exc:
-            restore: dict[str, Blob | None] = dict.fromkeys(target)
-            restore.update(before)
-            with contextlib.suppress(DshError):
-                self.git.run(["update-index", "-z", "--index-info"], input=_index_info(restore))
             raise CommitFailedError(f"HEAD could not be moved safely: {exc}") from exc
+        crash_point("after-cas")
+
+    def index_entries(self, paths: Iterable[str]) -> dict[str, Blob | None]:
+        """Live index entries (stage 0) for exactly ``paths``.
+
+        Asks git for their top-level folders, never for the paths themselves: a clear of
+        100,000 files must not put 100,000 arguments on one command line.
+        """
+        wanted = set(paths)
+        prefixes = sorted({p.split("/", 1)[0] for p in wanted})
+        if not prefixes:
+            return {}
+        output = self.git.run(["ls-files", "-z", "-s", "--", *prefixes]).stdout
+        staged, unmerged = payload_state.parse_listing(output, staged=True)
+        found: dict[str, Blob | None] = {
+            p: Blob(e.mode, e.oid) for p, e in staged.items() if p in wanted
+        }
+        found.update(dict.fromkeys(unmerged & wanted))
+        return found
+
+    def sync_live_index(self, new: str, paths: Iterable[str]) -> None:
+        """Point the live index entries for ``paths`` at ``new``'s (absent there: removed).
+
+        The user's other index entries - staged work outside these paths - stay as they
+        were. Written through a copy of the index (see :meth:`_update_live_index`) so no
+        clean filter can run. Raises CommitFailedError (HEAD already moved).
+        """
+        touched = sorted(set(paths))
+        if not touched:
+            return
+        try:
+            prefixes = sorted({p.split("/", 1)[0] for p in touched})
+            in_new = self.tree_files(new, prefixes)
+            before = self.index_entries(touched)
+        except (DshError, UnicodeError) as exc:
+            raise CommitFailedError(f"could not read the live index: {exc}") from exc
+        wanted: dict[str, Blob | None] = dict.fromkeys(before)
+        wanted.update({p: in_new[p] for p in touched if p in in_new})
+        try:
+            self._update_live_index(wanted)
+        except (DshError, OSError) as exc:
+            raise CommitFailedError(f"could not update the live index: {exc}") from exc
+
+    def _update_live_index(self, changes: Mapping[str, Blob | None]) -> None:
+        """``update-index --index-info`` on the live index without running any filter.
+
+        Writing an index makes git re-check "racily clean" entries (file mtime not older
+        than the index file) by hashing the file *through its clean filter* - a program a
+        hostile config names. Git decides raciness from the index file's own mtime when it
+        reads it, so we hold ``index.lock`` (as git's own writers do), copy the index,
+        date the copy far in the future (no entry is then racy), update the copy, and
+        rename it over the index. Entries keep their stat data; nothing is re-hashed.
+        """
+        git_dir = self.git_dir()
+        live = git_dir / "index"
+        lock = git_dir / "index.lock"
+        try:
+            lock_fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError as exc:
+            raise CommitFailedError(
+                f"{lock} exists: another git process is using the index"
+            ) from exc
+        copy = git_dir / f"dsh-memory-live-index-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.copyfile(live, copy)
+                os.utime(copy, (_FUTURE_INDEX_TIME, _FUTURE_INDEX_TIME))
+            self.git.run(["update-index", "-z", "--index-info"], input=_index_info(changes),
+                         env={"GIT_INDEX_FILE": str(copy)})  # fmt: skip
+            os.replace(copy, live)
+        finally:
+            os.close(lock_fd)
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                copy.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                Path(f"{copy}.lock").unlink()
 
     # -- the work tree ---------------------------------------------------------------------
 
@@ -246,6 +327,47 @@ class GitTransactions:
             fsops.replace_file(self.root, path, contents[blob.oid], mode=mode, durable=False)
         # The commit already holds these bytes; one fsync per directory is enough.
         fsops.sync_directories(self.root, directories)
+
+    def materialize_streamed(self, changes: TreeChanges) -> None:
+        """:meth:`materialize` for changes of any total size, blobs read in bounded chunks.
+
+        One ``cat-file --batch`` for everything would refuse a rollback of more than the
+        runner's 32 MiB output cap - forever, since the run does not shrink. Blobs are read
+        ``BLOB_CHUNK_BYTES`` at a time (a larger single blob alone, with a cap of its size)
+        and written before the next chunk is read, so memory stays bounded too.
+        """
+        deletions = {p: None for p, blob in changes.items() if blob is None}
+        self.materialize(deletions, {})
+        wanted = sorted({blob.oid for blob in changes.values() if blob is not None})
+        sizes = {e.name: e.size for e in self.git.cat_file_batch_check(wanted)}
+        by_oid: dict[str, list[str]] = {}
+        for path, blob in changes.items():
+            if blob is not None:
+                by_oid.setdefault(blob.oid, []).append(path)
+        chunk: list[str] = []
+        total = 0
+        for oid in [*wanted, None]:
+            size = sizes.get(oid, 0) if oid is not None else 0
+            if oid is None or (chunk and total + size > BLOB_CHUNK_BYTES):
+                contents = self._blob_chunk(chunk, sizes)
+                self.materialize({p: changes[p] for o in chunk for p in by_oid[o]}, contents)
+                chunk, total = [], 0
+            if oid is not None:
+                chunk.append(oid)
+                total += size
+
+    def _blob_chunk(self, oids: Sequence[str], sizes: Mapping[str, int]) -> dict[str, bytes]:
+        if not oids:
+            return {}
+        if len(oids) == 1 and sizes.get(oids[0], 0) > BLOB_CHUNK_BYTES:
+            result = self.git.run(["cat-file", "blob", oids[0]],
+                                  max_output=sizes[oids[0]] + 1)  # fmt: skip
+            return {oids[0]: result.stdout}
+        contents = self.blob_contents(oids)
+        missing = [oid for oid in oids if oid not in contents]
+        if missing:
+            raise GitError(f"blob {missing[0]} is missing from the repository")
+        return contents
 
     # -- the recovery point ----------------------------------------------------------------
 
@@ -305,7 +427,7 @@ def _index_info(changes: Mapping[str, Blob | None]) -> bytes:
     for path in sorted(changes):
         blob = changes[path]
         if blob is None:
-            parts.append(f"0 {ZERO_OID}\t{path}".encode())
+            parts.append(f"0 {ZERO_OID}\t{path}".encode("utf-8", "surrogateescape"))
         else:
-            parts.append(f"{blob.mode} {blob.oid}\t{path}".encode())
+            parts.append(f"{blob.mode} {blob.oid}\t{path}".encode("utf-8", "surrogateescape"))
     return b"".join(part + b"\0" for part in parts)
