@@ -39,6 +39,8 @@ POINTS = {
     "staging": OLD,
     "validating": OLD,
     "applying:recovery": OLD,
+    "before-cas": OLD,
+    "after-cas": NEW,
     "applying:apply": NEW,
     "finalizing:worktree": NEW,
     "finalizing:journal": NEW,

@@ -144,7 +144,14 @@ def apply_change_set(
         journal_failure(tx, run, clock, exc, fields)
         raise
     try:
+        # The commits go into the active-run record before the CAS, so a writer killed
+        # right after it still leaves their names behind (the fix-memory rule).
+        run.record_commits(recovery, commit)
         tx.advance_head(commit, head, set(dirty) | set(changes))
+    except OSError as exc:
+        unrecorded = CommitFailedError(f"the run's commits could not be recorded: {exc}")
+        journal_failure(tx, run, clock, unrecorded, fields)
+        raise unrecorded from exc
     except DshError as exc:
         journal_failure(tx, run, clock, exc, fields)
         raise
