@@ -280,6 +280,27 @@ def recover_command(
     _emit(service, service.recover(confirmation))
 
 
+@app.command("export")
+def export_command(
+    ctx: typer.Context,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Bundle file to create.")] = None,
+) -> None:
+    """Back the repository up as a git bundle plus FILE.manifest.json."""
+    service = _service(ctx)
+    _emit(service, service.export_bundle(bundle))
+
+
+@app.command("import")
+def import_command(
+    ctx: typer.Context,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Bundle file to read.")] = None,
+    new_root: Annotated[str | None, typer.Option("--root", help="New memory root.")] = None,
+) -> None:
+    """Restore a bundle into a new memory root (never over an existing one)."""
+    service = _service(ctx)
+    _emit(service, service.import_bundle(bundle, new_root))
+
+
 @app.command("prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""

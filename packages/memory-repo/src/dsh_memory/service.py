@@ -45,6 +45,8 @@ _FALLBACK_CODES = {
     "remove": "commit-failed",
     "adopt": "commit-failed",
     "recover": "recover-failed",
+    "export_bundle": "bundle-failed",
+    "import_bundle": "bundle-failed",
 }
 
 _METHODS = {
@@ -285,6 +287,18 @@ class MemoryService:
             return recover(self._layout(), confirmation)
 
         return self._envelope("recover", action)
+
+    def export_bundle(self, file: object = _MISSING) -> Envelope:
+        """A git bundle of the whole history plus its JSON manifest (never overwrites)."""
+        from dsh_memory.bundle import export_bundle  # noqa: PLC0415
+
+        return self._envelope("export_bundle", lambda: export_bundle(self._layout(), file))
+
+    def import_bundle(self, file: object = _MISSING, new_root: object = _MISSING) -> Envelope:
+        """A new memory root from a bundle (refuses an existing target)."""
+        from dsh_memory.bundle import import_bundle  # noqa: PLC0415
+
+        return self._envelope("import_bundle", lambda: import_bundle(file, new_root))
 
     # -- read paths (search/context live in their own modules) -----------------------------
 
