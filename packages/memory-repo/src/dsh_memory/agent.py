@@ -9,7 +9,8 @@ Agents (``--agent``):
   ``dsh --profile headless --patch <patch> "<prompt>"`` in the staging folder, where the
   patch routes DSH's ``session-persistence-jsonl`` to a private folder (so the sync's own
   session never shows up among the user's sessions). ``$DSH_BIN`` names another program.
-- ``claude``: ``claude -p --permission-mode acceptEdits "<prompt>"`` in the staging folder:
+- ``claude``: ``claude -p --permission-mode acceptEdits --allowedTools "Read(/<transcripts>/**)"
+  -- "<prompt>"`` in the staging folder (``--allowedTools`` takes many values, hence ``--``):
   edits are accepted inside that folder only; the transcripts folder is readable.
 - ``codex``: ``codex exec --skip-git-repo-check -s workspace-write -C <staging> "<prompt>"``:
   the sandbox allows writes in the staging folder only.
@@ -132,7 +133,7 @@ def agent_argv(
     if agent == "claude":
         program = _resolve("claude", env)
         return [program, "-p", "--permission-mode", "acceptEdits",
-                "--allowedTools", f"Read(/{run.sessions}/**)", prompt]  # fmt: skip
+                "--allowedTools", f"Read(/{run.sessions}/**)", "--", prompt]  # fmt: skip
     if agent == "codex":
         program = _resolve("codex", env)
         return [program, "exec", "--skip-git-repo-check", "-s", "workspace-write",
