@@ -321,3 +321,48 @@ def test_the_command_says_when_memory_is_disabled(
     assert done.returncode == 0
     assert "memory.enabled is false; skipping sync." in done.stderr
     assert json.loads(done.stdout)["status"] == "disabled"
+
+
+def test_the_default_agent_is_dsh_headless_with_a_private_session_patch(
+    sync_root: Path, session_logs: Any, tmp_path: Path
+) -> None:
+    # A stand-in `dsh` on PATH (via DSH_BIN) that records how it was called.
+    fake = tmp_path / "bin" / "dsh-fake"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, os, sys\n"
+        "patch = open(sys.argv[sys.argv.index('--patch') + 1]).read()\n"
+        "os.makedirs('handbook', exist_ok=True)\n"
+        "open('handbook/dsh.md', 'w').write('---\\nschema_version: 1\\nid: dsh\\n---\\n'"
+        " + json.dumps({'argv': sys.argv[1:4], 'patch': patch,"
+        " 'mode': os.environ['DSH_PERMISSION_MODE'], 'cwd': os.getcwd()}) + '\\n')\n"
+    )
+    fake.chmod(0o755)
+    session_logs.dsh("d1", "hello")
+    options = _options(sync_root, session_logs, "unused", extra_env={"DSH_BIN": str(fake)})
+    options.agent = "dsh"
+    result = run_sync(options)
+    assert result["status"] == "applied"
+    seen = json.loads((sync_root / "handbook" / "dsh.md").read_text().split("---\n")[2])
+    assert seen["argv"][:2] == ["--profile", "headless"] and seen["argv"][2] == "--patch"
+    assert seen["patch"].startswith("- id: session-persistence-jsonl\n  config:\n    root: ")
+    assert seen["mode"] == "workspace-write"
+    assert seen["cwd"].endswith("/staging")
+
+
+def test_the_command_applies_and_discards_previews(
+    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    cli_env: dict[str, str],
+) -> None:  # fmt: skip
+    session_logs.dsh("d1", "hello")
+    base = ["--agent", "command", "--agent-command", agent_command("add"), "--json"]
+    stored = _cli([*base, "--preview", "20261201T100000Z-0000aaaa"], cli_env)
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(stored.stdout)["status"] == "pending"
+    applied = _cli(["--apply-preview", "20261201T100000Z-0000aaaa"], cli_env)
+    assert applied.returncode == 0, applied.stderr
+    assert json.loads(applied.stdout)["value"]["status"] == "applied"
+    missing = _cli(["--discard-preview", "20261201T100000Z-0000aaaa"], cli_env)
+    assert missing.returncode == 1
+    assert json.loads(missing.stderr)["error"]["code"] == "preview-not-found"
