@@ -51,6 +51,23 @@ def _boolean_or_raw(value: str | None) -> object:
     return {"true": True, "false": False}.get(value.strip().lower(), value)
 
 
+def _utf8(value: str | None, code: str, option: str) -> str | None:
+    """An option value, or the method's ``code`` envelope when it is not valid UTF-8.
+
+    Python hands undecodable argv bytes over as lone surrogates; nothing downstream can
+    print, hash or store them, so they are refused here with the bytes escaped.
+    """
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        emit_json(render_error(code, f"{option} is not valid UTF-8: {shown}"), stream=sys.stderr)
+        raise typer.Exit(1) from None
+    return value
+
+
 def _service(ctx: typer.Context) -> Any:
     from dsh_memory.service import MemoryService
 
@@ -153,6 +170,8 @@ def runs_command(
 ) -> None:
     """Journaled runs, newest first."""
     service = _service(ctx)
+    operation = _utf8(operation, "runs-invalid-request", "--operation")
+    status = _utf8(status, "runs-invalid-request", "--status")
     _emit(service, service.runs(_integer_or_raw(limit), operation, status))
 
 
@@ -180,6 +199,8 @@ def search_command(
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
+    query = _utf8(query, "search-invalid-request", "--query")
+    scope = _utf8(scope, "search-invalid-request", "--scope")
     _emit(service, service.search(query, _integer_or_raw(limit), scope))
 
 
@@ -194,6 +215,8 @@ def context_command(
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
+    query = _utf8(query, "context-invalid-request", "--query")
+    scope = _utf8(scope, "context-invalid-request", "--scope")
     _emit(service, service.context(query, _integer_or_raw(limit), scope))
 
 

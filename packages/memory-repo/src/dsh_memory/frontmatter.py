@@ -131,7 +131,9 @@ def _parse_scalar(raw: str) -> Any:
     if len(trimmed) == 1 and trimmed in "\"'":
         # JavaScript's startsWith/endsWith both hold for a lone quote: slice(1, -1) is "".
         return ""
-    if _INT_RE.fullmatch(trimmed):
+    # At most 16 digits can be a safe integer; a longer run is a float to JavaScript (and
+    # Python's int() refuses more than 4,300 digits with a ValueError).
+    if _INT_RE.fullmatch(trimmed) and len(trimmed.lstrip("+-")) <= 16:
         number = int(trimmed)
         if abs(number) <= _MAX_SAFE_INTEGER:
             return number
@@ -188,7 +190,12 @@ def _calendar_date(value: str) -> _dt.date | None:
     year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
     if not (1 <= month <= 12 and 1 <= day <= 31):
         return None
-    return _dt.date(year, month, 1) + _dt.timedelta(days=day - 1)
+    try:
+        # Year 0 (and a roll-over past 9999-12-31) has no Python date: invalid metadata,
+        # never an exception that takes down the whole scan.
+        return _dt.date(year, month, 1) + _dt.timedelta(days=day - 1)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _is_date(value: Any) -> bool:

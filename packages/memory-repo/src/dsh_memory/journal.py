@@ -30,7 +30,8 @@ from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
 
 SCHEMA_VERSION = 1
 LAST_RUN_FILE = ".sync/last-run.json"
-MAX_RECORD_BYTES = 1024 * 1024
+#: A clear of 100,000 files journals 100,000 changed paths (~3 MB): read up to 32 MiB.
+MAX_RECORD_BYTES = 32 * 1024 * 1024
 RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9A-Za-z][0-9A-Za-z_.-]{0,80}$")
 PHASES = ("staging", "validating", "applying", "finalizing", "complete")
 

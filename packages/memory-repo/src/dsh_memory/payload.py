@@ -14,7 +14,13 @@ from typing import Any
 
 from dsh_common.errors import DshError
 from dsh_memory import frontmatter, fsops
-from dsh_memory.root import SUMMARY_FILE, is_record_path, live_payload_files
+from dsh_memory.root import (
+    SUMMARY_FILE,
+    escape_name,
+    is_record_path,
+    is_utf8_name,
+    live_payload_files,
+)
 
 #: Records larger than this are not parsed for status (the staging limit is 1 MiB).
 MAX_RECORD_BYTES = 1024 * 1024
@@ -73,6 +79,11 @@ def scan_payload(root: Path) -> PayloadScan:
     valid = 0
     invalid: list[dict[str, str]] = []
     for relative in files:
+        if not is_utf8_name(relative):
+            # Not UTF-8: no id, no JSON, no journal can carry it. Reported, then skipped.
+            data_files.append(relative)
+            invalid.append({"path": escape_name(relative), "code": "invalid-name"})
+            continue
         if relative == SUMMARY_FILE:
             if os.lstat(root / relative).st_size > 0:
                 data_files.append(relative)

@@ -127,6 +127,8 @@ def walk_payload(root: Path, folders: Iterable[str] = RECORD_FOLDERS) -> list[Pa
             except (FileNotFoundError, NotADirectoryError):
                 continue
             for child in children:
+                if not _utf8(child.name):
+                    continue  # not UTF-8: skipped here, reported by status (invalid-name)
                 child_relative = f"{relative}/{child.name}"
                 if child.is_dir(follow_symlinks=False):
                     stack.append((Path(child.path), child_relative))
@@ -139,6 +141,14 @@ def walk_payload(root: Path, folders: Iterable[str] = RECORD_FOLDERS) -> list[Pa
                         entries.append(PayloadEntry(child_relative, _signature(info)))
     entries.sort(key=lambda entry: entry.path)
     return entries
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def fingerprint(entries: Iterable[PayloadEntry]) -> str:

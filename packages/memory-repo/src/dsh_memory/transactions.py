@@ -156,6 +156,7 @@ class GitTransactions:
             self.git.run(
                 ["fast-import", "--quiet", "--done", f"--export-marks={marks}"],
                 input=bytes(stream),
+                timeout=_bulk_timeout(len(contents)),
             )
             by_mark: dict[int, str] = {}
             for line in marks.read_text().splitlines():
@@ -179,8 +180,8 @@ class GitTransactions:
             else:
                 self.git.run(["read-tree", base], env=env)
             if changes:
-                self.git.run(["update-index", "-z", "--index-info"],
-                             input=_index_info(changes), env=env)  # fmt: skip
+                self.git.run(["update-index", "-z", "--index-info"], input=_index_info(changes),
+                             env=env, timeout=_bulk_timeout(len(changes)))  # fmt: skip
             return self.git.run(["write-tree"], env=env).text.strip()
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -301,7 +302,8 @@ class GitTransactions:
                 shutil.copyfile(live, copy)
                 os.utime(copy, (_FUTURE_INDEX_TIME, _FUTURE_INDEX_TIME))
             self.git.run(["update-index", "-z", "--index-info"], input=_index_info(changes),
-                         env={"GIT_INDEX_FILE": str(copy)})  # fmt: skip
+                         env={"GIT_INDEX_FILE": str(copy)},
+                         timeout=_bulk_timeout(len(changes)))  # fmt: skip
             os.replace(copy, live)
         finally:
             os.close(lock_fd)
@@ -412,6 +414,11 @@ class GitTransactions:
         for path, oid, mode_text in zip(present, self.write_blobs(datas), modes, strict=True):
             changes[path] = Blob(mode_text, oid)
         return changes
+
+
+def _bulk_timeout(count: int) -> float:
+    """A per-command timeout that grows with the work: 10 s, plus 1 s per 5,000 items."""
+    return 10.0 + count / 5000
 
 
 def _worktree_mode(path: str, blob: Blob) -> int:
