@@ -366,3 +366,13 @@ def test_the_command_applies_and_discards_previews(
     missing = _cli(["--discard-preview", "20261201T100000Z-0000aaaa"], cli_env)
     assert missing.returncode == 1
     assert json.loads(missing.stderr)["error"]["code"] == "preview-not-found"
+
+
+def test_the_first_sync_creates_the_repository_and_skips_history(
+    session_logs: Any, agent_command: Callable[[str], str], tmp_path: Path
+) -> None:
+    session_logs.dsh("history", "older than the repository")
+    root = tmp_path / "dsh" / "storages" / "memory"
+    result = run_sync(_options(root, session_logs, agent_command("add")))
+    assert result["status"] == "nothing-to-do"
+    assert (root / ".git").is_dir() and (root / "scripts" / "filter_session.py").is_file()

@@ -359,18 +359,34 @@ def _progress(quiet: bool) -> Any:
 @sync_app.command()
 def sync_command(
     root: RootOption = None,
-    sessions_dir: Annotated[str | None, typer.Option("--sessions-dir")] = None,
-    claude_projects: Annotated[str | None, typer.Option("--claude-projects")] = None,
-    codex_sessions: Annotated[str | None, typer.Option("--codex-sessions")] = None,
+    sessions_dir: Annotated[
+        str | None, typer.Option("--sessions-dir", help="DSH logs (default $DSH_HOME/sessions).")
+    ] = None,
+    claude_projects: Annotated[
+        str | None, typer.Option("--claude-projects", help="Default ~/.claude/projects.")
+    ] = None,
+    codex_sessions: Annotated[
+        str | None, typer.Option("--codex-sessions", help="Default ~/.codex/sessions.")
+    ] = None,
     agent: Annotated[str, typer.Option("--agent", help="dsh, claude, codex or command.")] = "dsh",
-    agent_command: Annotated[str | None, typer.Option("--agent-command")] = None,
+    agent_command: Annotated[
+        str | None, typer.Option("--agent-command", help="The program for --agent command.")
+    ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
     json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run")] = False,
-    scan_only: Annotated[bool, typer.Option("--scan-only")] = False,
-    preview: Annotated[str | None, typer.Option("--preview")] = None,
-    apply_preview: Annotated[str | None, typer.Option("--apply-preview")] = None,
-    discard_preview: Annotated[str | None, typer.Option("--discard-preview")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report; write nothing.")] = False,
+    scan_only: Annotated[
+        bool, typer.Option("--scan-only", help="Only list the candidates (no agent).")
+    ] = False,
+    preview: Annotated[
+        str | None, typer.Option("--preview", help="Store the result as preview ID.")
+    ] = None,
+    apply_preview: Annotated[
+        str | None, typer.Option("--apply-preview", help="Apply preview ID.")
+    ] = None,
+    discard_preview: Annotated[
+        str | None, typer.Option("--discard-preview", help="Discard preview ID.")
+    ] = None,
 ) -> None:
     """Run one sync (see the package README)."""
     import os

@@ -3,7 +3,9 @@
 Steps of a run (the active-run phase in brackets; crash points for tests in quotes):
 
 1. ``memory.enabled: false`` -> nothing at all happens ("memory.enabled is false; skipping
-   sync."): no lock, no scan, no watermark.
+   sync."): no lock, no scan, no watermark. Otherwise a sync or preview first runs ``init``
+   (idempotent), as the earlier tool does: the first run creates the repository, whose
+   fresh watermark means older sessions are not consolidated.
 2. Candidates: logs newer than ``.last-sync`` and idle for an hour, at most 10 (sessions.py).
    ``--scan-only`` stops here; no candidate -> nothing to do, nothing journaled.
 3. The operation lock (``sync``; not for ``--dry-run``). A dead earlier run is journaled
@@ -143,6 +145,12 @@ def run_sync(options: SyncOptions) -> dict[str, Any]:
     settings = options.settings_file or settings_path(options.env)
     if not read_enabled(settings):
         return {"status": "disabled", "message": DISABLED_MESSAGE}
+    if options.mode in ("sync", "preview"):
+        # As the earlier tool's sync does at every run: create the repository on first use
+        # (its fresh watermark means history is not consolidated) and restore its modes.
+        from dsh_memory.initialize import initialize_repository  # noqa: PLC0415
+
+        initialize_repository(options.root)
     layout = inspect_layout(options.root)
     root = layout.root
     now_ns = time.time_ns()
