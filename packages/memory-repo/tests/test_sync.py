@@ -108,6 +108,7 @@ def test_sync_modifies_or_deletes_and_the_run_rolls_back(
     [
         ("break", "flow-style-metadata"),
         ("symlink", "unsafe-layout"),
+        ("hardlink", "unsafe-layout"),
         ("many", "too-many-files"),
         ("duplicate", "duplicate-id"),
         ("readme", "staging-invalid"),

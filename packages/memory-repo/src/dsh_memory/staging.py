@@ -105,8 +105,8 @@ def _is_payload(relative: str) -> bool:
 def walk_staging(staging: Path) -> Iterator[tuple[str, os.stat_result]]:
     """Every file of the staging folder; anything but payload files and README.md is refused.
 
-    A symlink or special file anywhere is ``unsafe-layout``: applying it could make live
-    memory point outside the repository. A file outside the payload is ``staging-invalid``.
+    A symlink, hard link or special file anywhere is ``unsafe-layout``: applying it could
+    make live memory point outside the repository or import a file it shares. A file outside the payload is ``staging-invalid``.
     """
     stack = [""]
     while stack:
@@ -125,6 +125,10 @@ def walk_staging(staging: Path) -> Iterator[tuple[str, os.stat_result]]:
                 elif stat.S_ISREG(info.st_mode):
                     if not (_is_payload(relative) or relative == README_FILE):
                         raise StagingInvalidError(f"{relative} is outside the payload")
+                    if info.st_nlink > 1:
+                        # A hard link would import whatever file it shares (a key, a config)
+                        # and let later edits of that file look like memory edits.
+                        raise UnsafeLayoutError(f"the agent left a hard link at {relative}")
                     yield relative, info
                 else:
                     raise UnsafeLayoutError(f"{relative} is not a regular file")

@@ -38,6 +38,10 @@ def main() -> int:
         write("handbook/broken.md", "---\nschema_version: 1\nid: broken\ntags: [a, b]\n---\nx\n")
     elif scenario == "symlink":
         os.symlink("/etc/passwd", Path.cwd() / "handbook" / "link.md")
+    elif scenario == "hardlink":
+        outside = Path(os.environ["DSH_MEMORY_SESSIONS"]).parent / "outside.md"
+        outside.write_text("---\nschema_version: 1\nid: outside\n---\nnot memory\n")
+        os.link(outside, Path.cwd() / "handbook" / "linked.md")
     elif scenario == "many":
         for index in range(51):
             write(f"rollouts/r{index:02d}.md", RECORD.format(id=f"r{index:02d}", body="x"))
