@@ -106,7 +106,8 @@ def walk_staging(staging: Path) -> Iterator[tuple[str, os.stat_result]]:
     """Every file of the staging folder; anything but payload files and README.md is refused.
 
     A symlink, hard link or special file anywhere is ``unsafe-layout``: applying it could
-    make live memory point outside the repository or import a file it shares. A file outside the payload is ``staging-invalid``.
+    make live memory point outside the repository or import a file it shares. A file
+    outside the payload is ``staging-invalid``.
     """
     stack = [""]
     while stack:
