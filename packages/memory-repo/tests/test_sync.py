@@ -129,6 +129,8 @@ def test_a_refused_change_journals_failed_and_leaves_memory(
     with pytest.raises(MemoryRepoError) as caught:
         run_sync(_options(sync_root, session_logs, agent_command(scenario)))
     assert caught.value.code == code
+    if scenario == "fail":
+        assert "the model refused" in caught.value.message
     record = _last_run(sync_root)
     assert (record["status"], record["error_code"]) == ("failed", code)
     assert run_git(sync_root, "rev-parse", "HEAD:handbook").strip() == payload_before

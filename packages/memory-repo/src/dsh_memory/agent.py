@@ -1,7 +1,8 @@
 """Run the consolidating agent on the staging folder: fixed prompt, minimal env, time limit.
 
-The agent only *edits files* in the staging folder; its output is kept in private log
-files for a person to read and is never parsed (a model's prose decides nothing).
+The agent only *edits files* in the staging folder; its output goes to a private log that
+is never parsed (a model's prose decides nothing) - only when the agent fails does the
+error message quote the log's last lines, for the person running the sync.
 
 Agents (``--agent``):
 
@@ -186,5 +187,17 @@ def run_agent(
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     if code != 0:
-        raise AgentFailedError(f"the agent exited with status {code} (log: {log_path.name})")
+        raise AgentFailedError(f"the agent exited with status {code}: {_log_tail(log_path)}")
     return code
+
+
+def _log_tail(path: Path, limit: int = 600) -> str:
+    """The end of the agent's output, for the person reading the error (never journaled:
+    the private folder and its log are removed when the run ends)."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - limit))
+            tail = handle.read(limit).decode("utf-8", errors="replace").strip()
+    except OSError:
+        return "(no output)"
+    return tail or "(no output)"

@@ -54,6 +54,7 @@ def main() -> int:
     elif scenario == "sleep":
         time.sleep(60)
     elif scenario == "fail":
+        print("the model refused", file=sys.stderr)
         return 3
     elif scenario == "env":
         names = sorted(os.environ)
