@@ -144,6 +144,8 @@ def test_a_failed_journal_commit_is_not_reported_as_commit_failed(legacy_root: P
     (root / ".sync" / "last-run.json").rmdir()
     run_id = health["activeRun"]["run_id"]
     assert fails(root, "clear", "--confirmation", "DELETE_MEMORY") == "interrupted-run"
+    # The record the failed commit left in the work tree is now part of the journal.
+    assert run_id in [r["run_id"] for r in ok(root, "runs")["runs"]]
     (root / ".sync" / "active-run.json").unlink()
     ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
     assert (root / "handbook" / "old.md").read_text() == LEGACY

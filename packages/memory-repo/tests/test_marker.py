@@ -122,3 +122,14 @@ def test_init_of_an_empty_git_repository_still_works(tmp_path: Path) -> None:
     root.mkdir()
     git(root, "init", "-q", "-b", "main")
     assert value(dsh_memory(tmp_path, str(root), "init"))["created"] is True
+
+
+def test_reads_of_a_project_write_nothing_into_it(tmp_path: Path) -> None:
+    root = project(tmp_path)
+    exclude = (root / ".git" / "info" / "exclude").read_bytes()
+    found = value(dsh_memory(root, ".", "search", "--query", "onboarding"))
+    assert [r["path"] for r in found["results"]] == ["handbook/onboarding.md"]
+    assert value(dsh_memory(root, ".", "context", "--query", "onboarding"))["count"] == 1
+    assert not (root / ".sync").exists()  # no usage sidecar, no index
+    assert (root / ".git" / "info" / "exclude").read_bytes() == exclude
+    assert git(root, "status", "--porcelain") == ""

@@ -104,6 +104,9 @@ def test_no_command_runs_a_repository_filter(memory_root: Path, tmp_path: Path) 
     assert cli(root, "context", "--query", "pnpm")["count"] == 1
     assert not marker.exists(), 'assert cli(root, "context", "--query", "pnpm")["count"] == 1'
     make_stat_dirty(root)
+    assert cli(root, "init")["created"] is False
+    assert len(cli(root, "runs")["runs"]) == 2
+    make_stat_dirty(root)
     cleared = cli(root, "clear", "--confirmation", "DELETE_MEMORY")
     assert not marker.exists(), 'cleared = cli(root, "clear", "--confirmation", "DELETE_MEMOR'
     assert cleared["alreadyEmpty"] is False

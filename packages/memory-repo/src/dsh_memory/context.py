@@ -64,8 +64,12 @@ def context(
     *,
     use_index: bool = True,
     now: _dt.datetime | None = None,
+    record_use: bool = True,
 ) -> dict[str, Any]:
     """The spec's ``memory.context`` value: ``{query, count, records}``.
+
+    ``record_use=False`` reads without recording usage (the service passes it for a Git
+    repository that is not a memory repository: reading is fine there, writing is not).
 
     Raises ``ContextInvalidRequestError`` for a blank/oversized query, a limit outside
     1-20 or an unknown scope (nothing is written then), ``UsageInvalidError`` /
@@ -99,7 +103,8 @@ def context(
             for record in search_index.complete_records(root, [r for r, _s in selected])
         }
         selected = [(full[record.path], score) for record, score in selected if record.path in full]
-    updated = record_usage(root, [record.path for record, _score in selected], instant)
+    chosen = [item.path for item, _score in selected]
+    updated = record_usage(root, chosen, instant) if record_use else read_usage(root)
     results = []
     for record, score in selected:
         content, truncated = bounded_body(record.body)

@@ -19,7 +19,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from dsh_memory.errors import UnsafeLayoutError
@@ -83,24 +83,46 @@ def replace_file(
     """
     parent, name = _split(relative)
     with directory_fd(root, parent, create=True) as dir_fd:
-        temp = f".{name}.{secrets.token_hex(6)}.tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
-                     dir_fd=dir_fd)  # fmt: skip
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fchmod(handle.fileno(), mode)
-                if durable:
-                    os.fsync(handle.fileno())
-            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=dir_fd)
-            raise
+        _replace_at(dir_fd, name, data, mode=mode, durable=durable)
         if durable:
             with contextlib.suppress(OSError):
                 os.fsync(dir_fd)
+
+
+def replace_files(root: Path, files: Iterable[tuple[str, bytes, int]]) -> None:
+    """:func:`replace_file` (non-durable) for many files, one directory walk per folder.
+
+    Walking from the root's descriptor for every file costs three ``open`` calls each; a
+    migration of 100,000 records groups them by folder instead. Each folder is fsynced once.
+    """
+    by_parent: dict[str, list[tuple[str, bytes, int]]] = {}
+    for relative, data, mode in files:
+        parent, name = _split(relative)
+        by_parent.setdefault(parent, []).append((name, data, mode))
+    for parent in sorted(by_parent):
+        with directory_fd(root, parent, create=True) as dir_fd:
+            for name, data, mode in by_parent[parent]:
+                _replace_at(dir_fd, name, data, mode=mode, durable=False)
+            with contextlib.suppress(OSError):
+                os.fsync(dir_fd)
+
+
+def _replace_at(dir_fd: int, name: str, data: bytes, *, mode: int, durable: bool) -> None:
+    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
+                 dir_fd=dir_fd)  # fmt: skip
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            if durable:
+                os.fsync(handle.fileno())
+        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dir_fd)
+        raise
 
 
 def sync_directories(root: Path, relative_dirs: set[str]) -> None:
@@ -132,6 +154,37 @@ def remove_file(root: Path, relative: str) -> bool:
             return True
     except FileNotFoundError:
         return False
+
+
+def remove_files(root: Path, relatives: Iterable[str]) -> list[str]:
+    """:func:`remove_file` for many files, one directory walk per folder.
+
+    Returns the paths that were not there (their folder or the file itself was gone).
+    """
+    by_parent: dict[str, list[str]] = {}
+    for relative in relatives:
+        parent, name = _split(relative)
+        by_parent.setdefault(parent, []).append(name)
+    missing: list[str] = []
+    for parent in sorted(by_parent):
+        prefix = f"{parent}/" if parent else ""
+        try:
+            with directory_fd(root, parent) as dir_fd:
+                for name in by_parent[parent]:
+                    try:
+                        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        missing.append(prefix + name)
+                        continue
+                    if stat.S_ISDIR(info.st_mode):
+                        raise UnsafeLayoutError(f"{prefix}{name} is a directory, expected a file")
+                    try:
+                        os.unlink(name, dir_fd=dir_fd)
+                    except FileNotFoundError:
+                        missing.append(prefix + name)
+        except FileNotFoundError:
+            missing.extend(prefix + name for name in by_parent[parent])
+    return missing
 
 
 def prune_empty_directories(root: Path, relative_dir: str) -> None:

@@ -1,16 +1,21 @@
-"""The three payload writers: clear, legacy migration and rollback.
+"""The payload writers clear and legacy migration, and the run steps every writer shares.
 
-Each one runs under the operation lock with the active-run phases
-staging -> validating -> applying -> finalizing, and commits in the same order:
+Each writer (these two, :mod:`dsh_memory.rollback`, and the sync-side writers) runs under
+the operation lock with the active-run phases staging -> validating -> applying ->
+finalizing, and commits in the same order:
 
 1. the recovery point - the current HEAD when the payload is clean (no redundant commit),
    else a checkpoint commit holding the live dirty payload;
-2. the apply commit, whose parent is the recovery point, moved into HEAD with one
+2. the apply commit, whose parent is the recovery point; both commits are recorded in the
+   active run (:func:`_apply`) and only then moved into HEAD with one
    ``update-ref HEAD <new> <old>`` compare-and-swap;
-3. the work tree, written after the commit is safe, through descriptor-anchored helpers;
-4. the journal commit (``.sync`` only).
+3. the live index for the changed paths, then the work tree, through descriptor-anchored
+   helpers (:func:`_finalize`);
+4. the journal: its files first, then a commit touching ``.sync`` only.
 
-The functions raise :mod:`dsh_memory.errors`; the service turns them into envelopes.
+Writers refuse a repository without the memory marker
+(:func:`dsh_memory.root.require_memory_repository`). The functions raise
+:mod:`dsh_memory.errors`; the service turns them into envelopes.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common.errors import DshError, GitError
-from dsh_memory import fsops, journal, payload_state
+from dsh_memory import fsops, journal
 from dsh_memory.crashpoints import crash_point
 from dsh_memory.errors import (
     CheckpointFailedError,
@@ -30,11 +35,6 @@ from dsh_memory.errors import (
     CommitFailedError,
     MigrationFailedError,
     MigrationInvalidRequestError,
-    RollbackConflictError,
-    RollbackFailedError,
-    RollbackInvalidConfirmationError,
-    RollbackNotApplicableError,
-    RollbackRunNotFoundError,
     UnsafeLayoutError,
 )
 from dsh_memory.oplock import OperationRun, operation_lock
@@ -72,6 +72,16 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
             existing = journal.read_run(tx.root, str(run_id))
         except (OSError, ValueError):
             return  # an unreadable record is reported by health(), never overwritten
+        if existing is not None and existing.get("status") == "applied":
+            # The run finished but its journal commit failed (a full disk): the record is
+            # in the work tree only. Commit it as written instead of calling it interrupted.
+            tracked = tx.git.run(
+                ["cat-file", "-e", f"HEAD:{journal.run_record_path(str(run_id))}"], check=False
+            )
+            if tracked.returncode != 0:
+                with contextlib.suppress(DshError, OSError):
+                    journal.journal_run(tx, existing)
+            return
         if existing is not None and existing.get("status") != "running":
             return  # never overwrite a record that already says how the run ended
         recovery, applied = _interrupted_commits(tx, active)
@@ -214,8 +224,7 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
     live = [p for p in every_live if is_utf8_name(p)]
     head_files = {p: b for p, b in tx.tree_files(head).items() if is_utf8_name(p)}
-    dirty_now = [p for p in tx.payload_dirty_paths() if is_utf8_name(p)]
-    if _empty(root, live, head_files) and not dirty_now:
+    if _empty(root, live, head_files) and not tx.payload_dirty_paths():
         return _with_skipped({"alreadyEmpty": True, "clearedFileCount": 0,
                               "recoveryCommit": None, "clearCommit": None}, skipped)  # fmt: skip
     run_id = journal.new_run_id(root, "clear")
@@ -224,9 +233,10 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
         try:
             # Live files HEAD does not track and status does not report are ignored by a
             # .gitignore; clear deletes them, so the checkpoint must hold them as well.
+            dirty_now = [p for p in tx.payload_dirty_paths() if is_utf8_name(p)]
             untracked = set(live) - set(head_files) - set(dirty_now)
             recovery, dirty = tx.recovery_point(
-                head, "DPSK memory recovery checkpoint", also=untracked
+                head, "DPSK memory recovery checkpoint", also=untracked, dirty=dirty_now
             )
             _unchanged_since(root, every_live)
             run.set_phase("validating")
@@ -252,14 +262,13 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
         def remove_payload() -> None:
             # Every live payload file goes, tracked or not; summary.md becomes a new empty
             # file (a rename over the old entry: a hard link elsewhere keeps its content).
-            for path in live:
-                if path != SUMMARY_FILE and not fsops.remove_file(root, path):
-                    # Listed a moment ago and gone now: a folder was renamed away (and maybe
-                    # back). Reporting success would leave the records wherever they went.
-                    raise UnsafeLayoutError(f"{path} vanished during clear: the layout changed")
-            for path in sorted(set(changes) - set(live)):
-                if path != SUMMARY_FILE:
-                    fsops.remove_file(root, path)  # deleted already in the work tree
+            vanished = fsops.remove_files(root, [p for p in live if p != SUMMARY_FILE])
+            if vanished:
+                # Listed a moment ago and gone now: a folder was renamed away (and maybe
+                # back). Reporting success would leave the records wherever they went.
+                raise UnsafeLayoutError(f"{vanished[0]} vanished during clear: the layout changed")
+            # Tracked files already deleted in the work tree: nothing to do if still absent.
+            fsops.remove_files(root, sorted(set(changes) - set(live) - {SUMMARY_FILE}))
             fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
             for name in RECORD_DIRS:
                 fsops.prune_empty_directories(root, name)
@@ -361,10 +370,10 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         )  # fmt: skip
 
         def write_records() -> None:
-            for record, data in zip(legacy, contents, strict=True):
-                mode = fsops.file_mode(root, record.path) or 0o644
-                fsops.replace_file(root, record.path, data, mode=mode, durable=False)
-            fsops.sync_directories(root, {r.path.rpartition("/")[0] for r in legacy})
+            fsops.replace_files(root, [
+                (record.path, data, fsops.file_mode(root, record.path) or 0o644)
+                for record, data in zip(legacy, contents, strict=True)
+            ])  # fmt: skip
 
         try:
             journal_commit = _finalize(tx, run, clock, entry, write_records,
@@ -376,112 +385,3 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         if journal_commit is None:
             result["journaled"] = False
     return result
-
-
-# -- rollback ------------------------------------------------------------------------------
-
-
-def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, Any]:
-    if confirmation != ROLLBACK_CONFIRMATION:
-        raise RollbackInvalidConfirmationError("rollback needs the exact confirmation")
-    if not journal.is_valid_run_id(run_id):
-        raise RollbackRunNotFoundError("no journaled run has that id")
-    assert isinstance(run_id, str)  # noqa: S101 - narrowed by is_valid_run_id
-    require_memory_repository(layout)
-    root = layout.root
-    tx = GitTransactions(layout)
-    try:
-        record = journal.read_run(root, run_id)
-    except (OSError, ValueError) as exc:
-        raise RollbackFailedError(f"run {run_id} cannot be read: {exc}") from exc
-    if record is None:
-        raise RollbackRunNotFoundError(f"no journaled run {run_id}")
-    recovery_commit, apply_commit = record.get("recovery_commit"), record.get("apply_commit")
-    # An ``interrupted`` run whose apply commit reached HEAD is a change like any other:
-    # the writer died after the CAS, and undoing it is exactly what the operator needs.
-    if (
-        record.get("status") not in ("applied", "interrupted")
-        or not isinstance(recovery_commit, str)
-        or not isinstance(apply_commit, str)
-        or not _OID.fullmatch(recovery_commit)
-        or not _OID.fullmatch(apply_commit)
-        or tx.git.rev_parse(f"{recovery_commit}^{{commit}}") is None
-        or tx.git.rev_parse(f"{apply_commit}^{{commit}}") is None
-    ):
-        raise RollbackNotApplicableError(f"run {run_id} is not an applied run with commits")
-    before = tx.tree_files(recovery_commit)
-    after = tx.tree_files(apply_commit)
-    if before == after:
-        raise RollbackNotApplicableError(f"run {run_id} changed no payload")
-    head = tx.require_head()
-    changes: dict[str, Blob | None] = {
-        path: before.get(path) for path in set(before) | set(after)
-        if before.get(path) != after.get(path)
-    }  # fmt: skip
-    # Payload trees, not commits: journal commits after the run do not count as writes.
-    if tx.tree_files(head) != after:
-        raise RollbackConflictError(f"memory changed after run {run_id}; cannot roll it back")
-    dirty = tx.payload_dirty_paths()
-    _check_rollback_dirt(tx, dirty, before, after, run_id)
-    rollback_id = journal.unique_run_id(root, f"{journal.utc_stamp()}-rollback")
-    clock = journal.RunClock()
-    with operation_lock(root, "rollback", rollback_id,
-                        on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
-        try:
-            run.set_phase("validating")
-            commit = _apply(tx, run, head=head, recovery=head, dirty=dirty, changes=changes,
-                            message=f"DPSK memory rollback: {run_id}")  # fmt: skip
-        except CommitFailedError as exc:
-            raise RollbackFailedError(f"rollback failed: {exc.message}") from exc
-        except (GitError, OSError) as exc:
-            raise RollbackFailedError(f"rollback failed: {exc}") from exc
-        entry = journal.make_record(
-            run_id=rollback_id, operation="rollback", status="rolled_back",
-            started_at=clock.started_at, changed_paths=sorted(changes), recovery_commit=head,
-            apply_commit=commit,
-        )  # fmt: skip
-
-        def restore() -> None:
-            tx.materialize_streamed(changes)
-            for name in RECORD_DIRS:
-                fsops.prune_empty_directories(root, name)
-
-        try:
-            journal_commit = _finalize(tx, run, clock, entry, restore,
-                                       touched=set(dirty) | set(changes))  # fmt: skip
-        except (GitError, OSError) as exc:
-            raise RollbackFailedError(f"rollback failed after its commit: {exc}") from exc
-    result: dict[str, Any] = {
-        "runId": run_id, "rollbackRunId": rollback_id, "status": "rolled_back",
-        "changedPaths": sorted(changes), "recoveryCommit": head, "rollbackCommit": commit,
-        "journalCommit": journal_commit,
-    }  # fmt: skip
-    if journal_commit is None:
-        result["journaled"] = False
-    return result
-
-
-def _check_rollback_dirt(
-    tx: GitTransactions,
-    dirty: list[str],
-    before: dict[str, Blob],
-    after: dict[str, Blob],
-    run_id: str,
-) -> None:
-    """A dirty payload blocks a rollback unless the dirt is the run's own half-made state.
-
-    A writer killed after its CAS leaves the work tree (or part of it) at the recovery
-    content while HEAD holds the change. Restoring the recovery tree loses nothing there,
-    so a dirty path is accepted when it is one the run changed and its live content is the
-    run's before or after version; anything else is somebody's edit: ``rollback-conflict``.
-    """
-    if not dirty:
-        return
-    live = payload_state.live_blob_ids(tx.git, tx.root, dirty)
-    for path in dirty:
-        versions = {blob.oid if blob else None for blob in (before.get(path), after.get(path))}
-        if before.get(path) == after.get(path) or live[path] not in versions:
-            raise RollbackConflictError(
-                f"the payload has uncommitted changes ({path}); commit or discard them before"
-                f" rolling back run {run_id}"
-            )

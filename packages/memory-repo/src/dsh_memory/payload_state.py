@@ -104,11 +104,22 @@ def fast_key(root: Path, directories: Iterable[str], untracked: Iterable[str]) -
     digest.update(trees.stdout)
     digest.update(b"\0index\0")
     digest.update(index.stdout)
+    # One lstat per index entry, on bytes paths (no str/Path objects: this loop runs for
+    # every record on every search, ~1 us per entry instead of ~10).
+    prefix = os.fsencode(root) + b"/"
+    signatures: list[bytes] = []
     for record in index.stdout.split(b"\0"):
         _, tab, raw_path = record.partition(b"\t")
         if tab:
-            path = raw_path.decode("utf-8", "surrogateescape")
-            digest.update(b"\0" + raw_path + b"\0" + _lstat_signature(root / path).encode())
+            try:
+                info = os.lstat(prefix + raw_path)
+                signatures.append(
+                    b"%d:%d:%d:%d:%d"
+                    % (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+                )
+            except OSError:
+                signatures.append(b"missing")
+    digest.update(b"\0".join(signatures))
     digest.update(b"\0directories\0")
     for directory in directories:
         digest.update(_encode(f"{directory}\0{_lstat_signature(root / directory)}\n"))

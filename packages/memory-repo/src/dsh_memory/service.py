@@ -205,7 +205,7 @@ class MemoryService:
         return self._envelope("migrate_legacy", action)
 
     def rollback(self, run_id: object = _MISSING, confirmation: object = _MISSING) -> Envelope:
-        from dsh_memory.operations import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
+        from dsh_memory.rollback import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
 
         def action() -> Any:
             if confirmation != ROLLBACK_CONFIRMATION:  # checked first, as the spec orders it
@@ -313,8 +313,12 @@ class MemoryService:
     def context(self, query: object = None, limit: object = None, scope: object = None) -> Envelope:
         def action() -> Any:
             from dsh_memory.context import context  # noqa: PLC0415
+            from dsh_memory.root import has_memory_marker  # noqa: PLC0415
 
-            return context(self._layout().root, query, limit, scope)
+            layout = self._layout()
+            # Usage is a write: only into a repository that carries the memory marker.
+            recorded = has_memory_marker(layout.git)
+            return context(layout.root, query, limit, scope, record_use=recorded)
 
         return self._envelope("context", action)
 

@@ -318,17 +318,12 @@ class GitTransactions:
 
     def materialize(self, changes: TreeChanges, contents: Mapping[str, bytes]) -> None:
         """Make the work tree match ``changes`` (descriptor-anchored, link-safe)."""
-        directories: set[str] = set()
-        for path in sorted(changes):
-            blob = changes[path]
-            directories.add(path.rpartition("/")[0])
-            if blob is None:
-                fsops.remove_file(self.root, path)
-                continue
-            mode = _worktree_mode(path, blob)
-            fsops.replace_file(self.root, path, contents[blob.oid], mode=mode, durable=False)
+        fsops.remove_files(self.root, sorted(p for p, blob in changes.items() if blob is None))
         # The commit already holds these bytes; one fsync per directory is enough.
-        fsops.sync_directories(self.root, directories)
+        fsops.replace_files(self.root, [
+            (path, contents[blob.oid], _worktree_mode(path, blob))
+            for path, blob in sorted(changes.items()) if blob is not None
+        ])  # fmt: skip
 
     def materialize_streamed(self, changes: TreeChanges) -> None:
         """:meth:`materialize` for changes of any total size, blobs read in bounded chunks.
@@ -374,24 +369,32 @@ class GitTransactions:
     # -- the recovery point ----------------------------------------------------------------
 
     def recovery_point(
-        self, head: str, message: str, *, also: Iterable[str] = ()
+        self,
+        head: str,
+        message: str,
+        *,
+        also: Iterable[str] = (),
+        dirty: Iterable[str] | None = None,
     ) -> tuple[str, list[str]]:
         """HEAD when the payload is clean; else a checkpoint commit of the live payload.
 
         ``also`` names further live paths to capture - clear passes files Git ignores,
         which it is about to delete and which must therefore be recoverable too.
+        ``dirty`` is the caller's own :meth:`payload_dirty_paths` answer, when it has one
+        (each call hashes every tracked payload file).
         Returns the recovery commit and the payload paths it captured.
         """
         try:
-            dirty = sorted(set(self.payload_dirty_paths()) | set(also))
-        except DshError as exc:
+            known = self.payload_dirty_paths() if dirty is None else dirty
+            paths = sorted(set(known) | set(also))
+        except (DshError, OSError) as exc:
             raise CheckpointFailedError(f"could not read payload status: {exc}") from exc
-        if not dirty:
+        if not paths:
             return head, []
         try:
-            changes = self.snapshot_changes(dirty)
+            changes = self.snapshot_changes(paths)
             tree = self.build_tree(head, changes)
-            return self.commit_tree(tree, [head], message), dirty
+            return self.commit_tree(tree, [head], message), paths
         except (GitError, OSError) as exc:
             raise CheckpointFailedError(f"recovery checkpoint failed: {exc}") from exc
 

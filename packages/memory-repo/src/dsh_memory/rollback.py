@@ -1,0 +1,142 @@
+"""``memory.rollback``: undo a whole journaled run with a new commit.
+
+The run must be ``applied`` - or ``interrupted`` with both commits, when its writer died
+after the HEAD compare-and-swap - and its apply commit's *payload tree* must still equal
+HEAD's (journal commits after it do not count). The rollback is a normal transaction
+(:mod:`dsh_memory.operations`): recovery point = HEAD, a ``DPSK memory rollback: <run>``
+commit restoring the recovery tree, the live index, the work tree (blobs streamed in
+bounded chunks), then the journal record ``rolled_back``. Never reset, force or rewrite.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_common.errors import GitError
+from dsh_memory import fsops, journal, payload_state
+from dsh_memory.errors import (
+    CommitFailedError,
+    RollbackConflictError,
+    RollbackFailedError,
+    RollbackInvalidConfirmationError,
+    RollbackNotApplicableError,
+    RollbackRunNotFoundError,
+)
+from dsh_memory.operations import (
+    _OID,
+    ROLLBACK_CONFIRMATION,
+    _apply,
+    _finalize,
+    _journal_interrupted,
+)
+from dsh_memory.oplock import operation_lock
+from dsh_memory.root import RECORD_DIRS, Layout, require_memory_repository
+from dsh_memory.transactions import Blob, GitTransactions
+
+__all__ = ["ROLLBACK_CONFIRMATION", "rollback"]
+
+
+def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, Any]:
+    if confirmation != ROLLBACK_CONFIRMATION:
+        raise RollbackInvalidConfirmationError("rollback needs the exact confirmation")
+    if not journal.is_valid_run_id(run_id):
+        raise RollbackRunNotFoundError("no journaled run has that id")
+    assert isinstance(run_id, str)  # noqa: S101 - narrowed by is_valid_run_id
+    require_memory_repository(layout)
+    root = layout.root
+    tx = GitTransactions(layout)
+    try:
+        record = journal.read_run(root, run_id)
+    except (OSError, ValueError) as exc:
+        raise RollbackFailedError(f"run {run_id} cannot be read: {exc}") from exc
+    if record is None:
+        raise RollbackRunNotFoundError(f"no journaled run {run_id}")
+    recovery_commit, apply_commit = record.get("recovery_commit"), record.get("apply_commit")
+    # An ``interrupted`` run whose apply commit reached HEAD is a change like any other:
+    # the writer died after the CAS, and undoing it is exactly what the operator needs.
+    if (
+        record.get("status") not in ("applied", "interrupted")
+        or not isinstance(recovery_commit, str)
+        or not isinstance(apply_commit, str)
+        or not _OID.fullmatch(recovery_commit)
+        or not _OID.fullmatch(apply_commit)
+        or tx.git.rev_parse(f"{recovery_commit}^{{commit}}") is None
+        or tx.git.rev_parse(f"{apply_commit}^{{commit}}") is None
+    ):
+        raise RollbackNotApplicableError(f"run {run_id} is not an applied run with commits")
+    before = tx.tree_files(recovery_commit)
+    after = tx.tree_files(apply_commit)
+    if before == after:
+        raise RollbackNotApplicableError(f"run {run_id} changed no payload")
+    head = tx.require_head()
+    changes: dict[str, Blob | None] = {
+        path: before.get(path) for path in set(before) | set(after)
+        if before.get(path) != after.get(path)
+    }  # fmt: skip
+    # Payload trees, not commits: journal commits after the run do not count as writes.
+    if tx.tree_files(head) != after:
+        raise RollbackConflictError(f"memory changed after run {run_id}; cannot roll it back")
+    dirty = tx.payload_dirty_paths()
+    _check_rollback_dirt(tx, dirty, before, after, run_id)
+    rollback_id = journal.unique_run_id(root, f"{journal.utc_stamp()}-rollback")
+    clock = journal.RunClock()
+    with operation_lock(root, "rollback", rollback_id,
+                        on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
+        try:
+            run.set_phase("validating")
+            commit = _apply(tx, run, head=head, recovery=head, dirty=dirty, changes=changes,
+                            message=f"DPSK memory rollback: {run_id}")  # fmt: skip
+        except CommitFailedError as exc:
+            raise RollbackFailedError(f"rollback failed: {exc.message}") from exc
+        except (GitError, OSError) as exc:
+            raise RollbackFailedError(f"rollback failed: {exc}") from exc
+        entry = journal.make_record(
+            run_id=rollback_id, operation="rollback", status="rolled_back",
+            started_at=clock.started_at, changed_paths=sorted(changes), recovery_commit=head,
+            apply_commit=commit,
+        )  # fmt: skip
+
+        def restore() -> None:
+            tx.materialize_streamed(changes)
+            for name in RECORD_DIRS:
+                fsops.prune_empty_directories(root, name)
+
+        try:
+            journal_commit = _finalize(tx, run, clock, entry, restore,
+                                       touched=set(dirty) | set(changes))  # fmt: skip
+        except (GitError, OSError) as exc:
+            raise RollbackFailedError(f"rollback failed after its commit: {exc}") from exc
+    result: dict[str, Any] = {
+        "runId": run_id, "rollbackRunId": rollback_id, "status": "rolled_back",
+        "changedPaths": sorted(changes), "recoveryCommit": head, "rollbackCommit": commit,
+        "journalCommit": journal_commit,
+    }  # fmt: skip
+    if journal_commit is None:
+        result["journaled"] = False
+    return result
+
+
+def _check_rollback_dirt(
+    tx: GitTransactions,
+    dirty: list[str],
+    before: dict[str, Blob],
+    after: dict[str, Blob],
+    run_id: str,
+) -> None:
+    """A dirty payload blocks a rollback unless the dirt is the run's own half-made state.
+
+    A writer killed after its CAS leaves the work tree (or part of it) at the recovery
+    content while HEAD holds the change. Restoring the recovery tree loses nothing there,
+    so a dirty path is accepted when it is one the run changed and its live content is the
+    run's before or after version; anything else is somebody's edit: ``rollback-conflict``.
+    """
+    if not dirty:
+        return
+    live = payload_state.live_blob_ids(tx.git, tx.root, dirty)
+    for path in dirty:
+        versions = {blob.oid if blob else None for blob in (before.get(path), after.get(path))}
+        if before.get(path) == after.get(path) or live[path] not in versions:
+            raise RollbackConflictError(
+                f"the payload has uncommitted changes ({path}); commit or discard them before"
+                f" rolling back run {run_id}"
+            )
