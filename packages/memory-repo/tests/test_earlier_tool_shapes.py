@@ -7,8 +7,10 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
@@ -144,3 +146,49 @@ def test_a_finished_record_is_never_rewritten_as_interrupted(
     assert json.loads((memory_root / f".sync/runs/{run_id}.json").read_text())["status"] == (
         "applied"
     )
+
+
+def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
+    """A repository exactly as the earlier tool's dsh-memory-init makes one (plain git)."""
+    for name in ("handbook", "rollouts", "archive", "scripts", ".sync"):
+        (root / name).mkdir(parents=True, mode=0o700)
+    (root / "README.md").write_text("# DSH 独立长期记忆库\n\n本仓库只属于当前 DSH 实例。\n")
+    (root / ".sync" / ".gitignore").write_text(
+        "operation.lock\nactive-run.json\npreviews/\nusage.json\nusage.lock/\n.usage.*.tmp\n"
+    )
+    (root / "scripts" / "filter_session.py").write_text("#!/usr/bin/env python3\n")
+    (root / "summary.md").write_text("")
+    (root / ".last-sync").write_text("")
+    for name, mode in EARLIER_MODES.items():
+        os.chmod(root / name, mode)
+    run_git(root, "init", "-q")
+    run_git(root, "config", "user.name", "DPSK Memory")
+    run_git(root, "config", "user.email", "dpsk-memory@localhost")
+    run_git(root, "add", "README.md", "summary.md", ".last-sync", ".sync/.gitignore",
+            "scripts/filter_session.py")  # fmt: skip
+    run_git(root, "commit", "-q", "-m", "Initialize DPSK memory repository")
+
+
+def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
+    tmp_path: Path, run_git: Callable[..., str], session_logs: object,
+    agent_command: Callable[[str], str],
+) -> None:  # fmt: skip
+    from dsh_memory.sessions import SessionSources
+    from dsh_memory.syncrun import SyncOptions, run_sync
+
+    root = tmp_path / "dsh" / "storages" / "memory"
+    _earlier_init(root, run_git)
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    assert initialize_repository(root)["headCommit"] == head  # ours accepts it as complete
+    old = time.time() - 3 * 3600
+    os.utime(root / ".last-sync", (old, old))
+    logs: Any = session_logs
+    logs.dsh("d1", "hello")
+    result = run_sync(SyncOptions(
+        root=root, sources=SessionSources(logs.dsh_sessions, logs.claude_projects,
+                                          logs.codex_sessions),
+        env=dict(os.environ), agent="command", agent_command=agent_command("add"),
+    ))  # fmt: skip
+    assert result["status"] == "applied"
+    assert (root / "handbook" / "new-fact.md").is_file()
+    assert run_git(root, "status", "--porcelain").strip() == ""
