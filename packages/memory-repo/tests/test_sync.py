@@ -379,3 +379,12 @@ def test_the_first_sync_creates_the_repository_and_skips_history(
     result = run_sync(_options(root, session_logs, agent_command("add")))
     assert result["status"] == "nothing-to-do"
     assert (root / ".git").is_dir() and (root / "scripts" / "filter_session.py").is_file()
+
+
+def test_preview_modes_also_respect_disabled_memory(
+    sync_root: Path, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  enabled: false\n")
+    done = _cli(["--apply-preview", "20261201T100000Z-0000aaaa"], cli_env)
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["status"] == "disabled"

@@ -403,6 +403,13 @@ def sync_command(
     if len(chosen) > 1:
         raise SyncInvalidRequestError(f"{' and '.join(chosen)} are mutually exclusive")
     if apply_preview is not None or discard_preview is not None:
+        from dsh_memory.settings import read_enabled, settings_path
+        from dsh_memory.syncrun import DISABLED_MESSAGE
+
+        if not read_enabled(settings_path()):  # the earlier tool checks this before anything
+            _progress(False)(DISABLED_MESSAGE)
+            emit_json({"ok": True, "status": "disabled", "message": DISABLED_MESSAGE})
+            return
         service = MemoryService(root)
         envelope = (
             service.apply_preview(apply_preview)
