@@ -192,3 +192,18 @@ def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
     assert result["status"] == "applied"
     assert (root / "handbook" / "new-fact.md").is_file()
     assert run_git(root, "status", "--porcelain").strip() == ""
+
+
+def test_health_names_the_interrupted_active_run_before_any_writer_saw_it(
+    memory_root: Path, write_file: Callable[..., Path]
+) -> None:
+    active = {
+        "run_id": "20261201T100000Z-0badf00d", "operation": "sync", "status": "running",
+        "phase": "applying", "pid": _dead_pid(), "started_at": "2026-12-01T10:00:00Z",
+    }  # fmt: skip
+    write_file(memory_root, ".sync/active-run.json", json.dumps(active))
+    health = MemoryService().health()["value"]
+    assert health["activeRun"]["state"] == "interrupted"
+    assert health["interruptedRun"]["run_id"] == "20261201T100000Z-0badf00d"
+    assert health["needsManualRecovery"] is True
+    assert any("dsh-memory recover" in step for step in health["recoverySteps"])
