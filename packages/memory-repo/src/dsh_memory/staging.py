@@ -54,12 +54,25 @@ def remove_private_directory(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _write_new(directory: Path, relative: str, data: bytes, mode: int = 0o600) -> None:
-    target = directory / relative
-    target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, mode)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+def _write_all(directory: Path, contents: dict[str, bytes]) -> None:
+    """Create every file once, one folder descriptor per folder (a thousand records would
+    otherwise cost a path walk and a mkdir attempt each)."""
+    by_parent: dict[str, list[str]] = {}
+    for relative in contents:
+        parent, _, _name = relative.rpartition("/")
+        by_parent.setdefault(parent, []).append(relative)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+    for parent, paths in sorted(by_parent.items()):
+        folder = directory / parent if parent else directory
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW)
+        try:
+            for relative in paths:
+                fd = os.open(relative.rpartition("/")[2], flags, 0o600, dir_fd=dir_fd)
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(contents[relative])
+        finally:
+            os.close(dir_fd)
 
 
 def git_mode(mode: int) -> str:
@@ -88,8 +101,7 @@ def stage_copy(root: Path, staging: Path, head: str | None) -> dict[str, Any]:
     for name in RECORD_DIRS:
         (staging / name).mkdir(mode=0o700)
     entries, contents = live_entries(root)
-    for relative, data in contents.items():
-        _write_new(staging, relative, data)
+    _write_all(staging, contents)
     return {
         "schema_version": 1,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
