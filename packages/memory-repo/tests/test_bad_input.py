@@ -82,8 +82,12 @@ def test_a_name_that_is_not_utf8_is_reported_and_skipped(bad_root: Path) -> None
         "handbook/good.md", "handbook/legacy.md",
     }  # fmt: skip
     assert ok(bad_root, "context", "--query", "pnpm")["count"] == 2
-    assert ok(bad_root, "legacy-records")["count"] == 1
-    assert ok(bad_root, "migrate-legacy", "--dry-run", "false")["migratedCount"] == 1
+    legacy = ok(bad_root, "legacy-records")
+    assert legacy["count"] == 1
+    assert legacy["skippedPaths"] == ["handbook/caf\\xe9.md"]
+    migrated = ok(bad_root, "migrate-legacy", "--dry-run", "false")
+    assert migrated["migratedCount"] == 1
+    assert migrated["skippedPaths"] == ["handbook/caf\\xe9.md"]
     cleared = ok(bad_root, "clear", "--confirmation", "DELETE_MEMORY")
     assert cleared["skippedPaths"] == ["handbook/caf\\xe9.md"]
     assert os.path.exists(name)

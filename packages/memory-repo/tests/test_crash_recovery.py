@@ -104,6 +104,7 @@ def test_killed_after_the_cas_stays_journaled_and_rollbackable(legacy_root: Path
     assert record["status"] == "interrupted"
     assert record["recovery_commit"] == before
     assert record["apply_commit"] == active["apply_commit"]
+    assert record["changed_paths"] == ["handbook/old.md"]
     assert ok(root, "health")["interruptedRun"]["run_id"] == run_id
     recover_by_hand(root)
     rolled = ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
@@ -120,7 +121,10 @@ def test_clear_killed_before_its_journal_commit_can_be_rolled_back(legacy_root: 
     health = ok(root, "health")
     assert health["headAheadOfJournal"] is True
     run_id = health["activeRun"]["run_id"]
-    assert fails(root, "migrate-legacy", "--dry-run", "false") == "interrupted-run"
+    # Rolling it back at once: not "run not found" - journaled now, recover first.
+    rollback = ("rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
+    assert fails(root, *rollback) == "interrupted-run"
+    assert ok(root, "runs")["runs"][0]["run_id"] == run_id
     recover_by_hand(root)
     ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
     assert (root / "handbook" / "old.md").read_text() == LEGACY
@@ -149,3 +153,16 @@ def test_a_failed_journal_commit_is_not_reported_as_commit_failed(legacy_root: P
     (root / ".sync" / "active-run.json").unlink()
     ok(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
     assert (root / "handbook" / "old.md").read_text() == LEGACY
+
+
+def test_a_writer_killed_holding_the_index_lock_is_named_by_health(legacy_root: Path) -> None:
+    """Killed inside the live-index update (here: its lock left behind by hand)."""
+    lock = legacy_root / ".git" / "index.lock"
+    lock.write_text("")
+    health = ok(legacy_root, "health")
+    assert health["needsManualRecovery"] is True
+    assert any(str(lock) in step for step in health["recoverySteps"])
+    assert fails(legacy_root, "migrate-legacy", "--dry-run", "false") == "commit-failed"
+    assert (legacy_root / "handbook" / "old.md").read_text() == LEGACY
+    lock.unlink()
+    assert ok(legacy_root, "migrate-legacy", "--dry-run", "false")["status"] == "applied"

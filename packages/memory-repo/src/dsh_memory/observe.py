@@ -20,7 +20,7 @@ from dsh_memory.oplock import (
     read_active_run,
     read_operation_lock,
 )
-from dsh_memory.payload import metadata_summary, scan_payload
+from dsh_memory.payload import metadata_summary, scan_payload, skipped_names
 from dsh_memory.previews import pending_previews
 from dsh_memory.root import Layout, inspect_layout
 from dsh_memory.transactions import GitTransactions
@@ -112,6 +112,10 @@ def health(root: Path) -> dict[str, Any]:
         and finished_record(root, {"run_id": lock.get("runId")}) is None
     )
     head_ahead = head_ahead_of_journal(tx)
+    # A writer killed while it held index.lock leaves it behind; git and every writer refuse
+    # to touch the index until it is gone.
+    index_lock = tx.git_dir() / "index.lock"
+    index_locked = index_lock.exists()
     needs_recovery = (
         payload_dirty
         or (active is not None and active.get("state") == "interrupted")
@@ -119,6 +123,7 @@ def health(root: Path) -> dict[str, Any]:
         or not journal_readable
         or dead_lock
         or head_ahead
+        or index_locked
     )
     return {
         "memoryRoot": str(root),
@@ -134,7 +139,17 @@ def health(root: Path) -> dict[str, Any]:
         "journalReadable": journal_readable,
         "needsManualRecovery": needs_recovery,
         "headAheadOfJournal": head_ahead,
-        "recoverySteps": _recovery_steps(root, lock, active, payload_dirty, head_ahead),
+        "recoverySteps": [
+            *_recovery_steps(root, lock, active, payload_dirty, head_ahead),
+            *(
+                [
+                    f"{index_lock} exists: if no git process is running in the memory"
+                    " repository, delete it"
+                ]
+                if index_locked
+                else []
+            ),
+        ],
     }
 
 
@@ -230,11 +245,16 @@ def list_runs(layout: Layout, limit: object, operation: object, run_status: obje
 def legacy_records(layout: Layout) -> dict[str, Any]:
     """``memory.legacyRecords()``: metadata of records without front matter, by path."""
     try:
-        legacy = scan_payload(layout.root).legacy
+        scan = scan_payload(layout.root)
     except OSError as exc:
         raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
-    return {
+    legacy = scan.legacy
+    result: dict[str, Any] = {
         "count": len(legacy),
         "pendingMigration": bool(legacy),
         "records": [record.describe() for record in legacy],
     }
+    skipped = skipped_names(scan)
+    if skipped:
+        result["skippedPaths"] = skipped  # names that are not UTF-8, escaped
+    return result

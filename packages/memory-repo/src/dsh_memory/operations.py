@@ -38,7 +38,7 @@ from dsh_memory.errors import (
     UnsafeLayoutError,
 )
 from dsh_memory.oplock import OperationRun, operation_lock
-from dsh_memory.payload import scan_payload
+from dsh_memory.payload import scan_payload, skipped_names
 from dsh_memory.root import (
     RECORD_DIRS,
     SUMMARY_FILE,
@@ -85,12 +85,19 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
         if existing is not None and existing.get("status") != "running":
             return  # never overwrite a record that already says how the run ended
         recovery, applied = _interrupted_commits(tx, active)
+        changed: list[str] = []
+        if recovery is not None and applied is not None:
+            with contextlib.suppress(DshError, UnicodeError):
+                before, after = tx.tree_files(recovery), tx.tree_files(applied)
+                changed = sorted(p for p in set(before) | set(after)
+                                 if before.get(p) != after.get(p))  # fmt: skip
         entry = journal.make_record(
             run_id=str(run_id),
             operation=str(active.get("operation") or "unknown"),
             status="interrupted",
             started_at=str(active.get("started_at") or journal.utc_iso()),
             phase=str(active.get("phase") or "staging"),
+            changed_paths=changed,
             recovery_commit=recovery,
             apply_commit=applied,
             error_code=str(active.get("error_code") or "interrupted-run"),
@@ -322,7 +329,8 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         raise MigrationInvalidRequestError("dryRun is required and must be a boolean")
     root = layout.root
     try:
-        legacy = scan_payload(root).legacy
+        scan = scan_payload(root)
+        legacy = scan.legacy
     except OSError as exc:
         raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
     paths = [record.path for record in legacy]
@@ -331,6 +339,7 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         "legacyCount": len(legacy), "migratedCount": 0, "changedPaths": paths,
         "recoveryCommit": None, "applyCommit": None, "journalCommit": None,
     }  # fmt: skip
+    _with_skipped(result, skipped_names(scan))
     if dry_run:
         return result
     require_memory_repository(layout)

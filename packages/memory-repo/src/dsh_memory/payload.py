@@ -120,6 +120,11 @@ def scan_payload(root: Path) -> PayloadScan:
     return PayloadScan(files, data_files, legacy, valid, invalid)
 
 
+def skipped_names(scan: PayloadScan) -> list[str]:
+    """Payload names that are not UTF-8 (escaped), which every operation skips."""
+    return [entry["path"] for entry in scan.invalid_metadata if entry["code"] == "invalid-name"]
+
+
 def metadata_summary(scan: PayloadScan) -> dict[str, Any]:
     """The v0.8.3 metadata audit fields of ``status``."""
     return {

@@ -16,6 +16,7 @@ from dsh_common.errors import GitError
 from dsh_memory import fsops, journal, payload_state
 from dsh_memory.errors import (
     CommitFailedError,
+    InterruptedRunError,
     RollbackConflictError,
     RollbackFailedError,
     RollbackInvalidConfirmationError,
@@ -29,7 +30,7 @@ from dsh_memory.operations import (
     _finalize,
     _journal_interrupted,
 )
-from dsh_memory.oplock import operation_lock
+from dsh_memory.oplock import ACTIVE_RUN_FILE, LOCK_FILE, operation_lock, read_active_run
 from dsh_memory.root import RECORD_DIRS, Layout, require_memory_repository
 from dsh_memory.transactions import Blob, GitTransactions
 
@@ -50,6 +51,19 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
     except (OSError, ValueError) as exc:
         raise RollbackFailedError(f"run {run_id} cannot be read: {exc}") from exc
     if record is None:
+        active = read_active_run(root)
+        if (
+            active is not None
+            and active.get("run_id") == run_id
+            and active["state"] == ("interrupted")
+        ):
+            # The run died before its journal commit: journal it now (with the commits it
+            # recorded before the CAS) so that, after recovery, this rollback can proceed.
+            _journal_interrupted(tx)(active)
+            raise InterruptedRunError(
+                f"run {run_id} was interrupted and is now journaled with its commits; delete"
+                f" {root / ACTIVE_RUN_FILE} and {root / LOCK_FILE}, then roll it back"
+            )
         raise RollbackRunNotFoundError(f"no journaled run {run_id}")
     recovery_commit, apply_commit = record.get("recovery_commit"), record.get("apply_commit")
     # An ``interrupted`` run whose apply commit reached HEAD is a change like any other:

@@ -285,7 +285,10 @@ class GitTransactions:
         hostile config names. Git decides raciness from the index file's own mtime when it
         reads it, so we hold ``index.lock`` (as git's own writers do), copy the index,
         date the copy far in the future (no entry is then racy), update the copy, and
-        rename it over the index. Entries keep their stat data; nothing is re-hashed.
+        rename it over the index. Entries keep their stat data; nothing is re-hashed. (The
+        price: an entry git would have re-checked as racily clean - a file edited within
+        the second the index was last written, size unchanged - is trusted by its stat data
+        from then on; dsh-memory's own dirtiness check hashes every file and still sees it.)
         """
         git_dir = self.git_dir()
         live = git_dir / "index"
