@@ -73,15 +73,18 @@ def _index_differs(tx: GitTransactions) -> list[str]:
 
 
 def _restore_from_head(tx: GitTransactions, head: str, paths: list[str], *, worktree: bool) -> None:
-    """Index (and with ``worktree`` the files) of ``paths`` back to HEAD's content."""
+    """Index (and with ``worktree`` the files) of ``paths`` back to HEAD's content.
+
+    The index goes through the transactions' filter-free live-index update.
+    """
     if not paths:
         return
-    wanted: dict[str, Blob | None] = dict.fromkeys(paths)
-    wanted.update(tx.tree_files(head, paths))
-    from dsh_memory.transactions import _index_info  # noqa: PLC0415 - one shared encoder
-
-    tx.git.run(["update-index", "-z", "--index-info"], input=_index_info(wanted))
+    tx.sync_live_index(head, paths)
     if worktree:
+        # Ask per top-level folder: thousands of paths never go on one command line.
+        in_head = tx.tree_files(head, sorted({p.split("/", 1)[0] for p in paths}))
+        wanted: dict[str, Blob | None] = dict.fromkeys(paths)
+        wanted.update({p: in_head[p] for p in paths if p in in_head})
         contents = tx.blob_contents(b.oid for b in wanted.values() if b is not None)
         tx.materialize(wanted, contents)
 
