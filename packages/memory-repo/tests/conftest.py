@@ -80,3 +80,113 @@ def commit() -> Callable[..., str]:
 def cli_env() -> dict[str, str]:
     """The environment for a real ``dsh-memory`` subprocess (the isolated one above)."""
     return dict(os.environ)
+
+
+# -- the write path: a scripted fake agent and real session logs ---------------------------
+
+FAKE_AGENT = Path(__file__).parent / "agents" / "fake_agent.py"
+TWO_HOURS_AGO = 2 * 3600
+
+
+def fake_agent_command(scenario: str) -> str:
+    """``--agent-command`` running the fake agent with ``scenario`` (a real process)."""
+    import shlex
+    import sys
+
+    return f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))} {scenario}"
+
+
+@pytest.fixture
+def agent_command() -> Callable[[str], str]:
+    return fake_agent_command
+
+
+class SessionLogs:
+    """Writes real session logs where the three agents keep them, idle for two hours."""
+
+    def __init__(self, home: Path, dsh_home: Path) -> None:
+        self.home = home
+        self.dsh_sessions = dsh_home / "sessions"
+        self.claude_projects = home / ".claude" / "projects"
+        self.codex_sessions = home / ".codex" / "sessions"
+
+    @staticmethod
+    def _age(path: Path, seconds_ago: float) -> Path:
+        import time
+
+        moment = time.time() - seconds_ago
+        os.utime(path, (moment, moment))
+        return path
+
+    @staticmethod
+    def _lines(events: list[dict[str, object]]) -> bytes:
+        import json
+
+        return "".join(json.dumps(e) + "\n" for e in events).encode("utf-8")
+
+    def dsh(self, name: str, text: str, *, zstd: bool = True, age: float = TWO_HOURS_AGO) -> Path:
+        events: list[dict[str, object]] = [
+            {"type": "session", "id": name, "cwd": "/home/alice/project", "agentPreset": "x"},
+            {"type": "turn/start", "data": {"turn": 1}},
+            {"type": "user/message", "data": {"content": [{"type": "text", "text": text}]}},
+            {"type": "tool/call", "data": {"name": "shell",
+                                           "arguments": '{"cmd": "ls", "token": "t0ps3cret"}'}},
+        ]  # fmt: skip
+        raw = self._lines(events)
+        folder = self.dsh_sessions / name
+        folder.mkdir(parents=True, exist_ok=True)
+        if zstd:
+            import zstandard
+
+            path = folder / "session.jsonl.zstd"
+            path.write_bytes(zstandard.ZstdCompressor().compress(raw))
+        else:
+            path = folder / "session.jsonl"
+            path.write_bytes(raw)
+        return self._age(path, age)
+
+    def claude(self, name: str, text: str, *, age: float = TWO_HOURS_AGO) -> Path:
+        events: list[dict[str, object]] = [
+            {"type": "user", "sessionId": name, "cwd": "/home/alice/p",
+             "message": {"role": "user", "content": text}},
+            {"type": "assistant", "sessionId": name, "message": {"role": "assistant", "content": [
+                {"type": "text", "text": "ok"},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}},
+        ]  # fmt: skip
+        path = self.claude_projects / "-home-alice-p" / f"{name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self._lines(events))
+        return self._age(path, age)
+
+    def codex(self, name: str, text: str, *, age: float = TWO_HOURS_AGO) -> Path:
+        events: list[dict[str, object]] = [
+            {"type": "session_meta", "payload": {"id": name, "cwd": "/home/alice/p"}},
+            {"type": "response_item", "payload": {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": text}]}},
+            {"type": "response_item", "payload": {"type": "function_call",
+             "name": "exec_command", "arguments": '{"cmd": "ls"}', "call_id": "c1"}},
+        ]  # fmt: skip
+        path = self.codex_sessions / "2026" / "12" / "01" / f"rollout-{name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(self._lines(events))
+        return self._age(path, age)
+
+
+@pytest.fixture
+def session_logs(isolated_env: Path, tmp_path: Path) -> SessionLogs:
+    return SessionLogs(isolated_env, tmp_path / "dsh")
+
+
+def age_watermark(root: Path, seconds_ago: float = 3 * 3600) -> None:
+    """Move init's fresh ``.last-sync`` back so older test sessions count as new."""
+    import time
+
+    moment = time.time() - seconds_ago
+    os.utime(root / ".last-sync", (moment, moment))
+
+
+@pytest.fixture
+def sync_root(memory_root: Path) -> Path:
+    """An initialised memory repository whose watermark is three hours old."""
+    age_watermark(memory_root)
+    return memory_root

@@ -31,6 +31,11 @@ SPEC_CODES = {
     "context-invalid-request",
     "usage-invalid",
     "context-failed",
+    "preview-invalid-request",
+    "preview-not-found",
+    "preview-expired",
+    "live-memory-changed",
+    "preview-apply-failed",
 }
 #: Codes from the facts file and our own additions (documented in the README).
 EXTRA_CODES = {
@@ -44,6 +49,25 @@ EXTRA_CODES = {
     "invalid-schema-version",
     "invalid-id",
     "flow-style-metadata",
+    "staging-invalid",
+    "file-too-large",
+    "too-many-files",
+    "change-too-large",
+    "binary-file",
+    "duplicate-id",
+    "sync-failed",
+    "sync-unavailable",
+    "sync-invalid-request",
+    "agent-failed",
+    "agent-timeout",
+    "zstd-unavailable",
+    "preview-exists",
+    "edit-invalid-request",
+    "edit-not-found",
+    "recover-invalid-confirmation",
+    "recover-failed",
+    "bundle-invalid-request",
+    "bundle-failed",
 }
 
 

@@ -49,21 +49,44 @@ def test_status_reports_invalid_metadata(
     ]
 
 
-def test_status_reports_newest_unexpired_preview(memory_root: Path) -> None:
-    previews = memory_root / ".sync" / "previews"
-    for preview_id in (
-        "20990101T000000Z-aaaaaaaa",
-        "20990102T000000Z-bbbbbbbb",
-        "20000101T000000Z-cccccccc",
-    ):
-        (previews / preview_id).mkdir(parents=True)
-    (previews / "20990102T000000Z-bbbbbbbb" / "manifest.json").write_text(
-        json.dumps({"changed_paths": ["handbook/p.md"], "candidate_sessions": 2})
-    )
+def _earlier_preview(root: Path, preview_id: str, created: str, expires: str) -> None:
+    """A preview exactly as the earlier tool writes it (sync-apply.py prepare/write-preview)."""
+    directory = root / ".sync" / "previews" / preview_id
+    (directory / "staging").mkdir(parents=True)
+    manifest = {"schema_version": 1, "created_at": "2099-01-02T00:00:00Z",
+                "head_sha": "0" * 40, "entries": []}  # fmt: skip
+    (directory / "manifest.json").write_text(json.dumps(manifest, separators=(",", ":")) + "\n")
+    record = {
+        "preview_id": preview_id, "created_at": created, "expires_at": expires,
+        "candidate_sessions": 2, "changed_paths": ["handbook/p.md"], "status": "pending",
+    }  # fmt: skip
+    (directory / "preview.json").write_text(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def test_status_reports_newest_unexpired_preview_from_preview_json(memory_root: Path) -> None:
+    _earlier_preview(memory_root, "20990101T000000Z-aaaaaaaa",
+                     "2099-01-01T00:00:00Z", "2099-01-08T00:00:00Z")  # fmt: skip
+    _earlier_preview(memory_root, "20990102T000000Z-bbbbbbbb",
+                     "2099-01-02T00:00:01Z", "2099-01-09T00:00:01Z")  # fmt: skip
+    _earlier_preview(memory_root, "20000101T000000Z-cccccccc",
+                     "2000-01-01T00:00:00Z", "2000-01-08T00:00:00Z")  # fmt: skip
     preview = MemoryService().status()["value"]["pendingPreview"]
-    assert preview["preview_id"] == "20990102T000000Z-bbbbbbbb"
-    assert preview["changed_paths"] == ["handbook/p.md"]
-    assert MemoryService().health()["value"]["pendingPreviewCount"] == 2
+    # preview.json, not manifest.json: 2 sessions, the paths, created one second later.
+    assert preview == {
+        "preview_id": "20990102T000000Z-bbbbbbbb", "created_at": "2099-01-02T00:00:01Z",
+        "expires_at": "2099-01-09T00:00:01Z", "candidate_sessions": 2,
+        "changed_paths": ["handbook/p.md"], "status": "pending",
+    }  # fmt: skip
+    health = MemoryService().health()["value"]
+    assert health["pendingPreviewCount"] == 2
+    assert health["pendingPreview"] == preview
+
+
+def test_a_folder_without_preview_json_is_not_a_preview(memory_root: Path) -> None:
+    directory = memory_root / ".sync" / "previews" / "20990101T000000Z-aaaaaaaa"
+    directory.mkdir(parents=True)
+    (directory / "manifest.json").write_text('{"schema_version":1,"entries":[]}')
+    assert MemoryService().status()["value"]["pendingPreview"] is None
 
 
 def test_status_of_non_repository_is_repo_unavailable(tmp_path: Path) -> None:

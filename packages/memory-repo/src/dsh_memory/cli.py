@@ -242,6 +242,118 @@ def context_command(
     _emit(service, service.context(query, _integer_or_raw(limit), scope))
 
 
+@app.command("previews", epilog="\b\nExample:\n  dsh-memory previews")
+def previews_command(ctx: typer.Context) -> None:
+    """Pending sync previews, newest first."""
+    service = _service(ctx)
+    _emit(service, service.previews())
+
+
+@app.command(
+    "apply-preview", epilog="\b\nExample:\n  dsh-memory apply-preview --preview-id 20261201-120000"
+)
+def apply_preview_command(
+    ctx: typer.Context,
+    preview_id: Annotated[str | None, typer.Option("--preview-id", help="The preview.")] = None,
+) -> None:
+    """Apply a pending preview as one journaled transaction (operation preview)."""
+    service = _service(ctx)
+    _emit(service, service.apply_preview(preview_id))
+
+
+@app.command(
+    "discard-preview",
+    epilog="\b\nExample:\n  dsh-memory discard-preview --preview-id 20261201-120000",
+)
+def discard_preview_command(
+    ctx: typer.Context,
+    preview_id: Annotated[str | None, typer.Option("--preview-id", help="The preview.")] = None,
+) -> None:
+    """Remove a pending preview without applying it."""
+    service = _service(ctx)
+    _emit(service, service.discard_preview(preview_id))
+
+
+@app.command("write", epilog="\b\nExample:\n  dsh-memory write handbook/uv.md --file notes/uv.md")
+def write_command(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="Payload path, e.g. handbook/uv.md.")],
+    file: Annotated[
+        str | None, typer.Option("--file", help="Read the content from this file.")
+    ] = None,
+    source: Annotated[str | None, typer.Argument(help="- to read the content from stdin.")] = None,
+) -> None:
+    """Write one record as a journaled edit run (rollback can undo it)."""
+    from dsh_memory.errors import EditInvalidRequestError
+
+    stdin = source == "-"
+    if source not in (None, "-") or (file is None) == (not stdin):
+        raise EditInvalidRequestError("give exactly one of --file F or - (stdin)")
+    if file is not None:
+        try:
+            with open(file, "rb") as handle:
+                content = handle.read(8 * 1024 * 1024)
+        except OSError as exc:
+            raise EditInvalidRequestError(f"{file} cannot be read: {exc}") from exc
+    else:
+        content = sys.stdin.buffer.read(8 * 1024 * 1024)
+    service = _service(ctx)
+    _emit(service, service.write(path, content))
+
+
+@app.command("remove", epilog="\b\nExample:\n  dsh-memory remove handbook/uv.md")
+def remove_command(
+    ctx: typer.Context,
+    path: Annotated[str, typer.Argument(help="Payload path to remove.")],
+) -> None:
+    """Remove one record as a journaled edit run."""
+    service = _service(ctx)
+    _emit(service, service.remove(path))
+
+
+@app.command("adopt", epilog="\b\nExample:\n  dsh-memory adopt")
+def adopt_command(ctx: typer.Context) -> None:
+    """Validate and commit the hand edits in the payload as one journaled edit run."""
+    service = _service(ctx)
+    _emit(service, service.adopt())
+
+
+@app.command("recover", epilog="\b\nExample:\n  dsh-memory recover --confirmation RECOVER_MEMORY")
+def recover_command(
+    ctx: typer.Context,
+    confirmation: Annotated[
+        str | None, typer.Option("--confirmation", help="Must be exactly RECOVER_MEMORY.")
+    ] = None,
+) -> None:
+    """Make an interrupted run consistent and release its dead lock."""
+    service = _service(ctx)
+    _emit(service, service.recover(confirmation))
+
+
+@app.command("export", epilog="\b\nExample:\n  dsh-memory export --bundle memory.bundle")
+def export_command(
+    ctx: typer.Context,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Bundle file to create.")] = None,
+) -> None:
+    """Back the repository up as a git bundle plus FILE.manifest.json."""
+    service = _service(ctx)
+    _emit(service, service.export_bundle(bundle))
+
+
+@app.command(
+    "import",
+    epilog="\b\nExample:\n  dsh-memory import --bundle memory.bundle --root ~/restored-memory",
+)
+def import_command(
+    ctx: typer.Context,
+    bundle: Annotated[str | None, typer.Option("--bundle", help="Bundle file to read.")] = None,
+    new_root: Annotated[str | None, typer.Option("--root", help="New memory root.")] = None,
+) -> None:
+    """Restore a bundle into a new memory root (never over an existing one)."""
+    service = _service(ctx)
+    _emit(service, service.import_bundle(bundle, new_root))
+
+
 @app.command("prompt-section", epilog="\b\nExample:\n  dsh-memory prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""
@@ -250,7 +362,7 @@ def prompt_section_command(ctx: typer.Context) -> None:
     sys.stdout.flush()
 
 
-@app.command("mcp")
+@app.command("mcp", epilog="\b\nExample:\n  dsh-memory mcp")
 def mcp_command(ctx: typer.Context) -> None:
     """Serve memory_search and memory_context over MCP on stdin/stdout ([mcp] extra)."""
     try:
@@ -266,6 +378,7 @@ def mcp_command(ctx: typer.Context) -> None:
 
 @app.command(
     "hook",
+    epilog='\b\nExample:\n  echo \'{"cwd": "."}\' | dsh-memory hook session-start',
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def hook_command(
@@ -278,7 +391,9 @@ def hook_command(
     raise typer.Exit(hook_main([event, *ctx.args]))
 
 
-@app.command("setup")
+@app.command(
+    "setup", epilog="\b\nExample:\n  dsh-memory setup claude-code --scope project --dry-run"
+)
 def setup_command(
     host: Annotated[str, typer.Argument(help="claude-code or codex.")],
     scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
@@ -317,7 +432,7 @@ def setup_command(
     )
 
 
-@app.command("ui")
+@app.command("ui", epilog="\b\nExample:\n  dsh-memory ui --no-browser")
 def ui_command(
     ctx: typer.Context,
     ui_root: RootOption = None,
@@ -364,6 +479,119 @@ def main() -> None:
             },
             path_options=("--root",),
             refuse_undecodable_values=False,
+        )
+    )
+
+
+# -- dsh-memory-sync -------------------------------------------------------------------------
+
+sync_app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Consolidate new idle agent sessions into memory through a staging copy, an agent "
+    "and one validated transaction (or a preview of it).",
+)
+
+
+def _progress(quiet: bool) -> Any:
+    def report(message: str) -> None:
+        if not quiet:
+            sys.stderr.write(f"dsh-memory-sync: {message}\n")
+            sys.stderr.flush()
+
+    return report
+
+
+@sync_app.command()
+def sync_command(
+    root: RootOption = None,
+    sessions_dir: Annotated[
+        str | None, typer.Option("--sessions-dir", help="DSH logs (default $DSH_HOME/sessions).")
+    ] = None,
+    claude_projects: Annotated[
+        str | None, typer.Option("--claude-projects", help="Default ~/.claude/projects.")
+    ] = None,
+    codex_sessions: Annotated[
+        str | None, typer.Option("--codex-sessions", help="Default ~/.codex/sessions.")
+    ] = None,
+    agent: Annotated[str, typer.Option("--agent", help="dsh, claude, codex or command.")] = "dsh",
+    agent_command: Annotated[
+        str | None, typer.Option("--agent-command", help="The program for --agent command.")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
+    json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report; write nothing.")] = False,
+    scan_only: Annotated[
+        bool, typer.Option("--scan-only", help="Only list the candidates (no agent).")
+    ] = False,
+    preview: Annotated[
+        str | None, typer.Option("--preview", help="Store the result as preview ID.")
+    ] = None,
+    apply_preview: Annotated[
+        str | None, typer.Option("--apply-preview", help="Apply preview ID.")
+    ] = None,
+    discard_preview: Annotated[
+        str | None, typer.Option("--discard-preview", help="Discard preview ID.")
+    ] = None,
+) -> None:
+    """Run one sync (see the package README)."""
+    import os
+
+    from dsh_memory.errors import SyncInvalidRequestError
+    from dsh_memory.root import resolve_memory_root
+    from dsh_memory.service import MemoryService
+    from dsh_memory.sessions import SessionSources
+    from dsh_memory.syncrun import SyncOptions, run_sync
+
+    chosen = [name for name, given in (("--dry-run", dry_run), ("--scan-only", scan_only),
+              ("--preview", preview is not None), ("--apply-preview", apply_preview is not None),
+              ("--discard-preview", discard_preview is not None)) if given]  # fmt: skip
+    if len(chosen) > 1:
+        raise SyncInvalidRequestError(f"{' and '.join(chosen)} are mutually exclusive")
+    if apply_preview is not None or discard_preview is not None:
+        from dsh_memory.settings import read_enabled, settings_path
+        from dsh_memory.syncrun import DISABLED_MESSAGE
+
+        if not read_enabled(settings_path()):  # the earlier tool checks this before anything
+            _progress(False)(DISABLED_MESSAGE)
+            emit_json({"ok": True, "status": "disabled", "message": DISABLED_MESSAGE})
+            return
+        service = MemoryService(root)
+        envelope = (
+            service.apply_preview(apply_preview)
+            if apply_preview is not None
+            else service.discard_preview(discard_preview)
+        )
+        _emit(service, envelope)
+        return
+    env = dict(os.environ)
+    mode = "dry-run" if dry_run else "scan-only" if scan_only else "preview" if preview else "sync"
+    options = SyncOptions(
+        root=resolve_memory_root(root),
+        sources=SessionSources.defaults(
+            env, sessions_dir=sessions_dir, claude_projects=claude_projects,
+            codex_sessions=codex_sessions,
+        ),
+        env=env, agent=agent, agent_command=agent_command, timeout=timeout, mode=mode,
+        preview_id=preview, progress=_progress(json_output),
+    )  # fmt: skip
+    result = run_sync(options)
+    if result.get("status") == "disabled":
+        _progress(False)(str(result["message"]))
+    emit_json({"ok": True, **result})
+
+
+def sync_main() -> None:
+    from dsh_memory import __version__
+
+    sys.exit(
+        run_app(
+            sync_app,
+            prog_name="dsh-memory-sync",
+            render_error=render_error,
+            version=__version__,
+            path_options=("--root", "--sessions-dir", "--claude-projects", "--codex-sessions"),
         )
     )
 

@@ -131,4 +131,6 @@ def context(
         if score is not None:
             item["score"] = score
         results.append(item)
-    return {"query": checked_query, "count": len(results), "records": results}
+    warnings = search_index.invalid_record_warnings(root, checked_scope, use_index=use_index)
+    return {"query": checked_query, "count": len(results), "records": results,
+            "warnings": warnings}  # fmt: skip

@@ -238,3 +238,152 @@ class FlowStyleMetadataError(InvalidMetadataError):
     """A list is written flow-style (``tags: [a, b]``) instead of as a block list."""
 
     code = "flow-style-metadata"
+
+
+# -- the write path: sync staging, previews, edits, recovery, bundles ----------------------
+# Staging codes are the earlier tool's (sync-apply.py); the agent, edit, recover and bundle
+# codes are our own (documented in docs/sync-facts.md and the README).
+
+
+class StagingInvalidError(MemoryRepoError, ValueError):
+    """The staging result holds a path outside the payload, or changed README.md."""
+
+    code = "staging-invalid"
+
+
+class FileTooLargeError(MemoryRepoError, ValueError):
+    """A staged payload file is larger than 1 MiB."""
+
+    code = "file-too-large"
+
+
+class TooManyFilesError(MemoryRepoError, ValueError):
+    """More than 50 files were added."""
+
+    code = "too-many-files"
+
+
+class ChangeTooLargeError(MemoryRepoError, ValueError):
+    """Added plus modified files exceed 5 MiB."""
+
+    code = "change-too-large"
+
+
+class BinaryFileError(MemoryRepoError, ValueError):
+    """A staged file is not UTF-8 text or holds a NUL byte."""
+
+    code = "binary-file"
+
+
+class DuplicateIdError(MemoryRepoError, ValueError):
+    """Two records carry the same front matter id."""
+
+    code = "duplicate-id"
+
+
+class LiveMemoryChangedError(MemoryRepoError, RuntimeError):
+    """Live memory moved since the staging baseline (HEAD or payload content)."""
+
+    code = "live-memory-changed"
+
+
+class SyncFailedError(MemoryRepoError, RuntimeError):
+    """The sync could not be completed (a session could not be read, staging failed)."""
+
+    code = "sync-failed"
+
+
+class SyncUnavailableError(MemoryRepoError, OSError):
+    """The agent program cannot be found or started."""
+
+    code = "sync-unavailable"
+
+
+class SyncInvalidRequestError(MemoryRepoError, ValueError):
+    """Bad dsh-memory-sync arguments (our own code)."""
+
+    code = "sync-invalid-request"
+
+
+class AgentFailedError(MemoryRepoError, RuntimeError):
+    """The agent exited with a non-zero status (our own code)."""
+
+    code = "agent-failed"
+
+
+class AgentTimeoutError(MemoryRepoError, TimeoutError):
+    """The agent ran past its time limit and was killed (our own code)."""
+
+    code = "agent-timeout"
+
+
+class ZstdUnavailableError(MemoryRepoError, OSError):
+    """A zstd session log cannot be decompressed (fails closed, as the earlier tool)."""
+
+    code = "zstd-unavailable"
+
+
+class PreviewInvalidRequestError(MemoryRepoError, ValueError):
+    """The preview id is missing or not ``YYYYMMDDTHHMMSSZ-<8 hex>``."""
+
+    code = "preview-invalid-request"
+
+
+class PreviewNotFoundError(MemoryRepoError, LookupError):
+    """No pending preview has that id."""
+
+    code = "preview-not-found"
+
+
+class PreviewExpiredError(MemoryRepoError, ValueError):
+    """The preview is older than its seven-day TTL."""
+
+    code = "preview-expired"
+
+
+class PreviewExistsError(MemoryRepoError, FileExistsError):
+    """A preview with that id already exists."""
+
+    code = "preview-exists"
+
+
+class PreviewApplyFailedError(MemoryRepoError, RuntimeError):
+    """The preview could not be applied safely."""
+
+    code = "preview-apply-failed"
+
+
+class EditInvalidRequestError(MemoryRepoError, ValueError):
+    """write/remove got a path outside the payload or no content (our own code)."""
+
+    code = "edit-invalid-request"
+
+
+class EditNotFoundError(MemoryRepoError, LookupError):
+    """remove named a file that does not exist (our own code)."""
+
+    code = "edit-not-found"
+
+
+class RecoverInvalidConfirmationError(MemoryRepoError, ValueError):
+    """The confirmation is not exactly ``RECOVER_MEMORY`` (our own code)."""
+
+    code = "recover-invalid-confirmation"
+
+
+class RecoverFailedError(MemoryRepoError, RuntimeError):
+    """Recovery could not be completed safely (our own code)."""
+
+    code = "recover-failed"
+
+
+class BundleInvalidRequestError(MemoryRepoError, ValueError):
+    """export/import got a target that exists or a bundle without its manifest (own code)."""
+
+    code = "bundle-invalid-request"
+
+
+class BundleFailedError(MemoryRepoError, RuntimeError):
+    """The bundle could not be written or read (our own code)."""
+
+    code = "bundle-failed"

@@ -1,8 +1,14 @@
 """``dsh-memory init``: create the memory repository, or leave a complete one untouched.
 
-The first commit holds the scaffold only (README.md, an empty summary.md, ``.last-sync`` and
-``.sync/.gitignore``) with the earlier tool's exact message "Initialize DPSK memory
-repository". It is made with the same plumbing as every other write (alternate index,
+The first commit holds the scaffold only (README.md, an empty summary.md, ``.last-sync``,
+``.sync/.gitignore`` and the executable ``scripts/filter_session.py``) with the earlier
+tool's exact message "Initialize DPSK memory repository". The earlier tool's sync refuses a
+repository that lacks any of these as "incomplete", and it hardens the same modes: the root
+and every folder 0700, README.md, summary.md, .last-sync and .sync/.gitignore 0600, the
+filter script 0700. When git has no author identity, init sets the repository-local one the
+earlier tool sets ("DPSK Memory" <dpsk-memory@localhost>), so a fresh machine works.
+
+The first commit is made with the same plumbing as every other write (alternate index,
 ``commit-tree``, ``update-ref HEAD <new> <zero>``), so it cannot clobber a HEAD that
 appeared meanwhile. Re-running init creates whatever scaffold is missing on disk but never
 commits again once HEAD exists: HEAD is unchanged on a rerun.
@@ -19,6 +25,7 @@ from typing import Any
 from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory.errors import InitFailedError, UnsafeLayoutError
+from dsh_memory.redaction import __file__ as _REDACTION_SOURCE
 from dsh_memory.root import (
     LAST_SYNC_FILE,
     README_FILE,
@@ -31,9 +38,13 @@ from dsh_memory.root import (
     inspect_layout,
     require_memory_repository,
 )
-from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
+from dsh_memory.transactions import EXECUTABLE_MODE, FILE_MODE, Blob, GitTransactions
 
 INITIAL_COMMIT_MESSAGE = "Initialize DPSK memory repository"
+SCRIPTS_DIR = "scripts"
+FILTER_SCRIPT = "scripts/filter_session.py"
+#: The identity the earlier tool's init configures in the repository when git has none.
+LOCAL_IDENTITY = (("user.name", "DPSK Memory"), ("user.email", "dpsk-memory@localhost"))
 
 README_TEXT = """# DPSK memory
 
@@ -52,14 +63,39 @@ rewrite this repository's history.
 """
 
 
+def filter_script_source() -> bytes:
+    """The session filter: :mod:`dsh_memory.redaction`'s own (stdlib-only) source."""
+    return Path(_REDACTION_SOURCE).read_bytes()
+
+
 def _scaffold_files() -> dict[str, tuple[bytes, int]]:
     gitignore = "".join(line + "\n" for line in SYNC_GITIGNORE_LINES)
     return {
-        README_FILE: (README_TEXT.encode("utf-8"), 0o644),
+        README_FILE: (README_TEXT.encode("utf-8"), 0o600),
         SUMMARY_FILE: (b"", 0o600),
         LAST_SYNC_FILE: (b"", 0o600),
         f"{SYNC_DIR}/.gitignore": (gitignore.encode("utf-8"), 0o600),
+        FILTER_SCRIPT: (filter_script_source(), 0o700),
     }
+
+
+def _harden(path: Path, mode: int) -> None:
+    """chmod a regular file or folder we own; a symlink is never followed."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeLayoutError(f"{path} is a symbolic link")
+    os.chmod(path, mode)
+
+
+def _ensure_identity(git: GitRunner) -> None:
+    """Set the earlier tool's repository-local identity when git resolves none."""
+    for key, value in LOCAL_IDENTITY:
+        try:
+            current = git.run(["config", "--get", key], check=False).text.strip()
+        except GitError:
+            current = ""
+        if not current:
+            git.run(["config", "--local", key, value])
 
 
 def _create_if_absent(path: Path, data: bytes, mode: int) -> bool:
@@ -107,10 +143,12 @@ def initialize_repository(root: Path) -> dict[str, Any]:
         require_memory_repository(layout)
     try:
         os.chmod(root, 0o700)
-        for name in (*RECORD_DIRS, SYNC_DIR):
+        for name in (*RECORD_DIRS, SYNC_DIR, SCRIPTS_DIR):
             _make_private_dir(root / name)
+            _harden(root / name, 0o700)
         for relative, (data, mode) in _scaffold_files().items():
             _create_if_absent(root / relative, data, mode)
+            _harden(root / relative, mode)
     except OSError as exc:
         raise InitFailedError(f"memory scaffold cannot be written: {exc}") from exc
     tx = GitTransactions(layout)
@@ -118,14 +156,14 @@ def initialize_repository(root: Path) -> dict[str, Any]:
     if head is not None:
         return {"root": str(root), "created": False, "headCommit": head}
     try:
+        _ensure_identity(git)
         files = _scaffold_files()
         paths = sorted(files)
         # The committed content is what is on disk now (a pre-existing file is kept).
         contents = [(root / path).read_bytes() for path in paths]
         oids = tx.write_blobs(contents)
-        tree = tx.build_tree(
-            None, {p: Blob(FILE_MODE, o) for p, o in zip(paths, oids, strict=True)}
-        )
+        modes = {p: EXECUTABLE_MODE if files[p][1] & 0o100 else FILE_MODE for p in paths}
+        tree = tx.build_tree(None, {p: Blob(modes[p], o) for p, o in zip(paths, oids, strict=True)})
         commit = tx.commit_tree(tree, [], INITIAL_COMMIT_MESSAGE)
     except (DshError, OSError) as exc:
         raise InitFailedError(f"the first commit could not be made: {exc}") from exc

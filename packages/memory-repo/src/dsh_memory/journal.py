@@ -123,8 +123,17 @@ def last_run_subset(record: Mapping[str, Any]) -> dict[str, Any]:
     return {field: record.get(field) for field in _LAST_RUN_FIELDS}
 
 
-def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
-    """Write the run record and last-run.json, and commit only those two files.
+def journal_run(
+    tx: GitTransactions,
+    record: Mapping[str, Any],
+    *,
+    extra_files: Mapping[str, bytes] | None = None,
+    update_last_run: bool = True,
+) -> str:
+    """Write the run record and last-run.json, and commit only those files.
+
+    ``extra_files`` adds operational files to the same commit (the sync's ``.last-sync``
+    watermark, as the earlier tool's journal commit does).
 
     The files are written to the work tree *first*: a writer killed before the journal
     commit still leaves a readable record naming the run's commits (``rollback`` reads
@@ -132,10 +141,10 @@ def journal_run(tx: GitTransactions, record: Mapping[str, Any]) -> str:
     Returns the journal commit. Raises CommitFailedError when the commit cannot be made.
     """
     run_id = str(record["run_id"])
-    files = {
-        run_record_path(run_id): (dumps(record) + "\n").encode("utf-8"),
-        LAST_RUN_FILE: (dumps(last_run_subset(record)) + "\n").encode("utf-8"),
-    }
+    files = {run_record_path(run_id): (dumps(record) + "\n").encode("utf-8")}
+    if update_last_run:
+        files[LAST_RUN_FILE] = (dumps(last_run_subset(record)) + "\n").encode("utf-8")
+    files.update(extra_files or {})
     try:
         for path, data in files.items():
             fsops.replace_file(tx.root, path, data, mode=0o600)

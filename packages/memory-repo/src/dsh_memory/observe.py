@@ -14,7 +14,12 @@ from dsh_common.git import GitRunner
 from dsh_memory import journal
 from dsh_memory.errors import MigrationFailedError, RunsInvalidRequestError
 from dsh_memory.frontmatter import SCHEMA_VERSION
-from dsh_memory.oplock import dead_lock_message, read_active_run, read_operation_lock
+from dsh_memory.oplock import (
+    dead_lock_message,
+    finished_record,
+    read_active_run,
+    read_operation_lock,
+)
 from dsh_memory.payload import metadata_summary, scan_payload, skipped_names
 from dsh_memory.previews import pending_previews
 from dsh_memory.root import Layout, inspect_layout
@@ -86,11 +91,26 @@ def health(root: Path) -> dict[str, Any]:
         last_run = None
     if last_run is not None and last_run.get("status") == "interrupted":
         interrupted = last_run
+    if active is not None and active.get("state") == "interrupted":
+        # The dead run itself, whatever last-run.json says (its journal record when the
+        # next writer already wrote one, else the active-run record).
+        recorded = None
+        if journal.is_valid_run_id(active.get("run_id")):
+            try:
+                recorded = journal.read_run(root, str(active["run_id"]))
+            except (OSError, ValueError):
+                recorded = None
+        interrupted = recorded if recorded is not None else active
     previews = pending_previews(root)
     lock = read_operation_lock(root)
     # A lock whose holder died, with no run left to say what it was doing, blocks every
     # writer until it is removed (or six hours pass): that is a recovery to do, not health.
-    dead_lock = lock is not None and not lock["active"]
+    # ... unless the journal says that holder's run finished: writers take such a lock over.
+    dead_lock = (
+        lock is not None
+        and not lock["active"]
+        and finished_record(root, {"run_id": lock.get("runId")}) is None
+    )
     head_ahead = head_ahead_of_journal(tx)
     # A writer killed while it held index.lock leaves it behind; git and every writer refuse
     # to touch the index until it is gone.
@@ -165,11 +185,15 @@ def _recovery_steps(
     if active is not None and active.get("state") == "interrupted":
         steps.append(
             f"run {active.get('run_id')!s} was interrupted (pid {active.get('pid')!s} is gone):"
-            " inspect its commits with `dsh-memory runs` (a writer journals it on its next"
-            " attempt), then delete "
-            f"{root / '.sync/active-run.json'} and {root / '.sync/operation.lock'}"
+            " inspect its commits with `dsh-memory runs`, then run `dsh-memory recover"
+            " --confirmation RECOVER_MEMORY` (it keeps finished commits, journals the run and"
+            " releases the dead lock)"
         )
-    elif lock is not None and not lock["active"]:
+    elif (
+        lock is not None
+        and not lock["active"]
+        and not finished_record(root, {"run_id": lock.get("runId")})
+    ):
         steps.append(dead_lock_message(root, lock))
     if head_ahead:
         steps.append(
@@ -179,8 +203,8 @@ def _recovery_steps(
         )
     if payload_dirty:
         steps.append(
-            "the payload has uncommitted changes: `dsh-memory status` counts them; commit or"
-            " discard them with git in the memory repository"
+            "the payload has uncommitted changes: `dsh-memory status` counts them;"
+            " `dsh-memory adopt` validates and commits them as one journaled edit run"
         )
     return steps
 

@@ -68,9 +68,10 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
         run_id = active.get("run_id")
         if not journal.is_valid_run_id(run_id):
             return
-        existing = journal.read_run(tx.root, str(run_id))
-        if existing is not None and existing.get("status") == "interrupted":
-            return
+        try:
+            existing = journal.read_run(tx.root, str(run_id))
+        except (OSError, ValueError):
+            return  # an unreadable record is reported by health(), never overwritten
         if existing is not None and existing.get("status") == "applied":
             # The run finished but its journal commit failed (a full disk): the record is
             # in the work tree only. Commit it as written instead of calling it interrupted.
@@ -81,6 +82,8 @@ def _journal_interrupted(tx: GitTransactions) -> Any:
                 with contextlib.suppress(DshError, OSError):
                     journal.journal_run(tx, existing)
             return
+        if existing is not None and existing.get("status") != "running":
+            return  # never overwrite a record that already says how the run ended
         recovery, applied = _interrupted_commits(tx, active)
         changed: list[str] = []
         if recovery is not None and applied is not None:

@@ -23,12 +23,18 @@ from dsh_common.jsonio import dumps
 from dsh_common.locks import acquire_lock, break_dead_lock, pid_alive, read_lock_owner
 from dsh_memory import fsops
 from dsh_memory.errors import InterruptedRunError, OperationInProgressError, UnsafeLayoutError
-from dsh_memory.journal import read_json_file, utc_iso
+from dsh_memory.journal import is_valid_run_id, read_json_file, read_run, utc_iso
 
 LOCK_FILE = ".sync/operation.lock"
 ACTIVE_RUN_FILE = ".sync/active-run.json"
 #: A dead owner's lock is only stale once it is this old (the earlier tool's DEFAULT_STALE_MS).
 STALE_AFTER_SECONDS = 6 * 60 * 60
+#: Journal statuses that mean a run ended. The earlier tool leaves ``active-run.json``
+#: behind after a finished migrate, rollback or clear: such a record is stale litter, not
+#: an interruption (``running``, ``pending`` and ``interrupted`` are not in this set).
+FINISHED_STATUSES = frozenset(
+    {"applied", "no_change", "failed", "rolled_back", "skipped-retry", "rejected", "deferred"}
+)
 
 
 def read_operation_lock(root: Path) -> dict[str, Any] | None:
@@ -47,8 +53,26 @@ def read_operation_lock(root: Path) -> dict[str, Any] | None:
     }
 
 
+def finished_record(root: Path, active: dict[str, Any]) -> dict[str, Any] | None:
+    """The journal record of ``active``'s run when it says the run finished, else None."""
+    run_id = active.get("run_id")
+    if not is_valid_run_id(run_id):
+        return None
+    try:
+        record = read_run(root, str(run_id))
+    except (OSError, ValueError):
+        return None
+    if record is not None and record.get("status") in FINISHED_STATUSES:
+        return record
+    return None
+
+
 def read_active_run(root: Path) -> dict[str, Any] | None:
-    """The active-run record plus ``state`` (running / interrupted by pid liveness)."""
+    """The active-run record plus ``state`` (running / interrupted by pid liveness).
+
+    None when there is no record, and also when the record's own journal entry says the
+    run finished (stale litter of the earlier tool: never an interruption).
+    """
     try:
         data = read_json_file(root / ACTIVE_RUN_FILE)
     except (OSError, ValueError):
@@ -59,7 +83,33 @@ def read_active_run(root: Path) -> dict[str, Any] | None:
     alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
     # A record left on purpose (``unjournaled``) is interrupted even while its pid runs.
     running = alive and data.get("status", "running") == "running"
+    if _stale(root, data, alive=alive):
+        return None
     return {**data, "state": "running" if running else "interrupted"}
+
+
+def _stale(root: Path, data: dict[str, Any], *, alive: bool) -> bool:
+    """A dead writer's ordinary record whose journal entry says the run finished."""
+    return (
+        not alive
+        and data.get("status", "running") == "running"
+        and finished_record(root, data) is not None
+    )
+
+
+def _discard_stale_active_run(root: Path) -> None:
+    """Remove an active-run record whose run the journal says finished (dead owner)."""
+    try:
+        data = read_json_file(root / ACTIVE_RUN_FILE)
+    except (OSError, ValueError):
+        return
+    if not isinstance(data, dict):
+        return
+    pid = data.get("pid")
+    alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
+    if _stale(root, data, alive=alive):
+        with contextlib.suppress(FileNotFoundError):
+            (root / ACTIVE_RUN_FILE).unlink()
 
 
 def _lock_age_seconds(root: Path) -> float:
@@ -146,6 +196,7 @@ def operation_lock(
         (root / ".sync").mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
         raise UnsafeLayoutError(f".sync cannot be created: {exc}") from exc
+    _discard_stale_active_run(root)
     try:
         lock = acquire_lock(root / LOCK_FILE, owner_data=owner)
     except LockHeldError:
@@ -162,7 +213,10 @@ def operation_lock(
             active is None
             and current is not None
             and not current["active"]
-            and _lock_age_seconds(root) > STALE_AFTER_SECONDS
+            and (
+                _lock_age_seconds(root) > STALE_AFTER_SECONDS
+                or finished_record(root, {"run_id": current.get("runId")}) is not None
+            )
         ):
             # The earlier tool's staleRecovered path: dead owner, old lock, no run left.
             try:

@@ -1,96 +1,195 @@
-"""Read-only view of pending previews under ``.sync/previews/<id>/``.
+"""Pending sync previews under ``.sync/previews/<id>/``, in the earlier tool's exact files.
 
-Previews are created by the sync command (a later issue); status and health already report
-them. A preview directory is named by its id (``YYYYMMDDTHHMMSSZ-<8 hex>``) and may hold a
-``manifest.json`` with ``created_at``, ``expires_at``, ``candidate_sessions`` and
-``changed_paths``. Without a manifest the creation time comes from the id and the expiry
-from the seven-day TTL. Expired previews are never reported (cleaning them is the sync
-command's lazy job, not a read's).
+A preview directory (0700, Git-ignored) holds, as the earlier tool writes them:
+
+- ``preview.json`` - the preview's own record, compact JSON:
+  ``{"preview_id", "created_at", "expires_at", "candidate_sessions", "changed_paths",
+  "status": "pending"}``;
+- ``manifest.json`` - the *staging baseline* (``{"schema_version", "created_at",
+  "head_sha", "entries": [...]}``): its ``created_at`` is when the staging copy was made,
+  not when the preview was, and it has no ``candidate_sessions`` or ``changed_paths``;
+- ``staging/`` - the staged payload after the agent's edits (plus README.md).
+
+Only ``preview.json`` describes a preview (reading ``manifest.json`` for it reported zero
+sessions, no paths and a creation time a second off). A directory without a readable
+``preview.json`` whose ``preview_id`` matches its name is not a preview. A preview whose
+``expires_at`` is missing, unreadable or not in the future is expired: never listed, never
+applied, and removed lazily by the next listing (the earlier tool's rule; TTL 7 days).
 """
 
 from __future__ import annotations
 
+import calendar
 import datetime as _dt
 import os
 import re
+import shutil
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
+from dsh_common.jsonio import dumps
+from dsh_memory.errors import (
+    PreviewExistsError,
+    PreviewExpiredError,
+    PreviewInvalidRequestError,
+    PreviewNotFoundError,
+    UnsafeLayoutError,
+)
 from dsh_memory.journal import read_json_file
 from dsh_memory.root import PREVIEWS_DIR
 
 PREVIEW_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{8}$")
 PREVIEW_TTL = _dt.timedelta(days=7)
-_MANIFEST_NAMES = ("manifest.json", "preview.json")
+PREVIEW_FILE = "preview.json"
+MANIFEST_FILE = "manifest.json"
+STAGING_DIR = "staging"
 
 
-def _parse_time(value: object) -> _dt.datetime | None:
+def validate_preview_id(preview_id: object) -> str:
+    if not isinstance(preview_id, str) or not PREVIEW_ID_RE.fullmatch(preview_id):
+        raise PreviewInvalidRequestError("a preview id is YYYYMMDDTHHMMSSZ-<8 hex digits>")
+    return preview_id
+
+
+def _expires_at_seconds(record: dict[str, Any]) -> float | None:
+    value = record.get("expires_at")
     if not isinstance(value, str):
         return None
     try:
-        parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.UTC)
+        return float(calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%SZ")))
     except (ValueError, OverflowError):
         return None
 
 
-def _iso(moment: _dt.datetime) -> str:
-    return moment.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def is_expired(record: dict[str, Any], now: float | None = None) -> bool:
+    expires = _expires_at_seconds(record)
+    return expires is None or (time.time() if now is None else now) >= expires
 
 
-def _describe(directory: Path, preview_id: str) -> dict[str, Any] | None:
-    manifest: dict[str, Any] = {}
-    for name in _MANIFEST_NAMES:
+def preview_directory(root: Path, preview_id: str) -> Path:
+    """The preview's folder; a symlink anywhere on the way is ``unsafe-layout``."""
+    for path in (root / ".sync", root / PREVIEWS_DIR, root / PREVIEWS_DIR / preview_id):
         try:
-            data = read_json_file(directory / name)
-        except (OSError, ValueError):
-            return None
-        if isinstance(data, dict):
-            manifest = data
+            info = os.lstat(path)
+        except FileNotFoundError:
             break
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            raise UnsafeLayoutError(f"{path.name} is not a plain folder")
+    return root / PREVIEWS_DIR / preview_id
+
+
+def read_preview(root: Path, preview_id: str) -> dict[str, Any] | None:
+    """``preview.json`` of a preview, or None when it is absent, unreadable or foreign."""
     try:
-        created = _parse_time(manifest.get("created_at")) or _dt.datetime.strptime(
-            preview_id[:16], "%Y%m%dT%H%M%SZ"
-        ).replace(tzinfo=_dt.UTC)
-        expires = _parse_time(manifest.get("expires_at")) or created + PREVIEW_TTL
-    except (ValueError, OverflowError):
-        # An impossible date in the id (month 13) or a created_at whose expiry is past
-        # year 9999: not a preview anyone can apply, so not a pending one either.
+        data = read_json_file(preview_directory(root, preview_id) / PREVIEW_FILE)
+    except (OSError, ValueError):
         return None
-    candidates = manifest.get("candidate_sessions")
-    changed = manifest.get("changed_paths")
+    if not isinstance(data, dict) or data.get("preview_id") != preview_id:
+        return None
+    return data
+
+
+def _listing(record: dict[str, Any]) -> dict[str, Any]:
+    """The spec's list item, field by field as preview.json holds it."""
+    changed = record.get("changed_paths")
+    candidates = record.get("candidate_sessions")
     return {
-        "preview_id": preview_id,
-        "created_at": _iso(created),
-        "expires_at": _iso(expires),
+        "preview_id": record["preview_id"],
+        "created_at": record.get("created_at"),
+        "expires_at": record.get("expires_at"),
         "candidate_sessions": candidates if isinstance(candidates, int) else 0,
-        "changed_paths": sorted(p for p in changed if isinstance(p, str))
+        "changed_paths": [p for p in changed if isinstance(p, str)]
         if isinstance(changed, list)
         else [],
-        "status": "pending",
-        "_expires": expires,
+        "status": record.get("status", "pending"),
     }
 
 
-def pending_previews(root: Path, now: _dt.datetime | None = None) -> list[dict[str, Any]]:
-    """Non-expired previews, newest first (by ``created_at``)."""
+def pending_previews(
+    root: Path, now: float | None = None, *, clean: bool = False
+) -> list[dict[str, Any]]:
+    """Non-expired previews, newest ``created_at`` first; ``clean`` removes expired ones."""
     directory = root / PREVIEWS_DIR
     try:
-        entries = list(os.scandir(directory))
+        names = [e.name for e in os.scandir(directory) if e.is_dir(follow_symlinks=False)]
     except (FileNotFoundError, NotADirectoryError):
         return []
-    moment = now or _dt.datetime.now(_dt.UTC)
     found: list[dict[str, Any]] = []
-    for entry in entries:
-        if not PREVIEW_ID_RE.fullmatch(entry.name):
+    for name in names:
+        if not PREVIEW_ID_RE.fullmatch(name):
             continue
-        info = os.lstat(entry.path)
-        if not stat.S_ISDIR(info.st_mode):
+        record = read_preview(root, name)
+        if record is None:
             continue
-        described = _describe(Path(entry.path), entry.name)
-        if described is None or described.pop("_expires") <= moment:
+        if is_expired(record, now):
+            if clean:
+                shutil.rmtree(directory / name, ignore_errors=True)
             continue
-        found.append(described)
-    found.sort(key=lambda item: (item["created_at"], item["preview_id"]), reverse=True)
+        found.append(_listing(record))
+    found.sort(key=lambda item: (str(item["created_at"]), item["preview_id"]), reverse=True)
     return found
+
+
+def pending_preview(root: Path, preview_id: object) -> tuple[dict[str, Any], Path]:
+    """A preview that may be applied: its record and folder, or the spec's error."""
+    identifier = validate_preview_id(preview_id)
+    directory = preview_directory(root, identifier)
+    record = read_preview(root, identifier)
+    if record is None:
+        raise PreviewNotFoundError(f"no preview {identifier}")
+    if is_expired(record):
+        shutil.rmtree(directory, ignore_errors=True)
+        raise PreviewExpiredError(f"preview {identifier} has expired")
+    staging = directory / STAGING_DIR
+    if not staging.is_dir() or staging.is_symlink():
+        raise PreviewNotFoundError(f"preview {identifier} has no staged payload")
+    return record, directory
+
+
+def create_preview_directory(root: Path, preview_id: str) -> Path:
+    """A new, empty preview folder (0700); ``preview-exists`` when the id is taken."""
+    directory = preview_directory(root, preview_id)
+    (root / PREVIEWS_DIR).mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        directory.mkdir(mode=0o700)
+    except FileExistsError:
+        raise PreviewExistsError(f"preview {preview_id} already exists") from None
+    return directory
+
+
+def write_preview_record(
+    directory: Path, preview_id: str, candidate_sessions: int, changed_paths: list[str]
+) -> dict[str, Any]:
+    created = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
+    record = {
+        "preview_id": preview_id,
+        "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "expires_at": (created + PREVIEW_TTL).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "candidate_sessions": candidate_sessions,
+        "changed_paths": sorted(changed_paths),
+        "status": "pending",
+    }
+    _write_private(directory / PREVIEW_FILE, (dumps(record) + "\n").encode("utf-8"))
+    return record
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    _write_private(directory / MANIFEST_FILE, (dumps(manifest) + "\n").encode("utf-8"))
+
+
+def discard_preview(root: Path, preview_id: object) -> dict[str, Any]:
+    """``memory.discardPreview``: remove a preview (expired ones too, they are litter)."""
+    identifier = validate_preview_id(preview_id)
+    directory = preview_directory(root, identifier)
+    if read_preview(root, identifier) is None:
+        raise PreviewNotFoundError(f"no preview {identifier}")
+    shutil.rmtree(directory)
+    return {"removed": True, "previewId": identifier}

@@ -173,4 +173,5 @@ def search(
         "count": len(matches),
         "results": results,
         "retrieval": retrieval,
+        "warnings": search_index.invalid_record_warnings(root, checked_scope, use_index=use_index),
     }

@@ -601,3 +601,33 @@ def context_candidates(
         retrieval = {"mode": "scan", "indexState": "disabled"}
     visible = [record for record in _scan(root, folders) if is_visible(record, scope, now)]
     return visible, retrieval
+
+
+#: At most this many left-out records are named in a search/context ``warnings`` list.
+MAX_WARNINGS = 20
+
+
+def invalid_record_warnings(
+    root: Path, scope: str, *, use_index: bool = True
+) -> list[dict[str, str]]:
+    """Records in ``scope`` left out because their front matter is invalid (bounded).
+
+    Without this a record with, say, ``tags: [a, b]`` silently disappeared from search and
+    context. The index already knows each record's validity; a scan answers without it.
+    """
+    folders = SCOPES[scope]
+    if use_index:
+        placeholders = ", ".join("?" for _ in folders)
+        sql = (
+            f"SELECT path FROM records WHERE valid = 0 AND folder IN ({placeholders})"  # noqa: S608
+            " ORDER BY path LIMIT ?"
+        )
+        try:
+            refresh_index(root)
+            with _connect(index_path(root), readonly=True) as connection:
+                rows = connection.execute(sql, (*folders, MAX_WARNINGS)).fetchall()
+            return [{"path": str(p), "code": "invalid-metadata"} for (p,) in rows]
+        except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
+            pass
+    invalid = sorted(r.path for r in _scan(root, folders) if not r.valid)
+    return [{"path": p, "code": "invalid-metadata"} for p in invalid[:MAX_WARNINGS]]

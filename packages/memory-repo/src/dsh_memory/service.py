@@ -38,6 +38,15 @@ _FALLBACK_CODES = {
     "rollback": "rollback-failed",
     "search": "search-failed",
     "context": "context-failed",
+    "previews": "repo-unavailable",
+    "apply_preview": "preview-apply-failed",
+    "discard_preview": "preview-not-found",
+    "write": "commit-failed",
+    "remove": "commit-failed",
+    "adopt": "commit-failed",
+    "recover": "recover-failed",
+    "export_bundle": "bundle-failed",
+    "import_bundle": "bundle-failed",
 }
 
 _METHODS = {
@@ -52,6 +61,13 @@ _METHODS = {
     "rollback": ("rollback", ("runId", "confirmation")),
     "search": ("search", ("query", "limit", "scope")),
     "context": ("context", ("query", "limit", "scope")),
+    "previews": ("previews", ()),
+    "applyPreview": ("apply_preview", ("previewId",)),
+    "discardPreview": ("discard_preview", ("previewId",)),
+    "write": ("write", ("path", "content")),
+    "remove": ("remove", ("path",)),
+    "adopt": ("adopt", ()),
+    "recover": ("recover", ("confirmation",)),
 }
 
 _MISSING: Any = object()
@@ -199,6 +215,90 @@ class MemoryService:
             return rollback(self._layout(), run_id, confirmation)
 
         return self._envelope("rollback", action)
+
+    # -- previews --------------------------------------------------------------------------
+
+    def previews(self) -> Envelope:
+        """``memory.previews()``: pending previews, newest first (expired ones cleaned)."""
+        from dsh_memory.previews import pending_previews  # noqa: PLC0415
+
+        return self._envelope(
+            "previews", lambda: {"previews": pending_previews(self._layout().root, clean=True)}
+        )
+
+    def apply_preview(self, preview_id: object = _MISSING) -> Envelope:
+        """``memory.applyPreview({previewId})``: one transaction, journaled as ``preview``."""
+        from dsh_memory.preview_apply import apply_preview  # noqa: PLC0415
+        from dsh_memory.previews import validate_preview_id  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_preview_id(preview_id)  # before the repository is opened
+            return apply_preview(self._layout(), preview_id)
+
+        return self._envelope("apply_preview", action)
+
+    def discard_preview(self, preview_id: object = _MISSING) -> Envelope:
+        """``memory.discardPreview({previewId})``."""
+        from dsh_memory.previews import discard_preview, validate_preview_id  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_preview_id(preview_id)
+            return discard_preview(self._layout().root, preview_id)
+
+        return self._envelope("discard_preview", action)
+
+    # -- a person's own edits --------------------------------------------------------------
+
+    def write(self, path: object = _MISSING, content: object = _MISSING) -> Envelope:
+        """Write one payload file as a journaled ``edit`` run (validated like a sync)."""
+        from dsh_memory.edits import validate_edit_path, write  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_edit_path(path)
+            return write(self._layout(), path, content)
+
+        return self._envelope("write", action)
+
+    def remove(self, path: object = _MISSING) -> Envelope:
+        """Remove one payload file as a journaled ``edit`` run."""
+        from dsh_memory.edits import remove, validate_edit_path  # noqa: PLC0415
+
+        def action() -> Any:
+            validate_edit_path(path)
+            return remove(self._layout(), path)
+
+        return self._envelope("remove", action)
+
+    def adopt(self) -> Envelope:
+        """Commit the hand edits in the payload as one journaled ``edit`` run."""
+        from dsh_memory.edits import adopt  # noqa: PLC0415
+
+        return self._envelope("adopt", lambda: adopt(self._layout()))
+
+    def recover(self, confirmation: object = _MISSING) -> Envelope:
+        """Make an interrupted run consistent (see :mod:`dsh_memory.recover`)."""
+        from dsh_memory.recover import RECOVER_CONFIRMATION, recover  # noqa: PLC0415
+
+        def action() -> Any:
+            if confirmation != RECOVER_CONFIRMATION:
+                raise errors.RecoverInvalidConfirmationError(
+                    "recover needs the exact confirmation RECOVER_MEMORY"
+                )
+            return recover(self._layout(), confirmation)
+
+        return self._envelope("recover", action)
+
+    def export_bundle(self, file: object = _MISSING) -> Envelope:
+        """A git bundle of the whole history plus its JSON manifest (never overwrites)."""
+        from dsh_memory.bundle import export_bundle  # noqa: PLC0415
+
+        return self._envelope("export_bundle", lambda: export_bundle(self._layout(), file))
+
+    def import_bundle(self, file: object = _MISSING, new_root: object = _MISSING) -> Envelope:
+        """A new memory root from a bundle (refuses an existing target)."""
+        from dsh_memory.bundle import import_bundle  # noqa: PLC0415
+
+        return self._envelope("import_bundle", lambda: import_bundle(file, new_root))
 
     # -- read paths (search/context live in their own modules) -----------------------------
 

@@ -1,0 +1,201 @@
+"""``dsh-memory recover --confirmation RECOVER_MEMORY``: an interrupted run made consistent.
+
+A writer that dies (killed, out of power) leaves ``.sync/operation.lock`` and
+``.sync/active-run.json`` naming its dead pid; every later writer then stops with
+``interrupted-run``. ``recover`` looks at what the dead run left and ends in a state where
+``health().needsManualRecovery`` is false (unless a person's own uncommitted edits remain;
+those are never discarded - ``adopt`` commits them). The cases:
+
+1. **Nothing to recover** - no active run, no lock, last run not ``interrupted``: nothing is
+   written (``status: "nothing-to-recover"``).
+2. **A live writer** holds the lock or the active run: ``operation-in-progress``.
+3. **The run had finished** (its journal record says so; only the lock or active-run record
+   was left, as the earlier tool leaves it): the litter is removed.
+4. **The apply commit landed** (the newest payload commit is "DPSK memory sync applied:
+   <run>"; only journal commits may follow it), the run's own journal commit did not:
+   the finished commits are kept. Payload files whose work tree or index differs from
+   HEAD are rewritten from HEAD (the apply commit was built on the recovery
+   point, which already holds any earlier hand edits, so nothing is lost), and the run is
+   journaled ``applied`` with ``error_code: "interrupted-run"`` - ``rollback`` can undo it.
+   The watermark does not move, so its sessions are read again by the next sync.
+5. **Nothing landed** (the newest payload commit is not the run's apply commit): the run
+   never touched the work tree (it writes only after the CAS). Live index entries it may
+   have updated just before the CAS are restored from HEAD where the work tree still
+   equals HEAD. The run is journaled ``interrupted`` (if no record exists yet).
+
+In 3-5 a ``recover`` run is journaled (operation ``recover``, status ``recovered``,
+``changed_paths`` = the paths it rewrote) in one journal commit together with the dead
+run's record, then the active-run record and the dead lock are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from dsh_common.errors import DshError, LockHeldError
+from dsh_common.jsonio import dumps
+from dsh_common.locks import acquire_lock, break_dead_lock
+from dsh_memory import journal
+from dsh_memory.errors import (
+    OperationInProgressError,
+    RecoverFailedError,
+    RecoverInvalidConfirmationError,
+)
+from dsh_memory.oplock import (
+    ACTIVE_RUN_FILE,
+    LOCK_FILE,
+    finished_record,
+    read_active_run,
+    read_operation_lock,
+)
+from dsh_memory.root import PAYLOAD_PATHS, Layout
+from dsh_memory.transactions import Blob, GitTransactions
+
+RECOVER_CONFIRMATION = "RECOVER_MEMORY"
+
+
+def _subject(tx: GitTransactions, commit: str) -> str:
+    return tx.git.run(["log", "-1", "--format=%s", commit]).text.strip()
+
+
+def _last_payload_write(tx: GitTransactions) -> str:
+    """The newest commit that changed the payload (journal commits after it do not count:
+    a writer refused with interrupted-run journals the dead run on top of its apply)."""
+    return tx.git.run(["rev-list", "-1", "HEAD", "--", *PAYLOAD_PATHS]).text.strip()
+
+
+def _index_differs(tx: GitTransactions) -> list[str]:
+    result = tx.git.run(["diff", "--cached", "--name-only", "-z", "HEAD", "--", *PAYLOAD_PATHS])
+    return sorted(p.decode("utf-8") for p in result.stdout.split(b"\0") if p)
+
+
+def _restore_from_head(tx: GitTransactions, head: str, paths: list[str], *, worktree: bool) -> None:
+    """Index (and with ``worktree`` the files) of ``paths`` back to HEAD's content.
+
+    The index goes through the transactions' filter-free live-index update.
+    """
+    if not paths:
+        return
+    tx.sync_live_index(head, paths)
+    if worktree:
+        # Ask per top-level folder: thousands of paths never go on one command line.
+        in_head = tx.tree_files(head, sorted({p.split("/", 1)[0] for p in paths}))
+        wanted: dict[str, Blob | None] = dict.fromkeys(paths)
+        wanted.update({p: in_head[p] for p in paths if p in in_head})
+        contents = tx.blob_contents(b.oid for b in wanted.values() if b is not None)
+        tx.materialize(wanted, contents)
+
+
+def _worktree_equals_head(tx: GitTransactions, head: str, path: str) -> bool:
+    files = tx.tree_files(head, [path])
+    live = tx.root / path
+    if path not in files:
+        return not live.exists()
+    if not live.is_file() or live.is_symlink():
+        return False
+    oid = tx.git.run(["hash-object", "--no-filters", "--", path]).text.strip()
+    return oid == files[path].oid
+
+
+def _interrupted_id(root: Path, active: dict[str, Any] | None) -> str | None:
+    if active is not None:
+        run_id = active.get("run_id")
+        return str(run_id) if journal.is_valid_run_id(run_id) else None
+    try:
+        last = journal.read_last_run(root)
+    except (OSError, ValueError):
+        return None
+    if last is not None and last.get("status") == "interrupted":
+        return str(last.get("run_id"))
+    return None
+
+
+def recover(layout: Layout, confirmation: object) -> dict[str, Any]:
+    if confirmation != RECOVER_CONFIRMATION:
+        raise RecoverInvalidConfirmationError("recover needs the exact confirmation")
+    root = layout.root
+    tx = GitTransactions(layout)
+    lock = read_operation_lock(root)
+    active = read_active_run(root)
+    if (lock is not None and lock["active"]) or (active and active.get("state") == "running"):
+        raise OperationInProgressError("a live writer holds the memory operation lock")
+    litter = (root / ACTIVE_RUN_FILE).exists()
+    run_id = _interrupted_id(root, active)
+    if lock is None and active is None and run_id is None and not litter:
+        return {"status": "nothing-to-recover", "interruptedRunId": None, "case": "none",
+                "restoredPaths": []}  # fmt: skip
+    try:
+        if lock is not None:
+            break_dead_lock(root / LOCK_FILE)
+        owner = {"operation": "recover", "pid": os.getpid(), "runId": "recover",
+                 "startedAt": journal.utc_iso()}  # fmt: skip
+        held = acquire_lock(root / LOCK_FILE, owner_data=owner)
+    except LockHeldError:
+        raise OperationInProgressError("another writer took the lock") from None
+    try:
+        return _recover_locked(tx, active, run_id)
+    except DshError as exc:
+        if isinstance(exc, OperationInProgressError):
+            raise
+        raise RecoverFailedError(f"recovery failed: {exc.message}") from exc
+    finally:
+        held.release()
+
+
+def _recover_locked(
+    tx: GitTransactions, active: dict[str, Any] | None, run_id: str | None
+) -> dict[str, Any]:
+    root = tx.root
+    head = tx.require_head()
+    clock = journal.RunClock()
+    extra: dict[str, bytes] = {}
+    restored: list[str] = []
+    record = None
+    if run_id is not None:
+        with contextlib.suppress(OSError, ValueError):
+            record = journal.read_run(root, run_id)
+    if run_id is None or finished_record(root, {"run_id": run_id}) is not None:
+        case = "finished"
+    elif _subject(tx, last_write := _last_payload_write(tx)) == (
+        f"DPSK memory sync applied: {run_id}"
+    ):
+        case = "kept-commits"
+        parent = tx.git.run(["rev-parse", f"{last_write}^"]).text.strip()
+        before, after = tx.tree_files(parent), tx.tree_files(last_write)
+        changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+        restored = sorted(set(tx.payload_dirty_paths()) | set(_index_differs(tx)))
+        _restore_from_head(tx, head, restored, worktree=True)
+        dead = journal.make_record(
+            run_id=run_id, operation=str((active or {}).get("operation") or "sync"),
+            status="applied", started_at=str((active or {}).get("started_at") or clock.started_at),
+            changed_paths=changed, recovery_commit=parent, apply_commit=last_write,
+            error_code="interrupted-run", phase="finalizing",
+        )  # fmt: skip
+        extra[journal.run_record_path(run_id)] = (dumps(dead) + "\n").encode("utf-8")
+    else:
+        case = "nothing-landed"
+        restored = [p for p in _index_differs(tx) if _worktree_equals_head(tx, head, p)]
+        _restore_from_head(tx, head, restored, worktree=False)
+        if record is None:
+            dead = journal.make_record(
+                run_id=run_id, operation=str((active or {}).get("operation") or "unknown"),
+                status="interrupted",
+                started_at=str((active or {}).get("started_at") or clock.started_at),
+                phase=str((active or {}).get("phase") or "staging"), error_code="interrupted-run",
+            )  # fmt: skip
+            extra[journal.run_record_path(run_id)] = (dumps(dead) + "\n").encode("utf-8")
+    recover_id = journal.new_run_id(root, "recover")
+    entry = journal.make_record(
+        run_id=recover_id, operation="recover", status="recovered", started_at=clock.started_at,
+        changed_paths=restored, recovery_commit=head, duration_ms=clock.duration_ms(),
+    )  # fmt: skip
+    commit = journal.journal_run(tx, entry, extra_files=extra)
+    with contextlib.suppress(FileNotFoundError):
+        (root / ACTIVE_RUN_FILE).unlink()
+    return {
+        "status": "recovered", "case": case, "interruptedRunId": run_id,
+        "restoredPaths": restored, "recoverRunId": recover_id, "journalCommit": commit,
+    }  # fmt: skip

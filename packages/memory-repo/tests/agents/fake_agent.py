@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""A scripted stand-in for a model CLI: edits the staging folder (its working directory).
+
+Usage: fake_agent.py SCENARIO [PROMPT]. The sync runs it as ``--agent command``; the
+prompt it appends is ignored, as the sync ignores the agent's prose.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
+
+
+def write(relative: str, text: str) -> None:
+    path = Path.cwd() / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def main() -> int:
+    scenario = sys.argv[1]
+    if scenario == "add":
+        write("handbook/new-fact.md", RECORD.format(id="project/new-fact", body="Use uv."))
+    elif scenario == "modify":
+        write("handbook/existing.md", RECORD.format(id="project/existing", body="Changed."))
+    elif scenario == "delete":
+        (Path.cwd() / "handbook" / "existing.md").unlink()
+    elif scenario == "multi":
+        # Add, modify and delete in one run (idempotent: a rerun changes nothing more).
+        write("handbook/new-fact.md", RECORD.format(id="project/new-fact", body="Use uv."))
+        write("handbook/existing.md", RECORD.format(id="project/existing", body="Changed."))
+        (Path.cwd() / "handbook" / "old.md").unlink(missing_ok=True)
+    elif scenario == "break":
+        write("handbook/broken.md", "---\nschema_version: 1\nid: broken\ntags: [a, b]\n---\nx\n")
+    elif scenario == "symlink":
+        os.symlink("/etc/passwd", Path.cwd() / "handbook" / "link.md")
+    elif scenario == "hardlink":
+        outside = Path(os.environ["DSH_MEMORY_SESSIONS"]).parent / "outside.md"
+        outside.write_text("---\nschema_version: 1\nid: outside\n---\nnot memory\n")
+        os.link(outside, Path.cwd() / "handbook" / "linked.md")
+    elif scenario == "many":
+        for index in range(51):
+            write(f"rollouts/r{index:02d}.md", RECORD.format(id=f"r{index:02d}", body="x"))
+    elif scenario == "duplicate":
+        write("handbook/twin.md", RECORD.format(id="project/existing", body="Twin."))
+    elif scenario == "readme":
+        write("README.md", "rewritten\n")
+    elif scenario == "outside":
+        write("notes.txt", "not payload\n")
+    elif scenario == "sleep":
+        time.sleep(60)
+    elif scenario == "fail":
+        print("the model refused", file=sys.stderr)
+        return 3
+    elif scenario == "env":
+        names = sorted(os.environ)
+        write("summary.md", "\n".join(names) + "\n")
+    elif scenario == "transcripts":
+        sessions = Path(os.environ["DSH_MEMORY_SESSIONS"])
+        text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(sessions.iterdir()))
+        write("rollouts/transcripts.md", text)
+    elif scenario != "noop":
+        print(f"unknown scenario {scenario}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

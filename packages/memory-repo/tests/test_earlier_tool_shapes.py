@@ -1,0 +1,209 @@
+"""Repositories in the earlier tool's exact shapes: its init checks, its stale active run."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dsh_memory.initialize import initialize_repository
+from dsh_memory.service import MemoryService
+
+# The earlier tool's dsh-memory-init, validate_initialized_repository / harden (pinned).
+EARLIER_REQUIRED_FILES = ("README.md", "summary.md", ".last-sync", ".sync/.gitignore",
+                          "scripts/filter_session.py")  # fmt: skip
+EARLIER_REQUIRED_DIRS = ("handbook", "rollouts", "archive", "scripts", ".sync")
+EARLIER_MODES = {
+    ".": 0o700, "handbook": 0o700, "rollouts": 0o700, "archive": 0o700, ".sync": 0o700,
+    "scripts": 0o700, "README.md": 0o600, "summary.md": 0o600, ".last-sync": 0o600,
+    ".sync/.gitignore": 0o600, "scripts/filter_session.py": 0o700,
+}  # fmt: skip
+EARLIER_FIRST_COMMIT = {"README.md", "summary.md", ".last-sync", ".sync/.gitignore",
+                        "scripts/filter_session.py"}  # fmt: skip
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_init_passes_the_earlier_tools_completeness_check(
+    tmp_path: Path, run_git: Callable[..., str]
+) -> None:
+    root = tmp_path / "mem"
+    initialize_repository(root)
+    for name in EARLIER_REQUIRED_FILES:
+        assert stat.S_ISREG(os.lstat(root / name).st_mode), name
+    for name in EARLIER_REQUIRED_DIRS:
+        assert stat.S_ISDIR(os.lstat(root / name).st_mode), name
+    assert os.access(root / "scripts" / "filter_session.py", os.X_OK)
+    assert {name: _mode(root / name) for name in EARLIER_MODES} == EARLIER_MODES
+    committed = set(run_git(root, "ls-tree", "-r", "--name-only", "HEAD").split())
+    assert committed == EARLIER_FIRST_COMMIT
+    assert "100755" in run_git(root, "ls-tree", "HEAD", "scripts/filter_session.py")
+
+
+def test_init_completes_an_older_repository_without_a_new_commit(
+    tmp_path: Path, run_git: Callable[..., str]
+) -> None:
+    root = tmp_path / "mem"
+    first = initialize_repository(root)
+    (root / "scripts" / "filter_session.py").unlink()
+    os.chmod(root / "README.md", 0o644)
+    again = initialize_repository(root)
+    assert again["headCommit"] == first["headCommit"]
+    assert os.access(root / "scripts" / "filter_session.py", os.X_OK)
+    assert _mode(root / "README.md") == 0o600
+
+
+def test_the_filter_script_redacts_a_session_log(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    initialize_repository(root)
+    script = root / "scripts" / "filter_session.py"
+    events = [
+        {"type": "session", "id": "s1", "cwd": "/home/alice/p", "agentPreset": "default"},
+        {"type": "turn/start", "data": {"turn": 1}},
+        {"type": "user/message", "data": {"content": [
+            {"type": "text", "text": "token sk-secretsecret and ?api_key=abc123"},
+            {"type": "text", "text": "<system-reminder>injected</system-reminder>"}]}},
+        {"type": "tool/call", "data": {"name": "http", "arguments": {"password": "hunter2"}}},
+        {"type": "tool/result", "data": {"message": {"content": [
+            {"type": "text", "text": "x" * 1000}]}}},
+    ]  # fmt: skip
+    log = tmp_path / "session.jsonl"
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    done = subprocess.run([sys.executable, str(script), str(log)], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    out = done.stdout
+    assert out.startswith("# Session s1\n- cwd: $HOME/p\n- preset: default\n")
+    assert "sk-secret" not in out and "abc123" not in out and "hunter2" not in out
+    assert "?api_key=[REDACTED]" in out and '{"password": "[REDACTED]"}' in out
+    assert "injected" not in out
+    assert "…[truncated 600 chars]" in out
+    # Executable on its own (shebang), reading stdin, as the earlier tool's prompt runs it.
+    piped = subprocess.run([str(script), "-"], input=log.read_text(), capture_output=True,
+                           text=True, check=True)  # fmt: skip
+    assert piped.stdout == out
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_finished_runs_leftover_active_record_is_not_an_interruption(
+    memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
+) -> None:
+    # What the earlier tool leaves after a finished migrate: an applied journal record and
+    # the active-run record (and here its lock too), both naming the dead process.
+    run_id = "20261201T100000Z-migrate-4242"
+    record = {"schema_version": 1, "run_id": run_id, "operation": "migrate",
+              "status": "applied", "phase": "complete"}  # fmt: skip
+    record_path = memory_root / ".sync" / "runs" / f"{run_id}.json"
+    write_file(memory_root, f".sync/runs/{run_id}.json", json.dumps(record, separators=(",", ":")))
+    run_git(memory_root, "add", ".sync")
+    run_git(memory_root, "commit", "-q", "-m", f"DPSK memory journal: {run_id}")
+    pid = _dead_pid()
+    active = {"run_id": run_id, "operation": "migrate", "status": "running",
+              "phase": "finalizing", "pid": pid, "started_at": "2026-12-01T10:00:00Z"}  # fmt: skip
+    write_file(memory_root, ".sync/active-run.json", json.dumps(active))
+    lock = {"operation": "migrate", "pid": pid, "runId": run_id,
+            "startedAt": "2026-12-01T10:00:00Z"}  # fmt: skip
+    write_file(memory_root, ".sync/operation.lock", json.dumps(lock))
+    before = record_path.read_bytes()
+    health = MemoryService().health()["value"]
+    assert health["activeRun"] is None and health["interruptedRun"] is None
+    assert health["needsManualRecovery"] is False
+    write_file(memory_root, "handbook/old.md", "legacy note\n")
+    run_git(memory_root, "add", "-A")
+    run_git(memory_root, "commit", "-q", "-m", "legacy")
+    migrated = MemoryService().migrate_legacy(False)
+    assert migrated["ok"], (migrated, MemoryService().last_error_message)
+    assert record_path.read_bytes() == before  # never overwritten
+    assert not (memory_root / ".sync" / "active-run.json").exists()
+
+
+def test_a_finished_record_is_never_rewritten_as_interrupted(
+    memory_root: Path, write_file: Callable[..., Path]
+) -> None:
+    # A live-looking stale record whose journal entry finished but with a status we keep.
+    run_id = "20261201T100000Z-clear-77"
+    record = {"schema_version": 1, "run_id": run_id, "operation": "clear", "status": "applied"}
+    write_file(memory_root, f".sync/runs/{run_id}.json", json.dumps(record))
+    active = {
+        "run_id": run_id, "operation": "clear", "status": "running", "phase": "applying",
+        "pid": _dead_pid(), "started_at": "2026-12-01T10:00:00Z",
+    }  # fmt: skip
+    write_file(memory_root, ".sync/active-run.json", json.dumps(active))
+    result = MemoryService().clear("DELETE_MEMORY")
+    assert result["ok"] or result["error"]["code"] != "interrupted-run"
+    assert json.loads((memory_root / f".sync/runs/{run_id}.json").read_text())["status"] == (
+        "applied"
+    )
+
+
+def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
+    """A repository exactly as the earlier tool's dsh-memory-init makes one (plain git)."""
+    for name in ("handbook", "rollouts", "archive", "scripts", ".sync"):
+        (root / name).mkdir(parents=True, mode=0o700)
+    (root / "README.md").write_text("# DSH 独立长期记忆库\n\n本仓库只属于当前 DSH 实例。\n")
+    (root / ".sync" / ".gitignore").write_text(
+        "operation.lock\nactive-run.json\npreviews/\nusage.json\nusage.lock/\n.usage.*.tmp\n"
+    )
+    (root / "scripts" / "filter_session.py").write_text("#!/usr/bin/env python3\n")
+    (root / "summary.md").write_text("")
+    (root / ".last-sync").write_text("")
+    for name, mode in EARLIER_MODES.items():
+        os.chmod(root / name, mode)
+    run_git(root, "init", "-q")
+    run_git(root, "config", "user.name", "DPSK Memory")
+    run_git(root, "config", "user.email", "dpsk-memory@localhost")
+    run_git(root, "add", "README.md", "summary.md", ".last-sync", ".sync/.gitignore",
+            "scripts/filter_session.py")  # fmt: skip
+    run_git(root, "commit", "-q", "-m", "Initialize DPSK memory repository")
+
+
+def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
+    tmp_path: Path, run_git: Callable[..., str], session_logs: object,
+    agent_command: Callable[[str], str],
+) -> None:  # fmt: skip
+    from dsh_memory.sessions import SessionSources
+    from dsh_memory.syncrun import SyncOptions, run_sync
+
+    root = tmp_path / "dsh" / "storages" / "memory"
+    _earlier_init(root, run_git)
+    head = run_git(root, "rev-parse", "HEAD").strip()
+    assert initialize_repository(root)["headCommit"] == head  # ours accepts it as complete
+    old = time.time() - 3 * 3600
+    os.utime(root / ".last-sync", (old, old))
+    logs: Any = session_logs
+    logs.dsh("d1", "hello")
+    result = run_sync(SyncOptions(
+        root=root, sources=SessionSources(logs.dsh_sessions, logs.claude_projects,
+                                          logs.codex_sessions),
+        env=dict(os.environ), agent="command", agent_command=agent_command("add"),
+    ))  # fmt: skip
+    assert result["status"] == "applied"
+    assert (root / "handbook" / "new-fact.md").is_file()
+    assert run_git(root, "status", "--porcelain").strip() == ""
+
+
+def test_health_names_the_interrupted_active_run_before_any_writer_saw_it(
+    memory_root: Path, write_file: Callable[..., Path]
+) -> None:
+    active = {
+        "run_id": "20261201T100000Z-0badf00d", "operation": "sync", "status": "running",
+        "phase": "applying", "pid": _dead_pid(), "started_at": "2026-12-01T10:00:00Z",
+    }  # fmt: skip
+    write_file(memory_root, ".sync/active-run.json", json.dumps(active))
+    health = MemoryService().health()["value"]
+    assert health["activeRun"]["state"] == "interrupted"
+    assert health["interruptedRun"]["run_id"] == "20261201T100000Z-0badf00d"
+    assert health["needsManualRecovery"] is True
+    assert any("dsh-memory recover" in step for step in health["recoverySteps"])
