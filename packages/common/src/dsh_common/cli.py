@@ -188,6 +188,7 @@ def prepare_arguments(
     global_options: Collection[str] = (),
     flag_values: Mapping[str, Mapping[str, str]] | None = None,
     local_options: Mapping[str, Collection[str]] | None = None,
+    bare_help: bool = True,
 ) -> tuple[list[str], str | None]:
     """The argv rewrites of :func:`run_app`, exposed for launchers' fast paths.
 
@@ -206,7 +207,7 @@ def prepare_arguments(
     arguments = hoist_global_options(arguments, global_options, local_options)
     if flag_values:
         arguments = expand_flag_values(arguments, flag_values, global_options)
-    if subcommand_index(arguments, global_options) is None and not any(
+    if bare_help and subcommand_index(arguments, global_options) is None and not any(
         token in ("--help", "--version") for token in arguments
     ):
         arguments.append("--help")  # the bare command: help, exit 0
@@ -226,6 +227,7 @@ def run_app(
     local_options: Mapping[str, Collection[str]] | None = None,
     path_options: Collection[str] = (),
     refuse_undecodable_values: bool = True,
+    bare_help: bool = True,
 ) -> int:
     """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
 
@@ -240,7 +242,9 @@ def run_app(
     ``version`` enables ``--version``; ``flag_values`` maps a subcommand to
     ``{"--dry-run": "--apply"}`` for options that take ``true|false``; ``local_options``
     maps a subcommand to the global option names it defines itself (left in place after
-    it). ``--format text|json`` and help for the bare command are always on.
+    it). ``--format text|json`` is always on; the bare command prints help unless
+    ``bare_help`` is false (a single-command program such as ``dsh-memory-sync``, whose bare
+    invocation is its main job).
     """
     raw = list(args) if args is not None else sys.argv[1:]
     _describe_conventions(app, global_options, version is not None)
@@ -254,7 +258,11 @@ def run_app(
         set_output_format("json")
         return emit_error(*refused, render_error=render_error)
     arguments, chosen = prepare_arguments(
-        raw, global_options=global_options, flag_values=flag_values, local_options=local_options
+        raw,
+        global_options=global_options,
+        flag_values=flag_values,
+        local_options=local_options,
+        bare_help=bare_help,
     )
     set_output_format(chosen or "json")
     if version is not None and _asks_version(arguments, global_options):

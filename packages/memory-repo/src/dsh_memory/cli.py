@@ -592,6 +592,7 @@ def sync_main() -> None:
             render_error=render_error,
             version=__version__,
             path_options=("--root", "--sessions-dir", "--claude-projects", "--codex-sessions"),
+            bare_help=False,  # a bare dsh-memory-sync runs a sync
         )
     )
 

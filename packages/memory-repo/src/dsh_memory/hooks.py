@@ -53,27 +53,6 @@ def wire_tool_names(section: str, server: str | None, host: str | None = None) -
     return section
 
 
-_OPEN, _CLOSE = "<summary_snapshot>", "</summary_snapshot>"
-
-
-def keep_fence_closed(section: str) -> str:
-    """The section with fence tags inside the summary escaped.
-
-    The summary is text that sync wrote from past sessions; one containing
-    ``</summary_snapshot>`` would end the untrusted block early and make what follows look
-    like host instructions. Only the section's own first opening and last closing tags stay.
-    """
-    start = section.find(_OPEN)
-    end = section.rfind(_CLOSE)
-    if start < 0 or end < start:
-        return section
-    inner = section[start + len(_OPEN) : end]
-    inner = inner.replace(_CLOSE, "&lt;/summary_snapshot&gt;").replace(
-        _OPEN, "&lt;summary_snapshot&gt;"
-    )
-    return section[: start + len(_OPEN)] + inner + section[end:]
-
-
 def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
     """The prompt section (empty when disabled); may start a background sync."""
     from dsh_memory.service import MemoryService  # noqa: PLC0415
@@ -89,7 +68,7 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
             pass
     if not section:
         return None
-    section = keep_fence_closed(section)
+    # Stored text is already escaped by prompt_section (no fence can be closed from inside).
     return wire_tool_names(section, _option(args, "--mcp-server"), _option(args, "--host"))
 
 
