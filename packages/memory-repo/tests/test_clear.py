@@ -274,3 +274,20 @@ def test_clear_racing_a_symlink_swap_never_touches_outside(
         "clear-failed",
     }
     assert sorted(p.read_text() for p in outside.iterdir()) == ["precious\n"] * 200
+
+
+def test_clear_refuses_while_a_tracked_record_folder_is_missing(
+    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+) -> None:
+    # A folder renamed away (the race of issue 8 point 6 caught at the worst moment) looks
+    # like a deleted folder; clear refuses rather than report success over records that
+    # come back when the folder does.
+    head = _seed(memory_root, write_file, commit)
+    os.rename(memory_root / "handbook", memory_root / "handbook.away")
+    service = MemoryService()
+    assert service.clear("DELETE_MEMORY") == {"ok": False, "error": {"code": "unsafe-layout"}}
+    assert "dsh-memory adopt" in (service.last_error_message or "")
+    assert _head(run_git, memory_root) == head
+    os.rename(memory_root / "handbook.away", memory_root / "handbook")
+    assert MemoryService().clear("DELETE_MEMORY")["ok"] is True
+    assert not (memory_root / "handbook/a.md").exists()

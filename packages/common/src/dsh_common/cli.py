@@ -207,8 +207,10 @@ def prepare_arguments(
     arguments = hoist_global_options(arguments, global_options, local_options)
     if flag_values:
         arguments = expand_flag_values(arguments, flag_values, global_options)
-    if bare_help and subcommand_index(arguments, global_options) is None and not any(
-        token in ("--help", "--version") for token in arguments
+    if (
+        bare_help
+        and subcommand_index(arguments, global_options) is None
+        and not any(token in ("--help", "--version") for token in arguments)
     ):
         arguments.append("--help")  # the bare command: help, exit 0
     return arguments, chosen

@@ -21,7 +21,9 @@ Writers refuse a repository without the memory marker
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -231,6 +233,7 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
     live = [p for p in every_live if is_utf8_name(p)]
     head_files = {p: b for p, b in tx.tree_files(head).items() if is_utf8_name(p)}
+    _record_folders_present(root, head_files)
     if _empty(root, live, head_files) and not tx.payload_dirty_paths():
         return _with_skipped({"alreadyEmpty": True, "clearedFileCount": 0,
                               "recoveryCommit": None, "clearCommit": None}, skipped)  # fmt: skip
@@ -298,6 +301,27 @@ def _with_skipped(result: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
     if skipped:
         result["skippedPaths"] = skipped
     return result
+
+
+def _record_folders_present(root: Path, head_files: Iterable[str]) -> None:
+    """Refuse to clear while a record folder that HEAD has records in is missing.
+
+    A missing ``handbook/`` looks the same whether a person deleted it or a process has just
+    renamed it away (and will put it back after we report success, records and all). Clear
+    cannot tell the two apart, so it does neither: the person commits the deletion first
+    (``dsh-memory adopt``) or puts the folder back.
+    """
+    tracked = {path.split("/", 1)[0] for path in head_files if "/" in path}
+    for name in sorted(tracked & set(RECORD_DIRS)):
+        try:
+            present = stat.S_ISDIR(os.lstat(root / name).st_mode)
+        except FileNotFoundError:
+            present = False
+        if not present:
+            raise UnsafeLayoutError(
+                f"{name}/ is missing while HEAD holds records in it: the layout changed. "
+                "Put it back, or commit the deletion with `dsh-memory adopt`, then clear."
+            )
 
 
 def _unchanged_since(root: Path, live: list[str]) -> None:
