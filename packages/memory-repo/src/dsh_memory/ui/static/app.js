@@ -52,7 +52,7 @@
       rollbackDone: "Run {id} rolled back (rollback commit {commit}).",
       previewsTitle: "Pending previews",
       noPreviews: "No preview is waiting.",
-      previewsUnavailable: "Previews are not available in this version of dsh-memory.",
+      previewSessions: "from {n} session log(s)",
       previewExpires: "expires {when}",
       previewCreated: "created {when}",
       applyPreview: "Apply…",
@@ -124,7 +124,7 @@
       rollbackDone: "运行 {id} 已回滚（回滚提交 {commit}）。",
       previewsTitle: "待处理的预览",
       noPreviews: "没有待处理的预览。",
-      previewsUnavailable: "此版本的 dsh-memory 不支持预览。",
+      previewSessions: "来自 {n} 个会话日志",
       previewExpires: "{when} 过期",
       previewCreated: "创建于 {when}",
       applyPreview: "应用…",
@@ -631,8 +631,8 @@
     return h(
       "li",
       { className: "preview", "data-preview-id": id },
-      h("div", {}, h("span", { className: "mono" }, id), " · ", t("previewCreated", { when: when(preview.created_at) }), " · ", t("previewExpires", { when: when(preview.expires_at) })),
-      h("div", { className: "hint" }, t("changedFiles", { n: paths.length })),
+      h("div", {}, h("span", { className: "mono" }, id), " · ", t("previewCreated", { when: when(preview.created_at) }), " · ", h("span", { className: "expires", "data-expires-at": preview.expires_at || "" }, t("previewExpires", { when: when(preview.expires_at) }))),
+      h("div", { className: "hint" }, t("changedFiles", { n: paths.length }), " · ", t("previewSessions", { n: typeof preview.candidate_sessions === "number" ? preview.candidate_sessions : 0 })),
       paths.length ? h("ul", { className: "paths mono" }, paths.map((p) => h("li", {}, p))) : null,
       asking
         ? box
@@ -649,9 +649,7 @@
     const title = h("h2", {}, t("previewsTitle"));
     const previews = state.previews;
     let body;
-    if (!previews.ok && previews.error.code === "unknown-method") {
-      body = h("p", { className: "hint", id: "previews-unavailable" }, t("previewsUnavailable"));
-    } else if (!previews.ok) {
+    if (!previews.ok) {
       body = errorBlock(previews);
     } else if (previews.value.previews.length === 0) {
       body = h("p", { className: "hint", id: "no-previews" }, t("noPreviews"));
