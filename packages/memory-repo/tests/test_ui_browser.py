@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -374,7 +375,12 @@ def test_an_interrupted_run_is_a_health_problem_with_what_to_do(
     problem = page.text_content("li.problem[data-problem=interrupted-run]") or ""
     assert f"Run {run_id} (sync) was interrupted" in problem
     assert "What to do:" in problem
-    assert ".sync/active-run.json" in problem
+    shown = [
+        c
+        for c in page.locator("li.problem[data-problem=interrupted-run] code").all_text_contents()
+        if "recover" in c
+    ]
+    assert shown == [f"dsh-memory recover --root {memory_root} --confirmation RECOVER_MEMORY"]
 
     # A write is refused with the code and a sentence, and changes nothing.
     page.click("#migrate-button")
@@ -387,6 +393,13 @@ def test_an_interrupted_run_is_a_health_problem_with_what_to_do(
         "an old note without front matter\n"
     )
 
+    # What the page says to do works: the command it shows, run as shown, clears the problem.
+    done = subprocess.run(shlex.split(shown[0]), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    page.reload()
+    settle(page)
+    assert page.query_selector("li.problem[data-problem=interrupted-run]") is None
+
 
 def test_a_dirty_payload_is_a_health_problem(
     open_page: OpenPage, memory_root: Path, write_file: Write
@@ -397,6 +410,7 @@ def test_a_dirty_payload_is_a_health_problem(
     problem = page.text_content("li.problem[data-problem=dirty-payload]") or ""
     assert "not committed" in problem
     assert "git status" in problem
+    assert f"dsh-memory adopt --root {memory_root}" in problem
 
 
 # -- delete memory -------------------------------------------------------------------------

@@ -254,11 +254,11 @@
     en: {
       "interrupted-run": {
         title: "Run {id} ({operation}) was interrupted: its process stopped before the run finished.",
-        what: "Make sure no dsh-memory process is still running; check the memory files with `git status` in {root} and commit or restore what you find; then delete .sync/active-run.json and .sync/operation.lock. Until then, memory accepts no new change.",
+        what: "Make sure no dsh-memory process is still running, then run `dsh-memory recover --root {root} --confirmation RECOVER_MEMORY`: it keeps the run's commits or undoes them, rewrites memory files to match, journals what it did and releases the lock (your own uncommitted edits are kept). Until then, memory accepts no new change.",
       },
       "dirty-payload": {
         title: "Memory files have changes that are not committed to the memory's Git history.",
-        what: "Review them with `git status` in {root}; commit them, or restore them with `git restore`. Delete memory keeps them in its recovery commit first.",
+        what: "Review them with `git status` in {root}; keep them as a memory run with `dsh-memory adopt --root {root}`, or restore them with `git restore`. Delete memory keeps them in its recovery commit first.",
       },
       "journal-unreadable": {
         title: "The run journal cannot be read, so past runs cannot be listed or rolled back.",
@@ -276,11 +276,11 @@
     zh: {
       "interrupted-run": {
         title: "运行 {id}（{operation}）被中断：它的进程在运行结束前就停止了。",
-        what: "确认没有 dsh-memory 进程仍在运行；在 {root} 中用 `git status` 检查记忆文件，提交或还原发现的修改；然后删除 .sync/active-run.json 和 .sync/operation.lock。在此之前，记忆不接受新的修改。",
+        what: "确认没有 dsh-memory 进程仍在运行，然后执行 `dsh-memory recover --root {root} --confirmation RECOVER_MEMORY`：它会保留或撤销此次运行的提交，使记忆文件与之一致，记录所做的处理并释放锁（你自己未提交的修改会保留）。在此之前，记忆不接受新的修改。",
       },
       "dirty-payload": {
         title: "记忆文件有尚未提交到记忆库 Git 历史的修改。",
-        what: "在 {root} 中用 `git status` 查看；提交它们，或用 `git restore` 还原。删除记忆时会先把它们保存在恢复提交中。",
+        what: "在 {root} 中用 `git status` 查看；用 `dsh-memory adopt --root {root}` 把它们作为一次记忆运行保存，或用 `git restore` 还原。删除记忆时会先把它们保存在恢复提交中。",
       },
       "journal-unreadable": {
         title: "无法读取运行日志，因此无法列出或回滚过去的运行。",
