@@ -4,13 +4,16 @@ Run from the repository root:
 ``uv run --frozen python packages/memory-repo/docs/make_screenshots.py``.
 Needs Debian's ``chromium`` (and a CJK font such as ``fonts-wqy-microhei`` for the Chinese
 page). Everything happens in a temporary DSH_HOME: a memory repository with two records, a
-migrated legacy note (one applied run), two new legacy records and one uncommitted edit, so
-the page shows every section with something in it.
+migrated legacy note (one applied run), a pending preview (a real ``--preview`` sync whose
+"agent" is a small script adding one record), two new legacy records and one uncommitted
+edit, so the page shows every section with something in it.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -22,7 +25,9 @@ from playwright.sync_api import sync_playwright
 
 from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
+from dsh_memory.sessions import SessionSources
 from dsh_memory.settings import settings_path
+from dsh_memory.syncrun import SyncOptions, new_sync_run_id, run_sync
 from dsh_memory.ui.server import UiServer
 
 HERE = Path(__file__).resolve().parent
@@ -44,6 +49,43 @@ def git(root: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
 
 
+AGENT = """import pathlib
+path = pathlib.Path("handbook/release-checklist.md")
+path.write_text("---\\nschema_version: 1\\nid: project/release-checklist\\ntype: fact\\n---\\n"
+                "Tag the release only after the changelog is merged.\\n")
+"""
+
+
+def store_preview(root: Path, home: Path) -> None:
+    """One pending preview, made the real way: a session log, an agent, ``--preview``."""
+    sessions = home / "sessions"
+    log = sessions / "demo" / "session.jsonl"
+    log.parent.mkdir(parents=True)
+    events = [
+        {"type": "session", "id": "demo", "cwd": "/home/demo/project", "agentPreset": "x"},
+        {"type": "user/message", "data": {"content": [{"type": "text", "text": "release"}]}},
+    ]
+    log.write_text("".join(json.dumps(event) + "\n" for event in events))
+    now = time.time()
+    os.utime(log, (now - 7200, now - 7200))  # idle for two hours
+    os.utime(root / ".last-sync", (now - 10800, now - 10800))  # last sync before it
+    agent = home / "demo-agent.py"
+    agent.write_text(AGENT)
+    result = run_sync(
+        SyncOptions(
+            root=root,
+            sources=SessionSources(sessions, home / "claude", home / "codex"),
+            env=dict(os.environ),
+            agent="command",
+            agent_command=f"{shlex.quote(sys.executable)} {shlex.quote(str(agent))}",
+            mode="preview",
+            preview_id=new_sync_run_id(),
+        )
+    )
+    if result.get("status") != "pending":
+        raise SystemExit(f"the demo preview was not stored: {result}")
+
+
 def build_repository(home: Path) -> Path:
     root = home / "storages" / "memory"
     initialize_repository(root)
@@ -53,6 +95,7 @@ def build_repository(home: Path) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "records")
     MemoryService(root).migrate_legacy(False)
+    store_preview(root, home)
     (root / "archive" / "2025-notes.md").write_text("Notes kept from 2025.\n")
     (root / "rollouts" / "2026-08-11-session.md").write_text("What the session did.\n")
     git(root, "add", "-A")

@@ -8,8 +8,9 @@ page shows is checked against what the repository then holds.
 
 from __future__ import annotations
 
-import datetime
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -111,9 +112,9 @@ def settle(page: Page) -> None:
     page.wait_for_selector("body[data-ready=true][data-busy=false]")
 
 
-def head(root: Path) -> str:
+def head(root: Path, revision: str = "HEAD") -> str:
     return subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ["git", "rev-parse", revision], cwd=root, capture_output=True, text=True, check=True
     ).stdout.strip()
 
 
@@ -247,55 +248,93 @@ def test_a_rollback_conflict_is_explained_in_words(
 # -- previews ------------------------------------------------------------------------------
 
 
-def _previews_known(root: Path) -> bool:
-    return MemoryService(root).call("previews", {}).get("error", {}).get("code") != (
-        "unknown-method"
-    )
+PREVIEW_ID = "20261201T100000Z-0123abcd"
 
 
-def test_previews_section_without_preview_methods_says_so(
-    open_page: OpenPage, memory_root: Path
-) -> None:
+def make_preview(root: Path, session_logs: Any, agent_command: Callable[[str], str]) -> str:
+    """A real preview: the real ``dsh-memory-sync --preview`` runs the fake agent process."""
+    session_logs.dsh("d1", "remember to use uv")
+    done = subprocess.run(
+        ["dsh-memory-sync", "--agent", "command", "--agent-command", agent_command("add"),
+         "--preview", PREVIEW_ID, "--json"],
+        capture_output=True, text=True, env=dict(os.environ), check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "pending"
+    assert (root / ".sync" / "previews" / PREVIEW_ID / "preview.json").is_file()
+    return PREVIEW_ID
+
+
+def test_no_pending_preview_is_said_in_words(open_page: OpenPage) -> None:
     page = open_page()
-    if _previews_known(memory_root):
-        assert page.text_content("#no-previews") == "No preview is waiting."
-    else:
-        assert page.text_content("#previews-unavailable") == (
-            "Previews are not available in this version of dsh-memory."
-        )
+    assert page.text_content("#no-previews") == "No preview is waiting."
     assert page.query_selector("button.apply-preview") is None
 
 
 def test_a_preview_is_discarded_only_after_confirmation(
-    open_page: OpenPage, memory_root: Path
+    open_page: OpenPage, sync_root: Path, session_logs: Any, agent_command: Callable[[str], str]
 ) -> None:
-    if not _previews_known(memory_root):
-        pytest.skip(
-            "MemoryService has no memory.previews/discardPreview yet (the memory-write "
-            "branch adds them); this runs once both are merged"
-        )
-    now = datetime.datetime.now(datetime.UTC)
-    preview_id = now.strftime("%Y%m%dT%H%M%SZ") + "-a1b2c3d4"
-    folder = memory_root / ".sync" / "previews" / preview_id
-    folder.mkdir(parents=True)
-    manifest = {  # the manifest dsh_memory.previews reads (created_at, expires_at, ...)
-        "created_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "expires_at": (now + datetime.timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "candidate_sessions": 1,
-        "changed_paths": ["handbook/preferences.md"],
-    }
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    preview_id = make_preview(sync_root, session_logs, agent_command)
+    folder = sync_root / ".sync" / "previews" / preview_id
+    before = head(sync_root)
     page = open_page()
     item = f"li.preview[data-preview-id='{preview_id}']"
-    assert "handbook/preferences.md" in (page.text_content(item) or "")
+    assert "handbook/new-fact.md" in (page.text_content(f"{item} ul.paths") or "")
+    expires = page.get_attribute(f"{item} .expires", "data-expires-at") or ""
+    listed = MemoryService(sync_root).previews()["value"]["previews"][0]
+    assert expires == listed["expires_at"] and expires > listed["created_at"]
+    assert "from 1 session log(s)" in (page.text_content(item) or "")
+
     page.click(f"{item} button.discard-preview")
+    assert "memory stays as it is" in (page.text_content(f"{item} .confirm-box") or "")
     page.click(f"{item} .confirm-no")
-    assert folder.exists()
+    assert page.query_selector(f"{item} .confirm-box") is None
+    assert folder.is_dir()
+
     page.click(f"{item} button.discard-preview")
     page.click(f"{item} .confirm-yes")
     settle(page)
     assert notice(page, "previews") == f"Preview {preview_id} discarded."
     assert page.query_selector(item) is None
+    assert page.text_content("#no-previews") == "No preview is waiting."
+    assert not folder.exists()
+    assert MemoryService(sync_root).previews()["value"]["previews"] == []
+    # Live memory is as it was: no commit, no record, no run.
+    assert head(sync_root) == before
+    assert not (sync_root / "handbook" / "new-fact.md").exists()
+    assert MemoryService(sync_root).runs(operation="preview")["value"]["runs"] == []
+
+
+def test_a_preview_is_applied_only_after_confirmation(
+    open_page: OpenPage, sync_root: Path, session_logs: Any, agent_command: Callable[[str], str]
+) -> None:
+    preview_id = make_preview(sync_root, session_logs, agent_command)
+    before = head(sync_root)
+    page = open_page()
+    item = f"li.preview[data-preview-id='{preview_id}']"
+
+    page.click(f"{item} button.apply-preview")
+    assert "recovery and apply commits" in (page.text_content(f"{item} .confirm-box") or "")
+    page.click(f"{item} .confirm-no")
+    assert page.query_selector(f"{item} .confirm-box") is None
+    assert head(sync_root) == before
+    assert not (sync_root / "handbook" / "new-fact.md").exists()
+
+    page.click(f"{item} button.apply-preview")
+    page.click(f"{item} .confirm-yes")
+    settle(page)
+    (run,) = MemoryService(sync_root).runs(operation="preview")["value"]["runs"]
+    assert run["status"] == "applied"
+    assert notice(page, "previews") == (
+        f"Preview {preview_id} applied (apply commit {run['apply_commit'][:12]})."
+    )
+    assert page.query_selector(item) is None
+    assert "id: project/new-fact" in (sync_root / "handbook" / "new-fact.md").read_text()
+    assert head(sync_root, "HEAD~1") == run["apply_commit"] != before  # then the journal
+    row = f"#run-history li.run[data-run-id='{run['run_id']}']"
+    assert page.get_attribute(row, "data-status") == "applied"
+    assert (page.text_content(f"{row} strong") or "") == "preview"
+    assert "handbook/new-fact.md" in (page.text_content(f"{row} ul.paths") or "")
 
 
 # -- health --------------------------------------------------------------------------------
@@ -336,7 +375,12 @@ def test_an_interrupted_run_is_a_health_problem_with_what_to_do(
     problem = page.text_content("li.problem[data-problem=interrupted-run]") or ""
     assert f"Run {run_id} (sync) was interrupted" in problem
     assert "What to do:" in problem
-    assert ".sync/active-run.json" in problem
+    shown = [
+        c
+        for c in page.locator("li.problem[data-problem=interrupted-run] code").all_text_contents()
+        if "recover" in c
+    ]
+    assert shown == [f"dsh-memory recover --root {memory_root} --confirmation RECOVER_MEMORY"]
 
     # A write is refused with the code and a sentence, and changes nothing.
     page.click("#migrate-button")
@@ -349,6 +393,13 @@ def test_an_interrupted_run_is_a_health_problem_with_what_to_do(
         "an old note without front matter\n"
     )
 
+    # What the page says to do works: the command it shows, run as shown, clears the problem.
+    done = subprocess.run(shlex.split(shown[0]), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    page.reload()
+    settle(page)
+    assert page.query_selector("li.problem[data-problem=interrupted-run]") is None
+
 
 def test_a_dirty_payload_is_a_health_problem(
     open_page: OpenPage, memory_root: Path, write_file: Write
@@ -359,6 +410,7 @@ def test_a_dirty_payload_is_a_health_problem(
     problem = page.text_content("li.problem[data-problem=dirty-payload]") or ""
     assert "not committed" in problem
     assert "git status" in problem
+    assert f"dsh-memory adopt --root {memory_root}" in problem
 
 
 # -- delete memory -------------------------------------------------------------------------

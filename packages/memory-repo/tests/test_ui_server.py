@@ -82,9 +82,9 @@ def api(server: UiServer, method: str, params: dict[str, Any] | None = None) -> 
     return body
 
 
-def head(root: Path) -> str:
+def head(root: Path, revision: str = "HEAD") -> str:
     return subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ["git", "rev-parse", revision], cwd=root, capture_output=True, text=True, check=True
     ).stdout.strip()
 
 
@@ -261,13 +261,85 @@ def test_preview_methods_pass_through_to_the_service(
     assert answer.get("value") == direct.get("value")
 
 
+FIRST_PREVIEW = "20261201T100000Z-0123abcd"
+SECOND_PREVIEW = "20261201T100100Z-4567cdef"
+
+
+def make_preview(
+    root: Path, session_logs: Any, agent_command: Callable[[str], str], preview_id: str
+) -> None:
+    """A real preview: the real ``dsh-memory-sync --preview`` runs the fake agent process."""
+    session_logs.dsh("d1", "remember to use uv")
+    done = subprocess.run(
+        ["dsh-memory-sync", "--agent", "command", "--agent-command", agent_command("add"),
+         "--preview", preview_id, "--json"],
+        capture_output=True, text=True, env=dict(os.environ), check=False, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["status"] == "pending"
+
+
+def test_previews_are_listed_applied_and_discarded_over_http(
+    ui: UiServer, sync_root: Path, session_logs: Any, agent_command: Callable[[str], str]
+) -> None:
+    make_preview(sync_root, session_logs, agent_command, FIRST_PREVIEW)
+    make_preview(sync_root, session_logs, agent_command, SECOND_PREVIEW)
+    folders = [sync_root / ".sync" / "previews" / i for i in (FIRST_PREVIEW, SECOND_PREVIEW)]
+    listed = api(ui, "previews")["value"]["previews"]
+    assert listed == MemoryService(sync_root).previews()["value"]["previews"]
+    assert [p["preview_id"] for p in listed] == [SECOND_PREVIEW, FIRST_PREVIEW]  # newest first
+    assert all(p["changed_paths"] == ["handbook/new-fact.md"] for p in listed)
+    assert all(p["expires_at"] > p["created_at"] for p in listed)
+
+    before = head(sync_root)
+    for method in ("applyPreview", "discardPreview"):
+        for token in (None, "wrong"):
+            status, _, body = call(
+                ui, f"/api/memory/{method}", {"previewId": FIRST_PREVIEW}, token=token
+            )
+            assert status == 403 and body["error"]["code"] == "ui-forbidden-token"
+    assert head(sync_root) == before
+    assert all(folder.is_dir() for folder in folders)
+
+    applied = api(ui, "applyPreview", {"previewId": FIRST_PREVIEW})["value"]
+    assert applied["status"] == "applied"
+    assert applied["changed_paths"] == ["handbook/new-fact.md"]
+    # The apply commit, then the journal commit on top of it.
+    assert head(sync_root, "HEAD~1") == applied["apply_commit"]
+    assert "id: project/new-fact" in (sync_root / "handbook" / "new-fact.md").read_text()
+    assert not folders[0].exists()
+    (run,) = api(ui, "runs", {"operation": "preview"})["value"]["runs"]
+    assert (run["status"], run["apply_commit"]) == ("applied", applied["apply_commit"])
+
+    # The second preview was made against the old memory: it is refused, memory unchanged.
+    after = head(sync_root)
+    stale = api(ui, "applyPreview", {"previewId": SECOND_PREVIEW})
+    assert stale["ok"] is False and stale["error"]["code"] == "live-memory-changed"
+    assert head(sync_root) == after
+    assert api(ui, "discardPreview", {"previewId": SECOND_PREVIEW})["value"] == {
+        "removed": True,
+        "previewId": SECOND_PREVIEW,
+    }
+    assert not folders[1].exists()
+    assert api(ui, "previews")["value"]["previews"] == []
+    again = api(ui, "discardPreview", {"previewId": SECOND_PREVIEW})
+    assert again["error"]["code"] == "preview-not-found"
+    for bad in ("../../etc", FIRST_PREVIEW + "/..", 7):
+        answer = api(ui, "applyPreview", {"previewId": bad})
+        assert answer["error"]["code"] == "preview-invalid-request"
+    assert head(sync_root) == after
+
+
 def test_every_spec_method_is_served_and_nothing_else(ui: UiServer) -> None:
     assert {
         "getSettings", "setEnabled", "status", "health", "clear", "legacyRecords",
         "migrateLegacy", "runs", "rollback", "previews", "applyPreview", "discardPreview",
         "search", "context",
     } == METHODS  # fmt: skip
-    for name in ["init", "prompt_section", "_layout", "root", "call", "__init__"]:
+    # Nothing that takes a path (write, remove, bundles) and no repair action (adopt, recover).
+    hidden = ["write", "remove", "adopt", "recover", "exportBundle", "importBundle"]
+    for name in [*hidden, "export_bundle", "import_bundle", "init", "prompt_section", "_layout",
+                 "root", "call", "__init__"]:  # fmt: skip
         status, _, body = call(ui, f"/api/memory/{name}", {})
         assert status == 404, name
         assert body["error"]["code"] == "unknown-method"

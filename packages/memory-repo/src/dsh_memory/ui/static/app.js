@@ -52,7 +52,7 @@
       rollbackDone: "Run {id} rolled back (rollback commit {commit}).",
       previewsTitle: "Pending previews",
       noPreviews: "No preview is waiting.",
-      previewsUnavailable: "Previews are not available in this version of dsh-memory.",
+      previewSessions: "from {n} session log(s)",
       previewExpires: "expires {when}",
       previewCreated: "created {when}",
       applyPreview: "Apply…",
@@ -124,7 +124,7 @@
       rollbackDone: "运行 {id} 已回滚（回滚提交 {commit}）。",
       previewsTitle: "待处理的预览",
       noPreviews: "没有待处理的预览。",
-      previewsUnavailable: "此版本的 dsh-memory 不支持预览。",
+      previewSessions: "来自 {n} 个会话日志",
       previewExpires: "{when} 过期",
       previewCreated: "创建于 {when}",
       applyPreview: "应用…",
@@ -254,11 +254,11 @@
     en: {
       "interrupted-run": {
         title: "Run {id} ({operation}) was interrupted: its process stopped before the run finished.",
-        what: "Make sure no dsh-memory process is still running; check the memory files with `git status` in {root} and commit or restore what you find; then delete .sync/active-run.json and .sync/operation.lock. Until then, memory accepts no new change.",
+        what: "Make sure no dsh-memory process is still running, then run `dsh-memory recover --root {root} --confirmation RECOVER_MEMORY`: it keeps the run's commits or undoes them, rewrites memory files to match, journals what it did and releases the lock (your own uncommitted edits are kept). Until then, memory accepts no new change.",
       },
       "dirty-payload": {
         title: "Memory files have changes that are not committed to the memory's Git history.",
-        what: "Review them with `git status` in {root}; commit them, or restore them with `git restore`. Delete memory keeps them in its recovery commit first.",
+        what: "Review them with `git status` in {root}; keep them as a memory run with `dsh-memory adopt --root {root}`, or restore them with `git restore`. Delete memory keeps them in its recovery commit first.",
       },
       "journal-unreadable": {
         title: "The run journal cannot be read, so past runs cannot be listed or rolled back.",
@@ -276,11 +276,11 @@
     zh: {
       "interrupted-run": {
         title: "运行 {id}（{operation}）被中断：它的进程在运行结束前就停止了。",
-        what: "确认没有 dsh-memory 进程仍在运行；在 {root} 中用 `git status` 检查记忆文件，提交或还原发现的修改；然后删除 .sync/active-run.json 和 .sync/operation.lock。在此之前，记忆不接受新的修改。",
+        what: "确认没有 dsh-memory 进程仍在运行，然后执行 `dsh-memory recover --root {root} --confirmation RECOVER_MEMORY`：它会保留或撤销此次运行的提交，使记忆文件与之一致，记录所做的处理并释放锁（你自己未提交的修改会保留）。在此之前，记忆不接受新的修改。",
       },
       "dirty-payload": {
         title: "记忆文件有尚未提交到记忆库 Git 历史的修改。",
-        what: "在 {root} 中用 `git status` 查看；提交它们，或用 `git restore` 还原。删除记忆时会先把它们保存在恢复提交中。",
+        what: "在 {root} 中用 `git status` 查看；用 `dsh-memory adopt --root {root}` 把它们作为一次记忆运行保存，或用 `git restore` 还原。删除记忆时会先把它们保存在恢复提交中。",
       },
       "journal-unreadable": {
         title: "无法读取运行日志，因此无法列出或回滚过去的运行。",
@@ -631,8 +631,8 @@
     return h(
       "li",
       { className: "preview", "data-preview-id": id },
-      h("div", {}, h("span", { className: "mono" }, id), " · ", t("previewCreated", { when: when(preview.created_at) }), " · ", t("previewExpires", { when: when(preview.expires_at) })),
-      h("div", { className: "hint" }, t("changedFiles", { n: paths.length })),
+      h("div", {}, h("span", { className: "mono" }, id), " · ", t("previewCreated", { when: when(preview.created_at) }), " · ", h("span", { className: "expires", "data-expires-at": preview.expires_at || "" }, t("previewExpires", { when: when(preview.expires_at) }))),
+      h("div", { className: "hint" }, t("changedFiles", { n: paths.length }), " · ", t("previewSessions", { n: typeof preview.candidate_sessions === "number" ? preview.candidate_sessions : 0 })),
       paths.length ? h("ul", { className: "paths mono" }, paths.map((p) => h("li", {}, p))) : null,
       asking
         ? box
@@ -649,9 +649,7 @@
     const title = h("h2", {}, t("previewsTitle"));
     const previews = state.previews;
     let body;
-    if (!previews.ok && previews.error.code === "unknown-method") {
-      body = h("p", { className: "hint", id: "previews-unavailable" }, t("previewsUnavailable"));
-    } else if (!previews.ok) {
+    if (!previews.ok) {
       body = errorBlock(previews);
     } else if (previews.value.previews.length === 0) {
       body = h("p", { className: "hint", id: "no-previews" }, t("noPreviews"));
