@@ -8,6 +8,12 @@ export UV_LINK_MODE := copy
 # Trust the platform certificate store too (corporate proxies, distro CA bundles).
 export UV_SYSTEM_CERTS := 1
 export UV_NATIVE_TLS := 1
+# npm (the real agent CLIs of tests/agents) trusts the same platform store.
+ifeq ($(NODE_EXTRA_CA_CERTS),)
+ifneq ($(wildcard /etc/ssl/certs/ca-certificates.crt),)
+export NODE_EXTRA_CA_CERTS := /etc/ssl/certs/ca-certificates.crt
+endif
+endif
 export PATH := $(CURDIR)/.tools/bin:$(PATH)
 
 UV := $(shell command -v uv 2>/dev/null)
