@@ -82,7 +82,7 @@ def context(
     instant = now or _dt.datetime.now(_dt.UTC)
     usage = read_usage(root)
     if checked_query is not None:
-        matches, _retrieval = matching_records(
+        matches, retrieval = matching_records(
             root, plan_query(checked_query), checked_scope, use_index=use_index, now=instant
         )
         # Relevance selects (the search's own top ``limit``), usage then orders them: with
@@ -92,7 +92,7 @@ def context(
             (match.record, match.score) for match in matches[:checked_limit]
         ]
     else:
-        records, _retrieval = search_index.context_candidates(
+        records, retrieval = search_index.context_candidates(
             root,
             checked_scope,
             instant,
@@ -131,6 +131,8 @@ def context(
         if score is not None:
             item["score"] = score
         results.append(item)
-    warnings = search_index.invalid_record_warnings(root, checked_scope, use_index=use_index)
+    warnings = search_index.invalid_record_warnings(
+        root, checked_scope, use_index=use_index, index_fresh=retrieval["mode"] == "index"
+    )
     return {"query": checked_query, "count": len(results), "records": results,
             "warnings": warnings}  # fmt: skip

@@ -173,5 +173,7 @@ def search(
         "count": len(matches),
         "results": results,
         "retrieval": retrieval,
-        "warnings": search_index.invalid_record_warnings(root, checked_scope, use_index=use_index),
+        "warnings": search_index.invalid_record_warnings(
+            root, checked_scope, use_index=use_index, index_fresh=retrieval["mode"] == "index"
+        ),
     }

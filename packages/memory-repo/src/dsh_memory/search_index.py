@@ -608,12 +608,14 @@ MAX_WARNINGS = 20
 
 
 def invalid_record_warnings(
-    root: Path, scope: str, *, use_index: bool = True
+    root: Path, scope: str, *, use_index: bool = True, index_fresh: bool = False
 ) -> list[dict[str, str]]:
     """Records in ``scope`` left out because their front matter is invalid (bounded).
 
     Without this a record with, say, ``tags: [a, b]`` silently disappeared from search and
     context. The index already knows each record's validity; a scan answers without it.
+    ``index_fresh`` says the caller's query has just brought the index up to date: the
+    freshness check (a stat of every record) is not paid twice per search.
     """
     folders = SCOPES[scope]
     if use_index:
@@ -623,7 +625,8 @@ def invalid_record_warnings(
             " ORDER BY path LIMIT ?"
         )
         try:
-            refresh_index(root)
+            if not index_fresh:
+                refresh_index(root)
             with _connect(index_path(root), readonly=True) as connection:
                 rows = connection.execute(sql, (*folders, MAX_WARNINGS)).fetchall()
             return [{"path": str(p), "code": "invalid-metadata"} for (p,) in rows]
