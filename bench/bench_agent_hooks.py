@@ -42,6 +42,9 @@ def build(
     base: Path, lessons: int, memories: int, items: int, corpus_bytes: int
 ) -> tuple[Path, dict[str, str]]:
     env = {**os.environ, "HOME": str(base / "home"), "DSH_HOME": str(base / "home" / ".dsh")}
+    # An installed package has its bytecode compiled at install time; a shell that sets
+    # PYTHONDONTWRITEBYTECODE would make every start compile every module from source.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ.update(env)
     (base / "home").mkdir()
     (base / "home" / ".gitconfig").write_text(
