@@ -142,7 +142,7 @@ def main() -> None:
         sources = _session(base)
         times = measure(template, base, sources, args.runs)
     baseline = statistics.median(times["baseline"])
-    print(f"{args.records} modified records, {args.runs} runs each (loaded 2-core machine)\n")
+    print(f"{args.records} modified records, {args.runs} runs each\n")
     print("| operation | median ms | max ms | baseline median ms | ratio | median under 3 s |")
     print("|---|---:|---:|---:|---:|---|")
     for name in ("sync", "preview apply", "rollback", "baseline"):
