@@ -1,30 +1,17 @@
-"""A cheap "has any record changed?" key for the search index, from git and a few stats.
+"""The payload's state without running anything the repository chooses.
 
-Walking 10,000 records and ``lstat``-ing each costs ~50 ms in Python, half a search's
-budget. Git already tracks most of that: for a memory root that is a git repository the
-key is a digest of
-
-- the payload trees of ``HEAD`` (``git ls-tree HEAD -- handbook rollouts archive``): every
-  committed change;
-- the index entries of the payload (``git ls-files -s``: mode, blob id, stage, path) plus an
-  ``lstat`` signature of each path they name: every staging, and every edit or deletion of
-  a tracked file;
-- an ``lstat`` of every payload *directory* (mtime, inode): a file created, removed or
-  renamed anywhere changes its directory;
-- an ``lstat`` of every *untracked* record the index holds: in-place edits git cannot see.
-
-A root without ``.git`` has no fast key and the index falls back to the full walk
-fingerprint, which detects everything.
+:func:`payload_directories` lists every directory under the record folders (the search
+index's stat key stats them: a file created, removed or renamed anywhere changes its
+directory).
 
 **No filter ever runs.** ``git status`` would re-hash a stat-dirty file *through the clean
 or process filter* that the repository's config names and a ``.gitattributes`` in the
-payload selects - a program of the repository's choosing. Neither the key nor
-:func:`payload_dirty_paths` (the exact "is the payload dirty?" answer of status, health,
-clear, migrate and rollback) uses ``git status``: they read the index with ``ls-files -s``,
-the work tree with ``lstat``, and hash contents with ``hash-object --no-filters`` (or in
-Python). A file a built-in conversion (``core.autocrlf``, ``text``/``eol``) or a filter
-would store differently therefore reads as dirty: a redundant checkpoint, never a lost
-change.
+payload selects - a program of the repository's choosing. :func:`payload_dirty_paths` (the
+exact "is the payload dirty?" answer of status, health, clear, migrate and rollback)
+therefore reads the index with ``ls-files -s``, the work tree with ``lstat``, and hashes
+contents with ``hash-object --no-filters`` (or in Python). A file a built-in conversion
+(``core.autocrlf``, ``text``/``eol``) or a filter would store differently therefore reads
+as dirty: a redundant checkpoint, never a lost change.
 """
 
 from __future__ import annotations
@@ -32,31 +19,15 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dsh_common.errors import DshError, GitError
+from dsh_common.errors import GitError
 from dsh_common.git import GitRunner
 from dsh_memory.records import RECORD_FOLDERS
 
 GIT_TIMEOUT_SECONDS = 10.0
-
-
-def _is_git_directory(root: Path) -> bool:
-    try:
-        return stat.S_ISDIR((root / ".git").lstat().st_mode)
-    except OSError:
-        return False
-
-
-def _lstat_signature(path: Path) -> str:
-    try:
-        info = path.lstat()
-    except OSError:
-        return "missing"
-    kind = stat.S_IFMT(info.st_mode)
-    return f"{kind}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
 
 
 def payload_directories(root: Path) -> list[str]:
@@ -75,58 +46,6 @@ def payload_directories(root: Path) -> list[str]:
             continue
     directories.sort()
     return directories
-
-
-def tracked_records(root: Path) -> set[str] | None:
-    """Payload paths in git's index, or None when the root is not a usable repository."""
-    if not _is_git_directory(root):
-        return None
-    try:
-        runner = GitRunner(root, timeout=GIT_TIMEOUT_SECONDS)
-        output = runner.run(["ls-files", "-z", "--", *RECORD_FOLDERS]).stdout
-    except (DshError, OSError):
-        return None
-    return {path.decode("utf-8", "surrogateescape") for path in output.split(b"\0") if path}
-
-
-def fast_key(root: Path, directories: Iterable[str], untracked: Iterable[str]) -> str | None:
-    """The change key described above, or None when git cannot provide one."""
-    if not _is_git_directory(root):
-        return None
-    try:
-        runner = GitRunner(root, timeout=GIT_TIMEOUT_SECONDS)
-        trees = runner.run(["ls-tree", "-z", "HEAD", "--", *RECORD_FOLDERS], check=False)
-        index = runner.run(["ls-files", "-z", "-s", "--", *RECORD_FOLDERS])
-    except (DshError, OSError):
-        return None
-    digest = hashlib.sha256()
-    digest.update(b"trees\0%d\0" % trees.returncode)
-    digest.update(trees.stdout)
-    digest.update(b"\0index\0")
-    digest.update(index.stdout)
-    # One lstat per index entry, on bytes paths (no str/Path objects: this loop runs for
-    # every record on every search, ~1 us per entry instead of ~10).
-    prefix = os.fsencode(root) + b"/"
-    signatures: list[bytes] = []
-    for record in index.stdout.split(b"\0"):
-        _, tab, raw_path = record.partition(b"\t")
-        if tab:
-            try:
-                info = os.lstat(prefix + raw_path)
-                signatures.append(
-                    b"%d:%d:%d:%d:%d"
-                    % (info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-                )
-            except OSError:
-                signatures.append(b"missing")
-    digest.update(b"\0".join(signatures))
-    digest.update(b"\0directories\0")
-    for directory in directories:
-        digest.update(_encode(f"{directory}\0{_lstat_signature(root / directory)}\n"))
-    digest.update(b"\0untracked\0")
-    for path in untracked:
-        digest.update(_encode(f"{path}\0{_lstat_signature(root / path)}\n"))
-    return digest.hexdigest()
 
 
 def _encode(text: str) -> bytes:
