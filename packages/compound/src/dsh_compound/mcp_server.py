@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps
+from dsh_common.mcp_stdio import error_result, local_tool, serve_stdio, structured_result
 from dsh_compound import __version__
 from dsh_compound.agent_tools import TOOL_DEFINITIONS, call_tool
 from dsh_compound.project_root import find_workspace
@@ -32,26 +32,20 @@ SERVER_NAME = "dsh-compound"
 
 def _tool(definition: dict[str, Any]) -> types.Tool:
     hints = definition["annotations"]
-    return types.Tool(
+    return local_tool(
         name=definition["name"],
         title=definition["title"],
         description=definition["description"],
         input_schema=definition["inputSchema"],
         output_schema=definition["outputSchema"],
-        annotations=types.ToolAnnotations(
-            title=definition["title"],
-            read_only_hint=hints["readOnly"],
-            destructive_hint=hints["destructive"],
-            idempotent_hint=hints["idempotent"],
-            # Every tool reads or writes this workspace only; nothing reaches a network.
-            open_world_hint=False,
-        ),
+        read_only=hints["readOnly"],
+        destructive=hints["destructive"],
+        idempotent=hints["idempotent"],
     )
 
 
 def _error(code: str, message: str) -> types.CallToolResult:
-    text = dumps({"error": {"code": code, "message": message}})
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    return error_result(dumps({"error": {"code": code, "message": message}}))
 
 
 def build_server(workspace: Path) -> Server[Any]:
@@ -73,9 +67,7 @@ def build_server(workspace: Path) -> Server[Any]:
             return _error(exc.code, exc.message)
         except (OSError, ValueError) as exc:
             return _error("internal-error", f"unexpected {type(exc).__name__}: {exc}")
-        return types.CallToolResult(
-            content=[types.TextContent(text=dumps(value))], structured_content=value
-        )
+        return structured_result(value, dumps(value))
 
     return Server(
         SERVER_NAME,
@@ -92,10 +84,4 @@ def build_server(workspace: Path) -> Server[Any]:
 def serve(workspace: str | os.PathLike[str] | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
     selected = Path(os.path.abspath(workspace)) if workspace else find_workspace(os.getcwd())
-    server = build_server(selected)
-
-    async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    anyio.run(run)
+    serve_stdio(build_server(selected))

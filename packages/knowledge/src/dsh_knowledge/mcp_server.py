@@ -18,12 +18,11 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from dsh_common.cli import emit_error
+from dsh_common.mcp_stdio import error_result, local_tool, serve_stdio, structured_result
 from dsh_knowledge import __version__
 from dsh_knowledge.agent_config import AgentOptions, parse_agent_options
 from dsh_knowledge.errors import KnowledgeError
@@ -55,24 +54,17 @@ TOOL_ANNOTATIONS: dict[str, dict[str, bool]] = {
 
 def tool_definitions() -> list[types.Tool]:
     return [
-        types.Tool(
+        local_tool(
             name=name,
             description=TOOL_DESCRIPTIONS[name],
             input_schema=INPUT_SCHEMAS[name],
             output_schema=OUTPUT_SCHEMAS[name],
-            annotations=types.ToolAnnotations(
-                read_only_hint=TOOL_ANNOTATIONS[name]["read_only"],
-                destructive_hint=TOOL_ANNOTATIONS[name]["destructive"],
-                idempotent_hint=TOOL_ANNOTATIONS[name]["idempotent"],
-                open_world_hint=False,
-            ),
+            read_only=TOOL_ANNOTATIONS[name]["read_only"],
+            destructive=TOOL_ANNOTATIONS[name]["destructive"],
+            idempotent=TOOL_ANNOTATIONS[name]["idempotent"],
         )
         for name in TOOL_NAMES
     ]
-
-
-def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
 def build_server(context: ToolContext) -> Server[Any]:
@@ -88,15 +80,13 @@ def build_server(context: ToolContext) -> Server[Any]:
         try:
             result = call_tool(context, params.name, params.arguments)
         except KnowledgeError as error:
-            return _error(error.message)
+            return error_result(error.message)
         except Exception:  # never echo internals (or a value) to the agent
             if os.environ.get("DSH_DEBUG"):
                 traceback.print_exc()
-            return _error("The knowledge tool failed unexpectedly.")
+            return error_result("The knowledge tool failed unexpectedly.")
         text = json.dumps(result, ensure_ascii=False)
-        return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=result
-        )
+        return structured_result(result, text)
 
     return Server(
         "dsh-knowledge",
@@ -129,12 +119,6 @@ def open_context(options: AgentOptions) -> ToolContext:
     )
 
 
-async def _serve(context: ToolContext) -> None:
-    server = build_server(context)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
 def main(argv: Sequence[str]) -> int:
     """``mcp [--db PATH] [--project NAME] [--workspace DIR] [--session-id ID]``."""
     try:
@@ -143,7 +127,7 @@ def main(argv: Sequence[str]) -> int:
         return emit_error(error.code, error.message)
     context = open_context(options)
     try:
-        anyio.run(_serve, context)
+        serve_stdio(build_server(context))
     except KeyboardInterrupt:
         pass
     finally:

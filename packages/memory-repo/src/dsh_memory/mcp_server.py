@@ -18,9 +18,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from dsh_common.jsonio import dumps, loads
+from dsh_common.mcp_stdio import error_result, local_tool, serve_stdio, structured_result
 from dsh_memory.service import MemoryService
 from dsh_memory.tools import TOOL_DEFINITIONS, call_tool
 
@@ -29,20 +29,16 @@ SERVER_VERSION = "0.1.0"
 
 
 def _tool(definition: dict[str, Any]) -> types.Tool:
-    hints = definition["annotations"]
-    return types.Tool(
+    hints = definition["annotations"]  # the local memory repository only: never open-world
+    return local_tool(
         name=definition["name"],
         title=definition["title"],
         description=definition["description"],
         input_schema=definition["inputSchema"],
         output_schema=definition["outputSchema"],
-        annotations=types.ToolAnnotations(
-            title=definition["title"],
-            read_only_hint=hints["readOnly"],
-            destructive_hint=hints["destructive"],
-            idempotent_hint=hints["idempotent"],
-            open_world_hint=False,  # the local memory repository only
-        ),
+        read_only=hints["readOnly"],
+        destructive=hints["destructive"],
+        idempotent=hints["idempotent"],
     )
 
 
@@ -64,10 +60,8 @@ def build_server(service: MemoryService) -> Server[Any]:
             code = str(value["error"])
             message = service.last_error_message or f"memory tool {params.name} failed: {code}"
             error = dumps({"error": {"code": code, "message": message}})
-            return types.CallToolResult(content=[types.TextContent(text=error)], is_error=True)
-        return types.CallToolResult(
-            content=[types.TextContent(text=text)], structured_content=value
-        )
+            return error_result(error)
+        return structured_result(value, text)
 
     return Server(
         SERVER_NAME,
@@ -83,10 +77,4 @@ def build_server(service: MemoryService) -> Server[Any]:
 
 def serve(root: str | os.PathLike[str] | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
-    server = build_server(MemoryService(root))
-
-    async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    anyio.run(run)
+    serve_stdio(build_server(MemoryService(root)))
