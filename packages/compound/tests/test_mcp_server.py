@@ -106,6 +106,12 @@ def test_every_tool_runs_capture_recall_inspect_replace_check(
     assert hit["resolution"].startswith("Raise the login timeout.")
     assert hit["whenToUse"] == draft["whenToUse"] and hit["whenToUseTruncated"] is False
     assert "untrusted" in results["recall"].structured_content["notice"]
+    recalled = results["recall"].structured_content
+    assert (recalled["total"], recalled["resultsTruncated"], recalled["truncated"]) == (
+        1,
+        False,
+        False,
+    )
 
     inspected = results["inspect"].structured_content
     assert inspected["metadata"]["title"] == draft["title"]
@@ -115,6 +121,7 @@ def test_every_tool_runs_capture_recall_inspect_replace_check(
     assert results["replace"].structured_content["replaced"] is True
     check = results["check"].structured_content
     assert [item["id"] for item in check["needsReview"]] == ["login-timeout"]
+    assert (check["needsReviewTotal"], check["needsReviewTruncated"]) == (1, False)
     assert check["needsReview"][0]["changedFiles"] == ["src/login.js"]
 
 

@@ -169,6 +169,9 @@ def test_result_has_the_spec_fields(workspace: Path, write_record: Any) -> None:
         "retrievalMethod",
         "scanned",
         "truncated",
+        # Not in the spec (added after it, for issue #12): a complete-answer count.
+        "total",
+        "resultsTruncated",
     ]
     item = result["results"][0]
     assert list(item) == [

@@ -110,6 +110,19 @@ def test_query_spellings_total_and_truncated(db: Path, project: Path) -> None:
     assert both["code"] == "invalid-arguments"
 
 
+def test_review_counts_every_candidate_and_takes_workspace_dot(db: Path, project: Path) -> None:
+    for n in range(3):
+        ok("add", "--workspace", str(project), "--type", "fact", "--content", f"port {n}", db=db)
+    verified = ok("add", "--workspace", str(project), "--type", "fact", "--content", "x", db=db)
+    ok("verify", verified["id"], db=db)
+    cut = ok("review", "--workspace", ".", "--limit", "2", db=db, cwd=project)
+    assert len(cut["candidates"]) == 2
+    assert (cut["total"], cut["truncated"]) == (3, True)  # the verified item is no candidate
+    whole = ok("review", "--workspace", str(project) + "/", db=db)
+    assert (len(whole["candidates"]), whole["total"], whole["truncated"]) == (3, 3, False)
+    assert error("review", "--limit", "0", db=db)["code"] == "invalid-input"
+
+
 def test_update_content_and_type(db: Path, project: Path) -> None:
     item = ok("add", "--workspace", str(project), "--type", "fact", "--content", "old", db=db)
     changed = ok("update", item["id"], "--content", "new text", "--type", "decision", db=db)

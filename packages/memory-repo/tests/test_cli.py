@@ -90,6 +90,17 @@ def test_cli_migrate_clear_runs_rollback(cli_root: Path) -> None:
     rolled = ok("rollback", "--run-id", runs[0]["run_id"], "--confirmation", "ROLLBACK_MEMORY")
     assert rolled["status"] == "rolled_back"
     assert (cli_root / "handbook" / "old.md").read_text().endswith("body\n")
+    # Three runs now (migrate, clear, rollback), newest first: total and truncated say what
+    # the limit hid, with and without the filters.
+    newest = ok("runs", "--limit", "1")
+    assert [run["operation"] for run in newest["runs"]] == ["rollback"]
+    assert (newest["total"], newest["truncated"]) == (3, True)
+    every = ok("runs")
+    assert (len(every["runs"]), every["total"], every["truncated"]) == (3, 3, False)
+    # The limit applies before the filters (the earlier tool's rule): the clear run is
+    # second, so a limit of 1 shows none of it, and total counts it.
+    hidden = ok("runs", "--limit", "1", "--operation", "clear")
+    assert (hidden["runs"], hidden["total"], hidden["truncated"]) == ([], 1, True)
 
 
 def test_cli_migrate_dry_run_missing_is_invalid_request(cli_root: Path) -> None:

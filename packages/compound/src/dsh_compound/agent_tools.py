@@ -136,10 +136,30 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "results": {"type": "array", "items": _HIT},
                 "warnings": _WARNINGS,
                 "scanned": {"type": "integer"},
-                "truncated": {"type": "boolean"},
+                "truncated": {
+                    "type": "boolean",
+                    "description": "The scan stopped at the corpus limit (500 names, 4 MiB).",
+                },
+                "total": {
+                    "type": "integer",
+                    "description": "Scanned records that matched, before the limit.",
+                },
+                "resultsTruncated": {
+                    "type": "boolean",
+                    "description": "The limit cut matches off (total > len(results)).",
+                },
                 "notice": _NOTICE,
             },
-            "required": ["query", "results", "warnings", "scanned", "truncated", "notice"],
+            "required": [
+                "query",
+                "results",
+                "warnings",
+                "scanned",
+                "truncated",
+                "total",
+                "resultsTruncated",
+                "notice",
+            ],
         },
         "annotations": {"readOnly": True, "destructive": False, "idempotent": True},
     },
@@ -187,6 +207,7 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
             "type": "object",
             "properties": {
                 "needsReview": {"type": "array", "items": {"type": "object"}},
+                "needsReviewTotal": {"type": "integer"},
                 "needsReviewTruncated": {"type": "boolean"},
                 "unchangedConsistent": {"type": "object"},
                 "counts": {"type": "object"},
@@ -298,6 +319,8 @@ def agent_recall(workspace: Path, query: object, limit: object = None) -> dict[s
         "warnings": result["warnings"],
         "scanned": result["scanned"],
         "truncated": result["truncated"],
+        "total": result["total"],
+        "resultsTruncated": result["resultsTruncated"],
         "notice": UNTRUSTED_NOTICE,
     }
 
@@ -336,6 +359,7 @@ def agent_check(workspace: Path) -> dict[str, Any]:
     clean = result["unchangedConsistent"]
     return {
         "needsReview": review[:CHECK_REVIEW_LIMIT],
+        "needsReviewTotal": len(review),
         "needsReviewTruncated": len(review) > CHECK_REVIEW_LIMIT,
         "unchangedConsistent": {
             "count": clean["count"],

@@ -241,7 +241,13 @@ def _result(
 def recall(
     workspace: str | os.PathLike[str], query: str, limit: int = LIMITS.default_limit
 ) -> dict[str, Any]:
-    """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``."""
+    """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``.
+
+    The spec's six fields come first and keep its meaning (``truncated``: the scan stopped
+    at the corpus limit). Two more say whether the answer is complete: ``total`` counts the
+    scanned records that matched, before ``limit``; ``resultsTruncated`` is true when
+    ``limit`` cut some of them off. When ``truncated`` is true, ``total`` is a lower bound.
+    """
     text = validate_query(query)
     count = validate_limit(limit)
     selected = select_workspace(workspace)
@@ -263,4 +269,6 @@ def recall(
         "retrievalMethod": RETRIEVAL_METHOD,
         "scanned": scan.scanned,
         "truncated": scan.truncated,
+        "total": len(scored),
+        "resultsTruncated": len(scored) > len(results),
     }

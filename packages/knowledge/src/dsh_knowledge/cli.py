@@ -462,24 +462,38 @@ def review(
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most N candidates.")] = None,
 ) -> None:
-    """Candidates to review, with evidence (and health with --repo): {"candidates": [...]}."""
+    """Candidates to review, with evidence (and health with --repo): {"candidates": [...],
+    "total", "truncated"}."""
+    from dsh_common.cli import list_counts
+    from dsh_knowledge.models import validate_limit
     from dsh_knowledge.repository import UNSET
     from dsh_knowledge.review import review_candidates
 
     if project is not None and workspace_wide:
         _usage("--project and --workspace-wide cannot be used together.")
+    if limit is not None:
+        validate_limit(limit)
+    where = _filter_workspace(workspace)
+    scope = None if workspace_wide else (project if project is not None else UNSET)
     try:
+        repository = _repository()
+        # Counted apart: health (with --repo) is checked for the shown candidates only.
+        total = len(
+            repository.list(
+                workspace=where, project=scope, status="candidate", creation_origin=origin
+            )
+        )
         candidates = review_candidates(
-            _repository(),
-            workspace=workspace,
-            project=None if workspace_wide else (project if project is not None else UNSET),
+            repository,
+            workspace=where,
+            project=scope,
             creation_origin=origin,
             repo_dir=repo,
             limit=limit,
         )
     finally:
         _close()
-    emit_json({"candidates": candidates})
+    emit_json({"candidates": candidates, **list_counts(len(candidates), total)})
 
 
 @app.command()

@@ -226,20 +226,35 @@ def list_runs(layout: Layout, limit: object, operation: object, run_status: obje
     wanted_operation = _optional_filter(operation, "operation")
     wanted_status = _optional_filter(run_status, "status")
     tx = GitTransactions(layout)
+    run_ids = journal.journaled_run_ids(tx)
+    runs = _matching_runs(layout, run_ids[:limit], wanted_operation, wanted_status)
+    # total: every journaled run the filters match, so a caller sees what the limit hid
+    # (without filters the ids alone say it; with filters the older records are read too).
+    if wanted_operation is None and wanted_status is None:
+        total = len(runs) + len(run_ids[limit:])
+    else:
+        older = _matching_runs(layout, run_ids[limit:], wanted_operation, wanted_status)
+        total = len(runs) + len(older)
+    return {"runs": runs, "total": total, "truncated": total > len(runs)}
+
+
+def _matching_runs(
+    layout: Layout, run_ids: list[str], operation: str | None, run_status: str | None
+) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
-    for run_id in journal.journaled_run_ids(tx)[:limit]:
+    for run_id in run_ids:
         try:
             record = journal.read_run(layout.root, run_id)
         except (OSError, ValueError):
             continue
         if record is None:
             continue
-        if wanted_operation is not None and record.get("operation") != wanted_operation:
+        if operation is not None and record.get("operation") != operation:
             continue
-        if wanted_status is not None and record.get("status") != wanted_status:
+        if run_status is not None and record.get("status") != run_status:
             continue
         runs.append(record)
-    return {"runs": runs}
+    return runs
 
 
 def legacy_records(layout: Layout) -> dict[str, Any]:
