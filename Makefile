@@ -27,10 +27,10 @@ PYTEST_WORKERS ?= auto
 # filled once by `make setup` while the index is reachable; `make test` then needs no network.
 WHEELHOUSE := $(CURDIR)/.wheelhouse
 
-.PHONY: help setup wheelhouse dist demo test check fmt lint types bench clean
+.PHONY: help setup wheelhouse dist demo readme-examples test check fmt lint types bench clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
 
 $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv .tools
@@ -61,6 +61,9 @@ dist: setup  ## build every wheel and sdist into dist/
 
 demo: setup  ## run the demo of the main job
 	$(UV) run --frozen python scripts/demo.py
+
+readme-examples: setup  ## re-run every README example and rewrite its output (the tests check them)
+	$(UV) run --frozen python scripts/readme_examples.py
 
 test: setup  ## run every test (parallel)
 	$(UV) run --frozen pytest -n $(PYTEST_WORKERS) -q
