@@ -73,3 +73,15 @@ def test_total_is_a_lower_bound_when_the_scan_hit_the_corpus_limit(
     assert result["scanned"] == LIMITS.scan_names
     assert result["total"] == LIMITS.scan_names
     assert result["resultsTruncated"] is True
+
+
+def test_a_bad_limit_names_the_option(three_lessons: Path) -> None:
+    for module in ("dsh_compound.cli", "dsh_compound.launcher"):
+        done = subprocess.run(
+            [sys.executable, "-m", module, "recall", "pool", "--workspace", str(three_lessons),
+             "--limit", "11"],
+            capture_output=True, text=True, timeout=60, env=dict(os.environ),
+        )  # fmt: skip
+        assert done.returncode == 1
+        error = json.loads(done.stderr)["error"]
+        assert error == {"code": "invalid-limit", "message": "--limit must be from 1 to 10, not 11"}

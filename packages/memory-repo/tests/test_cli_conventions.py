@@ -103,3 +103,20 @@ def test_set_enabled_as_flags(tmp_path: Path) -> None:
     assert ok("get-settings")["enabled"] is False
     assert ok("set-enabled", "--enabled")["enabled"] is True
     assert ok("set-enabled", "--enabled", "false")["enabled"] is False
+
+
+def test_messages_name_the_options_not_the_api_fields(memory_root: Path) -> None:
+    # Through the fast path (context, search) and the parser (the rest) alike.
+    fails = {
+        ("context", "--limit", "0"): "--limit must be an integer from 1 to 20",
+        ("runs", "--limit", "0"): "--limit must be an integer from 1 to 1000",
+        ("search",): "the query (QUERY or --query) must be a non-blank string",
+        ("set-enabled", "--enabled", "maybe"): "--enabled must be true or false",
+        ("clear", "--confirmation", "yes"): "clear needs --confirmation DELETE_MEMORY",
+        ("rollback", "--run-id", "x"): "rollback needs --confirmation ROLLBACK_MEMORY",
+        ("discard-preview", "--preview-id", "x"): (
+            "--preview-id must be YYYYMMDDTHHMMSSZ-<8 hex digits>"
+        ),
+    }
+    for args, message in fails.items():
+        assert fail(*args)["message"] == message, args

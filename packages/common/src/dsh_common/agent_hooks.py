@@ -127,8 +127,10 @@ def hook_main(
     handlers: Mapping[str, HookHandler],
     *,
     render_error: ErrorRenderer = _error_document,
+    program: str = "dsh-…",
 ) -> int:
-    """``<command> hook <event>``: ``argv`` is what follows ``hook``."""
+    """``<command> hook <event>``: ``argv`` is what follows ``hook``; ``program`` is the
+    command's name, for the example ``--help`` shows."""
     names = ", ".join(sorted(handlers))
     if not argv:
         return _emit_error(
@@ -139,6 +141,7 @@ def hook_main(
             f"usage: hook <event>   (events: {names})\n"
             "Reads the agent host's hook payload (JSON) on stdin and prints "
             "hookSpecificOutput.additionalContext, or nothing. Never fails the agent's turn.\n"
+            f'\nExample:\n  echo \'{{"cwd": "."}}\' | {program} hook {sorted(handlers)[0]}\n'
         )
         return 0
     return run_hook(argv[0], handlers, argv[1:], render_error=render_error)

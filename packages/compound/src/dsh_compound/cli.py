@@ -130,7 +130,7 @@ def check_command(workspace: WorkspaceOption) -> None:
     emit_json(check(workspace))
 
 
-@app.command("mcp")
+@app.command("mcp", epilog="\b\nExample:\n  dsh-compound mcp --workspace .")
 def mcp_command(
     workspace: Annotated[
         str | None,
@@ -168,7 +168,11 @@ def hook_command(
     raise typer.Exit(hook_main([event, *ctx.args]))
 
 
-@app.command("setup")
+@app.command(
+    "setup",
+    epilog="\b\nExample:\n  dsh-compound setup claude-code --dry-run\n"
+    "  dsh-compound setup codex --scope project --project-dir .",
+)
 def setup_command(
     host: Annotated[str, typer.Argument(help="claude-code or codex.")],
     scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",

@@ -12,7 +12,7 @@ from dsh_common.cli import USAGE_ERROR_CODE
 from dsh_common.errors import DshError
 from dsh_common.jsonio import loads
 from dsh_compound.draft import strip_bom
-from dsh_compound.errors import DraftTooLargeError, InvalidDraftError
+from dsh_compound.errors import DraftTooLargeError, InvalidDraftError, InvalidLimitError
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 
 #: The draft fields schema 1 defines, in draft order (everything else is discarded).
@@ -101,7 +101,12 @@ def recall_result(workspace: str, text: str | None, query: str | None, limit: st
     """What ``dsh-compound recall`` prints (shared by the parser and the fast path)."""
     from dsh_compound.retrieval import recall, validate_limit  # noqa: PLC0415
 
-    result = recall(workspace, one_query(text, query), validate_limit(limit))
+    try:
+        count = validate_limit(limit)
+    except InvalidLimitError as exc:
+        # The library (and the MCP tool) call it limit; here it is an option.
+        raise InvalidLimitError(f"--{exc.message}") from None
+    result = recall(workspace, one_query(text, query), count)
     higher = corpus_higher_up_warning(workspace, result)
     if higher is not None:
         result["warnings"] = [*result.get("warnings", []), higher]

@@ -152,4 +152,4 @@ HANDLERS = {"session-start": session_start, "user-prompt-submit": user_prompt_su
 
 def main(argv: list[str]) -> int:
     """``dsh-compound hook <event>``; ``argv`` is what follows ``hook``."""
-    return hook_main(argv, HANDLERS)
+    return hook_main(argv, HANDLERS, program="dsh-compound")

@@ -447,7 +447,7 @@ def health(
 # --- review, extraction, late provenance ----------------------------------------------------
 
 
-@app.command()
+@app.command(epilog="\b\nExample:\n  dsh-knowledge review --workspace . --limit 10 --repo .")
 def review(
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
@@ -496,7 +496,9 @@ def review(
     emit_json({"candidates": candidates, **list_counts(len(candidates), total)})
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge extract --transcript ~/.claude/projects/p/session.jsonl"
+)
 def extract(
     transcript: Annotated[
         Path, typer.Option("--transcript", help="Claude Code transcript or DSH session log.")
@@ -545,7 +547,9 @@ def extract(
     )
 
 
-@app.command()
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge provenance 7831ed9b-ec99-4c51-b65e-082cd6b5b01a --repo ."
+)
 def provenance(
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
     repo: Annotated[
@@ -567,7 +571,9 @@ def provenance(
 # --- agent delivery (the launcher routes these before typer loads; listed here for --help) ---
 
 
-@app.command(name="mcp")
+@app.command(
+    name="mcp", epilog="\b\nExample:\n  dsh-knowledge mcp --db ~/.dsh/knowledge/knowledge.sqlite"
+)
 def mcp_command(
     db: Annotated[
         str | None, typer.Option("--db", help="SQLite file (else $DSH_KNOWLEDGE_DB, else default).")
@@ -598,7 +604,11 @@ def mcp_command(
     raise typer.Exit(_mcp(args))
 
 
-@app.command(name="hook")
+@app.command(
+    name="hook",
+    epilog='\b\nExample:\n  echo \'{"cwd": ".", "prompt": "which port"}\' | '
+    "dsh-knowledge hook user-prompt-submit",
+)
 def hook_command(
     event: Annotated[str, typer.Argument(help="user-prompt-submit or stop")],
     db: Annotated[str | None, typer.Option("--db", help="SQLite file.")] = None,
@@ -617,7 +627,7 @@ def hook_command(
     raise typer.Exit(hook_main(args))
 
 
-@app.command("setup")
+@app.command("setup", epilog="\b\nExample:\n  dsh-knowledge setup claude-code --dry-run")
 def setup_command(
     host: Annotated[str, typer.Argument(help="claude-code or codex.")],
     scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",

@@ -14,8 +14,16 @@ from dsh_common.cli import USAGE_ERROR_CODE, emit_json
 from dsh_common.errors import DshError
 
 # The memory API's field names, as a user of this command line spells them.
-_CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id"}
+_CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id", "previewId": "--preview-id"}
 _API_FIELD = re.compile(r"\b(" + "|".join(_CLI_SPELLING) + r")\b")
+# Messages that open with a method argument's bare name: the option that carries it.
+_OPENINGS = (
+    ("limit must", "--limit must"),
+    ("query must", "the query (QUERY or --query) must"),
+    ("enabled must be a boolean", "--enabled must be true or false"),
+    ("a preview id is", "--preview-id must be"),
+)
+_CONFIRMATION = re.compile(r"needs the exact confirmation ([A-Z_]+)")
 # A root that is missing or not yet a repository: say how to create it.
 _INIT_HINT = " - run dsh-memory init (with the same --root) to create it"
 _INTEGER = re.compile(r"^-?[0-9]+$")
@@ -24,6 +32,11 @@ _INTEGER = re.compile(r"^-?[0-9]+$")
 def cli_message(code: object, message: str) -> str:
     """An API message as the command line says it: option names, and how to create a root."""
     message = _API_FIELD.sub(lambda m: _CLI_SPELLING[m.group(1)], message)
+    for api, cli in _OPENINGS:
+        if message.startswith(api):
+            message = cli + message[len(api) :]
+            break
+    message = _CONFIRMATION.sub(r"needs --confirmation \1", message)
     if code == "repo-unavailable" and message.endswith(
         ("does not exist", "is not a Git work tree")
     ):

@@ -82,4 +82,4 @@ def _memory_error(code: str, message: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     """``dsh-memory hook <event>``; ``argv`` is what follows ``hook``."""
-    return hook_main(argv, HANDLERS, render_error=_memory_error)
+    return hook_main(argv, HANDLERS, render_error=_memory_error, program="dsh-memory")
