@@ -104,8 +104,12 @@ def test_query_spellings_total_and_truncated(db: Path, project: Path) -> None:
     assert ok("search", "port", db=db)["truncated"] is False
     got = ok("retrieve", "--query", "port", "--workspace", str(project), "--limit", "2", db=db)
     assert len(got["results"]) == 2 and got["truncated"] is True
+    assert got["total"] == 3
     got = ok("retrieve", "port", "--workspace", str(project), "--limit", "3", db=db)
     assert len(got["results"]) == 3 and got["truncated"] is False
+    assert got["total"] == 3
+    none = ok("retrieve", "kubernetes", "--workspace", str(project), db=db)
+    assert (none["results"], none["total"], none["truncated"]) == ([], 0, False)
     both = error("search", "a", "--query", "b", db=db)
     assert both["code"] == "invalid-arguments"
 

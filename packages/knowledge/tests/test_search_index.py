@@ -109,9 +109,16 @@ def test_indexed_retrieval_equals_full_scan(  # noqa: PLR0917 - one parameter pe
             "workspace": WS, "project": project, "limit": limit, "status": status,
             "preferred_types": preferred,
         }  # fmt: skip
-        indexed = retrieve_relevant_knowledge(repository, query, **options)
-        scanned = retrieve_relevant_knowledge(repository, query, use_index=False, **options)
+        indexed_counts: dict[str, int] = {}
+        scanned_counts: dict[str, int] = {}
+        indexed = retrieve_relevant_knowledge(repository, query, counts=indexed_counts, **options)
+        scanned = retrieve_relevant_knowledge(
+            repository, query, use_index=False, counts=scanned_counts, **options
+        )
         assert indexed == scanned
+        # The match total is the same both ways, and never below what was returned.
+        assert indexed_counts == scanned_counts
+        assert indexed_counts["total"] >= len(indexed)
 
 
 def test_rows_written_by_another_tool_are_indexed_before_retrieval(
@@ -194,10 +201,18 @@ def test_indexed_retrieval_equals_full_scan_with_thousands_of_hits(
     for query in ("cache router3", "cache", "note 17", "layer routers"):
         for project in (None, "p"):
             options: dict[str, Any] = {"workspace": WS, "project": project, "limit": 30}
-            indexed = retrieve_relevant_knowledge(repository, query, **options)
-            scanned = retrieve_relevant_knowledge(repository, query, use_index=False, **options)
+            indexed_counts: dict[str, int] = {}
+            scanned_counts: dict[str, int] = {}
+            indexed = retrieve_relevant_knowledge(
+                repository, query, counts=indexed_counts, **options
+            )
+            scanned = retrieve_relevant_knowledge(
+                repository, query, use_index=False, counts=scanned_counts, **options
+            )
             assert indexed == scanned
             assert indexed
+            assert indexed_counts == scanned_counts
+            assert indexed_counts["total"] > 30  # thousands matched; 30 were asked for
 
 
 def _external(db_path: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:

@@ -182,6 +182,11 @@ class IndexedSearch:
         ordered_params = [*params, 0, project, newest_text, newest_text, newest_text]
         return parse_timestamp_ms(newest_text), iter([self._by_tier(ordered, ordered_params)]), True
 
+    def eligible_hits(self, where: str, params: list[Any]) -> int:
+        """How many eligible items the query matched (after :meth:`rows`), before any limit."""
+        row = self.db.execute(f"SELECT count(*) {_HITS_JOIN}{where}", params).fetchone()
+        return int(row[0])
+
     def _by_tier(self, sql: str, params: list[Any]) -> Any:
         # One ordered query per text tier, best tier first: a broad query's long tail of
         # weak matches is never read once the result walk is complete.

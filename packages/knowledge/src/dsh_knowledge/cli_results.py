@@ -86,7 +86,7 @@ def retrieve_output(
     prefer: Sequence[str] | None,
     status: str | None,
 ) -> dict[str, Any]:
-    """``{"results", "truncated"[, "warnings"]}`` of a ranked retrieval."""
+    """``{"results", "total", "truncated"[, "warnings"]}`` of a ranked retrieval."""
     from dsh_knowledge.retrieval import retrieve_relevant_knowledge  # noqa: PLC0415
     from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS  # noqa: PLC0415
 
@@ -94,6 +94,7 @@ def retrieve_output(
     wanted = limit if limit is not None else DEFAULT_RESULT_LIMIT
     # One more than asked says whether the list was cut (the library validates --limit).
     probe = wanted + 1 if 0 < wanted < MAX_RETRIEVAL_RESULTS else limit
+    counts: dict[str, int] = {}
     results = retrieve_relevant_knowledge(
         repository,
         phrase,
@@ -102,8 +103,15 @@ def retrieve_output(
         limit=probe,
         preferred_types=list(prefer) if prefer is not None else None,
         status=status,
+        counts=counts,
     )
-    output: dict[str, Any] = {"results": results[:wanted], "truncated": len(results) > wanted}
+    # total counts every match; truncated says more *distinct* results were ranked (a
+    # near-duplicate is folded into the result it repeats, not cut off).
+    output: dict[str, Any] = {
+        "results": results[:wanted],
+        "total": counts.get("total", len(results)),
+        "truncated": len(results) > wanted,
+    }
     if not results:
         from dsh_knowledge.bulk import scope_higher_up_warning  # noqa: PLC0415
 

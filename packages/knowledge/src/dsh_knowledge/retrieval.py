@@ -147,13 +147,18 @@ def retrieve_relevant_knowledge(
     status: str | None = None,
     type: str | None = None,
     use_index: bool = True,
+    counts: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Ranked ``[{"knowledge", "score", "explanation"}]`` for ``query`` in one scope.
 
     Considers verified items and explicit-origin candidates of ``workspace`` that are
     workspace-wide or (when given) in ``project``; archived and superseded items never.
     ``use_index=False`` runs the plain full scan (same results, slower at scale).
+    ``counts``, when given, receives ``"total"``: every eligible item the query matched,
+    before ``limit`` and before near-duplicates are folded into a kept result.
     """
+    if counts is not None:
+        counts["total"] = 0
     _validate(
         workspace=workspace,
         project=project,
@@ -185,6 +190,8 @@ def retrieve_relevant_knowledge(
                 newest=newest,
                 limit=result_limit,
             )
+            if counts is not None:
+                counts["total"] = search.eligible_hits(where, params)
             items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
             search.remember()
     else:
@@ -194,6 +201,8 @@ def retrieve_relevant_knowledge(
             row.match = match_text(prepared, row)
             if row.match[1] or row.match[2]:
                 matches.append(row)
+        if counts is not None:
+            counts["total"] = len(matches)
         parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
         newest = max((value for value in parsed if value is not None), default=None)
         selected = _select(
