@@ -280,3 +280,27 @@ def test_extract_and_review_commands(tmp_path: Path) -> None:
     assert (
         missing.returncode == 1 and json.loads(missing.stderr)["error"]["code"] == "invalid-input"
     )
+
+
+def test_extract_stores_a_directory_workspace_canonically(tmp_path: Path) -> None:
+    db = tmp_path / "k.sqlite"
+    project = tmp_path / "proj"
+    project.mkdir()
+    transcript = write_lines(tmp_path / "t.jsonl", claude_lines("/work/app"))
+    done = subprocess.run(
+        [command(), "--db", str(db), "extract", "--transcript", str(transcript),
+         "--workspace", "."],
+        capture_output=True, text=True, check=False, cwd=project,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    admitted = json.loads(done.stdout)["admitted"]
+    assert admitted
+    stored = json.loads(
+        subprocess.run(
+            [command(), "--db", str(db), "get", admitted[0]["id"]],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    assert stored["scope"]["workspace"] == str(project.resolve())

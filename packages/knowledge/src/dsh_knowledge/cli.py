@@ -527,6 +527,8 @@ def extract(
     if not scope_workspace:
         _usage("The transcript names no working directory; pass --workspace.")
     assert session is not None and scope_workspace is not None  # noqa: S101 - _usage raised
+    # Stored as add stores it: a directory by its canonical path ("." is no scope).
+    scope_workspace = _scope_workspace(scope_workspace)
     try:
         report = extract_candidates(
             _repository(),
