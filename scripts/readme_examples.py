@@ -36,11 +36,14 @@ import datetime as dt
 import difflib
 import json
 import os
+import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,8 @@ READMES = ("README.md", *(f"packages/{name}/README.md" for name in (
     "common", "compound", "memory-repo", "knowledge")))  # fmt: skip
 MARKER = "<!-- readme-example"
 _END = "\x1fREADME-EXAMPLE-END"
+# Seconds one command may take (README_EXAMPLES_TIMEOUT overrides it, for the tests).
+COMMAND_TIMEOUT = float(os.environ.get("README_EXAMPLES_TIMEOUT", "120"))
 SANDBOX_NAME = "/tmp/example"  # noqa: S108 - a name printed in READMEs, never opened
 
 
@@ -167,11 +172,21 @@ class Shell:
             ["bash", "--noprofile", "--norc"],
             cwd=work, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace",
+            start_new_session=True,
         )  # fmt: skip
+        # A reader thread, so a command that never ends is a clear failure, not a hang.
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None  # noqa: S101 - Popen(stdout=PIPE)
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")
 
     def run(self, command: str) -> tuple[int, str]:
         """Exit code and output (stdout and stderr, in order) of ``command``."""
-        if self.process.stdin is None or self.process.stdout is None:
+        if self.process.stdin is None:
             raise SystemExit("the shell has no pipes")
         # Sourced from a file with stdin closed: a command cannot read the script itself.
         self.script.write_text(command + "\n", encoding="utf-8")
@@ -179,7 +194,14 @@ class Shell:
         self.process.stdin.flush()
         output: list[str] = []
         while True:
-            line = self.process.stdout.readline()
+            try:
+                line = self.lines.get(timeout=COMMAND_TIMEOUT)
+            except queue.Empty:
+                # The whole group: the shell and whatever it started.
+                os.killpg(self.process.pid, signal.SIGKILL)
+                raise SystemExit(
+                    f"no end after {COMMAND_TIMEOUT} s (waiting for input?): {command}"
+                ) from None
             if not line:
                 raise SystemExit(f"the shell ended while running: {command}")
             if line.startswith(_END):

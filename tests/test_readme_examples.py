@@ -7,6 +7,7 @@ a command that fails without saying so, and values that change from run to run.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "readme_examples.py"
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
         capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -89,3 +91,11 @@ def test_volatile_values_are_normalised_the_same_way_every_run(tmp_path: Path) -
     assert f'{{"u": "{uuid}"}}\n' in text or f'{{\n  "u": "{uuid}"\n}}' in text
     assert f"{uuid} {uuid} /tmp/example/work\n2026-01-02T03:04:05Z\n{'1' * 40}\n" in text
     assert _run("--check", str(readme)).returncode == 0  # a second real run: same text
+
+
+def test_a_command_that_never_ends_fails_instead_of_hanging(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- readme-example -->\n```console\n$ sleep 30\n```\n", encoding="utf-8")
+    done = _run("--check", str(readme), env={"README_EXAMPLES_TIMEOUT": "1"})
+    assert done.returncode == 1
+    assert "no end after 1.0 s" in done.stderr
