@@ -44,8 +44,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from dsh_memory import frontmatter
+from dsh_memory import frontmatter, glossary
 from dsh_memory.records import SCOPES, Record
 
 #: Distinct query terms used; the rest of a long query is ignored (bounded work per query).
@@ -56,11 +57,16 @@ MAX_SEARCHABLE_BODY_CHARS = 20_000
 #: :func:`gathering_terms`).
 MAX_CANDIDATES = 5_000
 MIN_PREFIX_CHARS = 3
+#: Records gathered by glossary translations (see :func:`gathering_terms`).
+TRANSLATION_CANDIDATES = 200
 
 PHRASE_WEIGHT = 1.0
 ID_WEIGHT = 1.0
 BM25_WEIGHT = 2.0
 COVERAGE_WEIGHT = 1.0
+#: Weight of a glossary translation (:mod:`dsh_memory.glossary`) against the query's own
+#: word: a record in the query's language ranks first, one in the other is still found.
+EXPANSION_WEIGHT = 0.5
 K1 = 1.2
 B = 0.75
 #: BM25F field weights, in :class:`RecordText` field order.
@@ -119,6 +125,11 @@ class Term:
     kind: str
     #: Index of the query token this term came from (for coverage).
     group: int
+    #: 1.0 for the query's own words; a glossary translation's share of
+    #: :data:`EXPANSION_WEIGHT` (see :func:`plan_query`).
+    weight: float = 1.0
+    #: Whether the term is a glossary translation of the token, not the token itself.
+    translation: bool = False
 
     @property
     def needle(self) -> str:
@@ -140,25 +151,57 @@ class QueryPlan:
     groups: int
 
 
+def _token_terms(token: str, group: int) -> list[Term]:
+    if is_han(token):
+        grams = [token] if len(token) == 1 else [token[i : i + 2] for i in range(len(token) - 1)]
+        return [Term(gram, "han", group) for gram in grams]
+    base = stem(token)
+    return [Term(base, "prefix" if len(base) >= MIN_PREFIX_CHARS else "word", group)]
+
+
+def _covered(term: Term, terms: list[Term]) -> bool:
+    """A prefix term whose matches a shorter prefix term already finds adds nothing."""
+    return term.kind == "prefix" and any(
+        other.kind == "prefix" and term.text.startswith(other.text) for other in terms
+    )
+
+
 def plan_query(query: str) -> QueryPlan:
+    """The query's own terms, then the glossary translations of its tokens (see module doc)."""
     tokens = normalize(query).split()
     terms: dict[tuple[str, str], Term] = {}
     for group, token in enumerate(tokens):
-        if is_han(token):
-            grams = (
-                [token] if len(token) == 1 else [token[i : i + 2] for i in range(len(token) - 1)]
-            )
-            candidates = [Term(gram, "han", group) for gram in grams]
-        else:
-            base = stem(token)
-            kind = "prefix" if len(base) >= MIN_PREFIX_CHARS else "word"
-            candidates = [Term(base, kind, group)]
-        for term in candidates:
+        for term in _token_terms(token, group):
             terms.setdefault((term.text, term.kind), term)
-    capped = tuple(list(terms.values())[:MAX_QUERY_TERMS])
+    capped = list(terms.values())[:MAX_QUERY_TERMS]
+    seen = set(terms)
+    # Only tokens that kept a term of their own are translated (the cap bounds the query).
+    kept = {term.group for term in capped}
+    added = 0
+    for group, token in enumerate(tokens):
+        if group not in kept:
+            continue
+        for word in glossary.expansions(token, han=is_han(token), stem=stem):
+            if added >= glossary.MAX_EXPANSIONS:
+                break
+            # A translation weighs as one word, however many bigrams it has (水位线 is one
+            # word, not two matches): its terms share the weight.
+            grams = _token_terms(word, group)
+            fresh = [
+                Term(term.text, term.kind, group, EXPANSION_WEIGHT / len(grams), translation=True)
+                for term in grams
+                if (term.text, term.kind) not in seen and not _covered(term, capped)
+            ]
+            if fresh:
+                added += 1
+            for term in fresh:
+                seen.add((term.text, term.kind))
+                capped.append(term)
     left = "" if tokens and is_han(tokens[0]) else " "
     right = "" if tokens and is_han(tokens[-1]) else " "
-    return QueryPlan(phrase=left + " ".join(tokens) + right, terms=capped, groups=len(tokens))
+    return QueryPlan(
+        phrase=left + " ".join(tokens) + right, terms=tuple(capped), groups=len(tokens)
+    )
 
 
 class RecordText:
@@ -235,16 +278,28 @@ def gathering_terms(plan: QueryPlan, df: dict[Term, int]) -> list[Term]:
     The rarest matching term is always gathered; a later one only while the candidates
     (counted as the sum of document frequencies, a bound on their union) stay within
     MAX_CANDIDATES. Skipped, very common terms still score the gathered records.
+
+    Glossary translations come after the query's own terms and within a budget of their own,
+    :data:`TRANSLATION_CANDIDATES`: a translation is a weaker handle, so it may bring in a
+    few records that share none of the query's words (a specific term's notes in the other
+    language), never a common word's thousands - those would cost every query time and
+    rank below the records in the query's language anyway. When none of the query's own
+    terms matches, the rarest translation is gathered whatever its count.
     """
     ordered = sorted(
         (term for term in plan.terms if df.get(term, 0) > 0),
-        key=lambda term: (df[term], term.text, term.kind),
+        key=lambda term: (term.translation, df[term], term.text, term.kind),
     )
     chosen: list[Term] = []
     total = 0
+    translated = 0
     for term in ordered:
         if chosen and total + df[term] > MAX_CANDIDATES:
             continue
+        if term.translation:
+            if chosen and translated + df[term] > TRANSLATION_CANDIDATES:
+                continue
+            translated += df[term]
         chosen.append(term)
         total += df[term]
     return chosen
@@ -258,23 +313,41 @@ class Scorer:
 
     def __init__(self, plan: QueryPlan, stats: CorpusStats) -> None:
         self.phrase = plan.phrase
+        own = [term for term in plan.terms if not term.translation]
+        added = [term for term in plan.terms if term.translation]
         group_terms = [0] * plan.groups
-        for term in plan.terms:
+        for term in own:
             group_terms[term.group] += 1
-        # (needle, idf, coverage share): a group's terms share its weight in the coverage.
+        # A group's coverage weight: the sum of its own terms' shares (a word's idf, a Han
+        # token's mean bigram idf); its terms share it.
+        possible = [0.0] * plan.groups
+        for term in own:
+            possible[term.group] += stats.idf(term) / group_terms[term.group]
+        expanded = {term.group for term in added}
+        # (needle, idf, coverage share, group or -1): the group only where a translation
+        # may also cover it (the coverage of a group is the better of the two).
         self.items = [
-            (term.needle, stats.idf(term), stats.idf(term) / group_terms[term.group])
-            for term in plan.terms
+            (
+                term.needle,
+                stats.idf(term),
+                stats.idf(term) / group_terms[term.group],
+                term.group if term.group in expanded else -1,
+            )
+            for term in own
         ]
-        self.best = sum(idf for _needle, idf, _share in self.items) * (K1 + 1)
-        self.possible = sum(share for _needle, _idf, share in self.items)
+        # Translations score at their weight and never raise the maximum the bm25 part is
+        # normalised by: an answer in the query's own words keeps the same scale.
+        self.added = [(term.needle, term.weight * stats.idf(term), term.group) for term in added]
+        self.added_share = {group: EXPANSION_WEIGHT * possible[group] for group in expanded}
+        self.groups = plan.groups
+        self.best = sum(idf for _needle, idf, _share, _group in self.items) * (K1 + 1)
+        self.possible = sum(possible)
         self.average_length = stats.average_length or 1.0
 
     def components(self, text: RecordText) -> tuple[float, float, float, float]:
         """``(phrase, id, bm25, coverage)``, weighted: they sum to the score."""
         id_field, tags, kind, other, body = text.fields
         head = text.head
-        id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
         # BM25F with one length normalisation: the weighted frequency over id, tags,
         # provenance and body is divided by the record's length (b = 0.75 of its length,
         # all fields, against the average), so a match in a short, focused note counts
@@ -285,7 +358,18 @@ class Scorer:
         length_norm = 1 - B + B * text.length / self.average_length
         bm25 = 0.0
         covered = 0.0
-        for needle, idf, share in self.items:
+        # A token with translations scores the better of its own terms and its
+        # translations, never both: a record that has the query's words gains nothing from
+        # also having their translation (a bilingual note is not a better answer), a record
+        # in the other language is still found.
+        # Most candidates have no translation at all: they take the plain path, with no
+        # per-token bookkeeping (two substring tests per translation).
+        translated = [item for item in self.added if item[0] in head or item[0] in body]
+        own_bm25 = [0.0] * self.groups if translated else None
+        own_cover = [0.0] * self.groups if translated else None
+        id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
+        for needle, idf, share, group in self.items:
+            # _saturated, inlined: this loop is most of a query's ranking time.
             in_head = needle in head
             body_hits = body.count(needle)
             if not in_head and not body_hits:
@@ -300,8 +384,21 @@ class Scorer:
                 )
                 label = type_weight * kind.count(needle)
             frequency = frequency / length_norm + label
-            bm25 += idf * frequency * (K1 + 1) / (frequency + K1)
+            saturated = frequency * (K1 + 1) / (frequency + K1)
             covered += share
+            if own_bm25 is not None and own_cover is not None and group >= 0:
+                own_bm25[group] += idf * saturated
+                own_cover[group] += share
+            else:
+                bm25 += idf * saturated
+        if own_bm25 is not None and own_cover is not None:
+            added_bm25 = [0.0] * self.groups
+            for needle, idf, group in translated:
+                added_bm25[group] += idf * _saturated(needle, text, head, body, length_norm)
+            for group, share in self.added_share.items():
+                bm25 += max(own_bm25[group], added_bm25[group])
+                if added_bm25[group]:
+                    covered += max(0.0, share - own_cover[group])
         phrase = self.phrase in head or self.phrase in body
         return (
             PHRASE_WEIGHT if phrase else 0.0,
@@ -309,6 +406,27 @@ class Scorer:
             round(BM25_WEIGHT * bm25 / self.best, 6) if self.best else 0.0,
             round(COVERAGE_WEIGHT * covered / self.possible, 6) if self.possible else 0.0,
         )
+
+
+def _saturated(needle: str, text: RecordText, head: str, body: str, length_norm: float) -> float:
+    """A term's BM25F frequency part, ``tf (k1 + 1) / (tf + k1)``; 0.0 when it is absent."""
+    in_head = needle in head
+    body_hits = body.count(needle)
+    if not in_head and not body_hits:
+        return 0.0
+    id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
+    frequency = body_weight * body_hits
+    label = 0.0
+    if in_head:
+        id_field, tags, kind, other, _body = text.fields
+        frequency += (
+            id_weight * id_field.count(needle)
+            + tags_weight * tags.count(needle)
+            + other_weight * other.count(needle)
+        )
+        label = type_weight * kind.count(needle)
+    frequency = frequency / length_norm + label
+    return frequency * (K1 + 1) / (frequency + K1)
 
 
 def score_components(plan: QueryPlan, text: RecordText, stats: CorpusStats) -> dict[str, float]:
@@ -323,8 +441,9 @@ def is_visible(record: Record, scope: str, now: _dt.datetime) -> bool:
     return not frontmatter.is_expired({"expires_at": record.expires_at}, now)
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
+    """A ranked record (a named tuple: thousands are made per query, cheaply)."""
+
     record: Record
     score: float
     parts: tuple[float, float, float, float]
@@ -346,14 +465,22 @@ def rank(
     Sorted by score descending, then path (code point order).
     """
     scorer = Scorer(plan, stats)
+    folders = SCOPES[scope]
     found = []
     for record, text in candidates:
-        if not is_visible(record, scope, now):
+        # is_visible, with the common case (no expiry) answered without a date parse.
+        if not record.valid or record.folder not in folders:
+            continue
+        if record.expires_at is not None and not is_visible(record, scope, now):
             continue
         parts = scorer.components(text)
         found.append(Match(record, round(sum(parts), 6), parts))
-    found.sort(key=lambda match: (-match.score, match.record.path))
+    found.sort(key=_order)
     return found
+
+
+def _order(match: Match) -> tuple[float, str]:
+    return -match.score, match.record.path
 
 
 def scan_stats(plan: QueryPlan, texts: Sequence[RecordText]) -> CorpusStats:
