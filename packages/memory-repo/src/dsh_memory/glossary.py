@@ -16,8 +16,9 @@ evaluation: a term is here because engineers use it, each entry maps a concept b
 and ambiguous one-character Chinese words are left out except 锁 (lock) and 旧 (old),
 which have no other everyday meaning in engineering notes.
 
-Matching is deliberately plain and bounded: an English query word matches an entry by
-:func:`dsh_memory.scoring.stem` equality (``caches`` -> ``cache``); a Han query token
+Matching is deliberately plain and bounded: an English query word matches an entry word
+it equals, or whose stem (:func:`dsh_memory.scoring.stem`) or singular it equals
+(``deployments``, ``caches``, ``policies``); a Han query token
 matches every entry word that occurs in it as a substring (``缓存失效策略`` contains 缓存,
 失效 and 策略). At most :data:`MAX_EXPANSIONS` words are added per query.
 """
@@ -136,8 +137,7 @@ ENTRIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("budget",), ("预算",)),
     # security
     (("security",), ("安全",)),
-    (("secret",), ("密钥", "机密")),
-    (("key",), ("密钥",)),
+    (("secret", "key"), ("密钥", "机密")),
     (("password",), ("密码",)),
     (("token",), ("令牌",)),
     (("credential",), ("凭证", "凭据")),
@@ -187,10 +187,10 @@ ENTRIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("log", "logs", "logging"), ("日志",)),
     (("error",), ("错误",)),
     (("exception",), ("异常",)),
-    (("failure", "fault"), ("失败", "故障")),
+    (("failure", "fault"), ("故障", "失败")),
     (("crash",), ("崩溃",)),
     (("restart",), ("重启",)),
-    (("incident", "outage"), ("事故", "故障")),
+    (("incident", "outage"), ("事故",)),
     (("runbook", "manual"), ("手册",)),
     (("usage",), ("用量", "使用")),
     (("statistics", "stats"), ("统计",)),
@@ -203,7 +203,7 @@ ENTRIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("serialization", "serialize"), ("序列化",)),
     (("filter",), ("过滤",)),
     (("sort",), ("排序",)),
-    (("ranking", "rank"), ("排名", "排序")),
+    (("ranking", "rank"), ("排名",)),
     (("score",), ("评分", "分数")),
     (("pagination",), ("分页",)),
     (("cursor",), ("游标",)),
@@ -268,25 +268,41 @@ def _tables(stem: Callable[[str], str]) -> Tables:
     chinese: dict[str, list[str]] = {}
     for english_words, chinese_words in ENTRIES:
         for word in english_words:
-            targets = english.setdefault(stem(word), [])
-            targets.extend(c for c in chinese_words[:PER_ENTRY] if c not in targets)
+            for key in dict.fromkeys((word, stem(word))):
+                targets = english.setdefault(key, [])
+                targets.extend(c for c in chinese_words[:PER_ENTRY] if c not in targets)
         for word in chinese_words:
             targets = chinese.setdefault(word, [])
             targets.extend(e for e in english_words[:PER_ENTRY] if e not in targets)
     return english, chinese
 
 
+def _english_forms(token: str, stem: Callable[[str], str]) -> tuple[str, ...]:
+    """The word, its stem and its singular: the light stemmer alone misses ``caches`` ->
+    ``cache`` (it strips ``es``) and ``policies`` -> ``policy``."""
+    forms = [token, stem(token)]
+    if token.endswith("ies"):
+        forms.append(token[:-3] + "y")
+    if token.endswith("s"):
+        forms.append(token[:-1])
+    return tuple(forms)
+
+
 def expansions(token: str, *, han: bool, stem: Callable[[str], str]) -> list[str]:
     """The other language's words for one normalised query token (may be empty).
 
     An English token is looked up by its stem; a Han token yields the translations of every
-    glossary word it contains, longest entry words first (so 互斥锁 gives mutex before 锁
-    gives lock). ``stem`` is the ranking's English stemmer (the lookup key).
+    glossary word it contains, longest entry words first, then in the token's order (so
+    互斥锁 gives mutex before 锁 gives lock). ``stem`` is the ranking's English stemmer (the lookup key).
     """
     english, chinese = _tables(stem)
     if not han:
-        return list(english.get(stem(token), ()))
+        for form in _english_forms(token, stem):
+            if form in english:
+                return list(english[form])
+        return []
     found: list[str] = []
-    for word in sorted((w for w in chinese if w in token), key=lambda w: (-len(w), w)):
+    contained = (word for word in chinese if word in token)
+    for word in sorted(contained, key=lambda word: (-len(word), token.find(word), word)):
         found.extend(e for e in chinese[word] if e not in found)
     return found

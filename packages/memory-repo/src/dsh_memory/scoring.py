@@ -335,9 +335,14 @@ class Scorer:
             )
             for term in own
         ]
-        # Translations score at their weight and never raise the maximum the bm25 part is
-        # normalised by: an answer in the query's own words keeps the same scale.
-        self.added = [(term.needle, term.weight * stats.idf(term), term.group) for term in added]
+        # Translations score at their weight, with the idf of the token they translate (its
+        # mean over the token's own terms): how rare a concept is does not change with the
+        # language a note uses, and a translation rarer in this memory must not outweigh
+        # the query's own word. They never raise the maximum the bm25 part is normalised
+        # by: an answer in the query's own words keeps the same scale.
+        self.added = [
+            (term.needle, term.weight * possible[term.group], term.group) for term in added
+        ]
         self.added_share = {group: EXPANSION_WEIGHT * possible[group] for group in expanded}
         self.groups = plan.groups
         self.best = sum(idf for _needle, idf, _share, _group in self.items) * (K1 + 1)
