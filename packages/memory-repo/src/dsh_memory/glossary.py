@@ -291,9 +291,10 @@ def _english_forms(token: str, stem: Callable[[str], str]) -> tuple[str, ...]:
 def expansions(token: str, *, han: bool, stem: Callable[[str], str]) -> list[str]:
     """The other language's words for one normalised query token (may be empty).
 
-    An English token is looked up by its stem; a Han token yields the translations of every
-    glossary word it contains, longest entry words first, then in the token's order (so
-    互斥锁 gives mutex before 锁 gives lock). ``stem`` is the ranking's English stemmer (the lookup key).
+    An English token is looked up by its forms (:func:`_english_forms`); a Han token yields
+    the translations of every glossary word it contains, longest entry words first, then in
+    the token's order (so 互斥锁 gives mutex before 锁 gives lock). ``stem`` is the ranking's
+    English stemmer.
     """
     english, chinese = _tables(stem)
     if not han:
