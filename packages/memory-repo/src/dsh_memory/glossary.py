@@ -3,8 +3,8 @@
 A team's memory is written in English and Chinese, often by the same people: the note on
 cache invalidation may say 缓存失效, the question about it "cache invalidation". Words never
 match across languages, so :func:`expansions` gives a query word its everyday translations,
-which :mod:`dsh_memory.scoring` adds to the query at a reduced weight
-(:data:`dsh_memory.scoring.EXPANSION_WEIGHT`): a record in the query's own language still
+which :mod:`dsh_memory.terms` adds to the query at a reduced weight
+(:data:`dsh_memory.terms.EXPANSION_WEIGHT`): a record in the query's own language still
 ranks first, a record in the other language is found at all.
 
 Where the list comes from: it was written by hand for this package from the standard
@@ -17,7 +17,7 @@ and ambiguous one-character Chinese words are left out except 锁 (lock) and 旧
 which have no other everyday meaning in engineering notes.
 
 Matching is deliberately plain and bounded: an English query word matches an entry word
-it equals, or whose stem (:func:`dsh_memory.scoring.stem`) or singular it equals
+it equals, or whose stem (:func:`dsh_memory.terms.stem`) or singular it equals
 (``deployments``, ``caches``, ``policies``); a Han query token
 matches every entry word that occurs in it as a substring (``缓存失效策略`` contains 缓存,
 失效 and 策略). At most :data:`MAX_EXPANSIONS` words are added per query.
