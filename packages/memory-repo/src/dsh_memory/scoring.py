@@ -202,6 +202,8 @@ def gathering_terms(plan: QueryPlan, df: dict[Term, int]) -> list[Term]:
 
 
 COMPONENTS = ("phrase", "id", "bm25", "coverage")
+#: Shared empty per-token lists of a record with no translation (never written).
+_NO_GROUPS: list[float] = []
 
 
 class Scorer:
@@ -257,6 +259,8 @@ class Scorer:
         # records of one type by length, which the public evaluation's `procedure` query
         # shows is no better an answer than path order).
         length_norm = 1 - B + B * text.length / self.average_length
+        k1 = K1
+        k1_plus_one = K1 + 1
         bm25 = 0.0
         covered = 0.0
         # A token with translations scores the better of its own terms and its
@@ -265,10 +269,21 @@ class Scorer:
         # in the other language is still found.
         # Most candidates have no translation at all: they take the plain path, with no
         # per-token bookkeeping (two substring tests per translation).
-        translated = [item for item in self.added if item[0] in head or item[0] in body]
-        own_bm25 = [0.0] * self.groups if translated else None
-        own_cover = [0.0] * self.groups if translated else None
+        translated = (
+            [item for item in self.added if item[0] in head or item[0] in body]
+            if self.added
+            else None
+        )
         id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
+        # Per token: its own terms' bm25 and coverage, against its translations' bm25 (only
+        # kept for a record that has a translation).
+        own_bm25 = own_cover = added_bm25 = _NO_GROUPS
+        if translated:
+            own_bm25 = [0.0] * self.groups
+            own_cover = [0.0] * self.groups
+            added_bm25 = [0.0] * self.groups
+            for needle, idf, group in translated:
+                added_bm25[group] += idf * _saturated(needle, text, length_norm)
         for needle, idf, share, group in self.items:
             # _saturated, inlined: this loop is most of a query's ranking time.
             in_head = needle in head
@@ -285,17 +300,14 @@ class Scorer:
                 )
                 label = type_weight * kind.count(needle)
             frequency = frequency / length_norm + label
-            saturated = frequency * (K1 + 1) / (frequency + K1)
+            saturated = frequency * k1_plus_one / (frequency + k1)
             covered += share
-            if own_bm25 is not None and own_cover is not None and group >= 0:
+            if translated and group >= 0:
                 own_bm25[group] += idf * saturated
                 own_cover[group] += share
             else:
                 bm25 += idf * saturated
-        if own_bm25 is not None and own_cover is not None:
-            added_bm25 = [0.0] * self.groups
-            for needle, idf, group in translated:
-                added_bm25[group] += idf * _saturated(needle, text, head, body, length_norm)
+        if translated:
             for group, share in self.added_share.items():
                 bm25 += max(own_bm25[group], added_bm25[group])
                 if added_bm25[group]:
@@ -309,24 +321,17 @@ class Scorer:
         )
 
 
-def _saturated(needle: str, text: RecordText, head: str, body: str, length_norm: float) -> float:
-    """A term's BM25F frequency part, ``tf (k1 + 1) / (tf + k1)``; 0.0 when it is absent."""
-    in_head = needle in head
-    body_hits = body.count(needle)
-    if not in_head and not body_hits:
-        return 0.0
+def _saturated(needle: str, text: RecordText, length_norm: float) -> float:
+    """A term's BM25F frequency part, ``tf (k1 + 1) / (tf + k1)``, for a term the record has."""
+    id_field, tags, kind, other, body = text.fields
     id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
-    frequency = body_weight * body_hits
-    label = 0.0
-    if in_head:
-        id_field, tags, kind, other, _body = text.fields
-        frequency += (
-            id_weight * id_field.count(needle)
-            + tags_weight * tags.count(needle)
-            + other_weight * other.count(needle)
-        )
-        label = type_weight * kind.count(needle)
-    frequency = frequency / length_norm + label
+    frequency = (
+        id_weight * id_field.count(needle)
+        + tags_weight * tags.count(needle)
+        + other_weight * other.count(needle)
+        + body_weight * body.count(needle)
+    )
+    frequency = frequency / length_norm + type_weight * kind.count(needle)
     return frequency * (K1 + 1) / (frequency + K1)
 
 
@@ -366,22 +371,21 @@ def rank(
     Sorted by score descending, then path (code point order).
     """
     scorer = Scorer(plan, stats)
+    components = scorer.components
     folders = SCOPES[scope]
-    found = []
+    found: list[tuple[float, str, Match]] = []
     for record, text in candidates:
         # is_visible, with the common case (no expiry) answered without a date parse.
         if not record.valid or record.folder not in folders:
             continue
         if record.expires_at is not None and not is_visible(record, scope, now):
             continue
-        parts = scorer.components(text)
-        found.append(Match(record, round(sum(parts), 6), parts))
-    found.sort(key=_order)
-    return found
-
-
-def _order(match: Match) -> tuple[float, str]:
-    return -match.score, match.record.path
+        parts = components(text)
+        score = round(sum(parts), 6)
+        # Sorted as plain tuples (paths are unique, so a Match is never compared).
+        found.append((-score, record.path, Match(record, score, parts)))
+    found.sort()
+    return [match for _score, _path, match in found]
 
 
 def scan_stats(plan: QueryPlan, texts: Sequence[RecordText]) -> CorpusStats:
