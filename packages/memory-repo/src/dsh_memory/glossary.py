@@ -174,7 +174,7 @@ ENTRIES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("image",), ("镜像",)),
     (("plugin",), ("插件",)),
     (("dependency",), ("依赖",)),
-    (("package",), ("包",)),
+    (("package",), ("软件包",)),
     (("configuration", "config"), ("配置",)),
     (("setting",), ("设置",)),
     (("environment",), ("环境",)),
