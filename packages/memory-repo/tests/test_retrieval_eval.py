@@ -16,16 +16,21 @@ from bench_eval_scale import build, evaluate_scale  # noqa: E402
 from eval_corpus import PARAPHRASES  # noqa: E402
 
 #: A smaller memory than the README's 2,000-record run, so the test stays fast; the
-#: thresholds are the ones that run is held to (bench/bench_eval_scale.py).
+#: thresholds are the issue's targets, which that run meets too (bench/bench_eval_scale.py).
 SCALE_DISTRACTORS = 800
-#: The issue's targets, on the realistic variant (measured 0.923 at 800 and 2,000).
+#: The issue's targets, on the realistic variant: top-3 overall and for English alone
+#: (measured 0.942 and 0.914 at 800 and at 2,000 records), and MRR at least BM25's.
 REALISTIC_TOP3 = 0.90
-#: English top-3 as measured (0.886 = 31 of 35, BM25 the same): below the issue's 0.90.
-REALISTIC_EN_TOP3 = 0.88
-#: MRR as measured: ours 0.926 against BM25's 0.929 at 800 (the type-only ``constraint``).
-REALISTIC_MRR_MARGIN = 0.01
-#: The hard variant (the labelled topics are also distractor topics).
+REALISTIC_EN_TOP3 = 0.90
+#: The hard variant (the labelled topics are also distractor topics; measured 0.885 at 800).
 HARD_TOP3 = 0.85
+#: The issue's target for queries worded differently from their record.
+PARAPHRASED_TOP3 = 0.40
+#: The evaluation's queries written in the other language than their record's text: the
+#: public ``cache eviction policy`` (an English query for a Chinese note) and our
+#: paraphrases H7 (Chinese, for the English release checklist) and H8 (Chinese, for the
+#: English note on the deprecated lock).
+CROSS_LANGUAGE = ("37", "H7", "H8")
 
 
 @pytest.fixture(scope="module")
@@ -72,14 +77,15 @@ def test_ranking_at_scale_beats_bm25_and_grep_on_the_public_queries(
     report = evaluate_scale(root, data["queries"])
     ours, bm25, grep = report["dsh-memory"], report["bm25"], report["grep"]
     assert report["mismatches"] == []  # index and scan rank identically
+    # MRR at least BM25's, overall and in each language, on both variants.
+    for group in ("all", "en", "zh"):
+        assert ours[group]["mrr"] >= bm25[group]["mrr"], group
     if variant == "realistic":
         assert ours["all"]["top3"] >= REALISTIC_TOP3
         assert ours["en"]["top3"] >= REALISTIC_EN_TOP3
-        assert ours["all"]["mrr"] >= bm25["all"]["mrr"] - REALISTIC_MRR_MARGIN
     else:
         assert ours["all"]["top3"] >= HARD_TOP3
         assert ours["en"]["top3"] >= HARD_TOP3
-        assert ours["all"]["mrr"] >= bm25["all"]["mrr"]
     assert ours["all"]["top3"] >= bm25["all"]["top3"]
     assert ours["all"]["mrr"] > grep["all"]["mrr"]
 
@@ -90,8 +96,25 @@ def test_paraphrased_queries_at_scale_find_their_record(
     root, _data, _variant = memory_at_scale
     report = evaluate_scale(root, PARAPHRASES)
     assert report["mismatches"] == []
-    assert report["dsh-memory"]["all"]["top3"] >= 0.4
-    assert report["dsh-memory"]["all"]["mrr"] >= report["grep"]["all"]["mrr"]
+    ours = report["dsh-memory"]["all"]
+    assert ours["top3"] >= PARAPHRASED_TOP3
+    assert ours["mrr"] >= report["bm25"]["all"]["mrr"]
+    assert ours["mrr"] >= report["grep"]["all"]["mrr"]
+
+
+def test_cross_language_queries_find_their_record_at_scale(
+    memory_at_scale: tuple[Path, dict[str, Any], str],
+) -> None:
+    """Queries in the other language than their record's text: only a translation links them."""
+    root, data, _variant = memory_at_scale
+    cases = [case for case in [*data["queries"], *PARAPHRASES] if str(case["n"]) in CROSS_LANGUAGE]
+    assert len(cases) == len(CROSS_LANGUAGE)
+    report = evaluate_scale(root, cases)
+    assert report["mismatches"] == []
+    # Each is found among the first three (the English one by its Chinese body), where
+    # neither BM25 nor grep finds any of them there.
+    assert report["dsh-memory"]["all"]["top3"] == 1.0
+    assert report["bm25"]["all"]["top3"] == 0.0
 
 
 def test_generator_variants_differ_only_in_what_distractors_are_about() -> None:

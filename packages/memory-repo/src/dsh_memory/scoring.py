@@ -1,19 +1,7 @@
 """The ranking shared by the scan and the index: phrase and id tiers, BM25F, coverage.
 
-Text model. Every field is *normalised* (:func:`normalize`): lowercased, split on runs of
-characters that are not letters or numbers, with a break wherever Han characters meet other
-letters, and written as ``" tok tok ... "`` (single spaces, one at each end). A word token
-is a run of non-Han letters/numbers; a Han token is a run of Han characters.
-
-Query terms (:func:`plan_query`), at most :data:`MAX_QUERY_TERMS` distinct ones, in order:
-
-- a word of three or more characters after light English suffix stripping (:func:`stem`:
-  ``chunks`` -> ``chunk``, ``scheduling`` -> ``schedul``) matches every record word that
-  *starts with* the stem (``chunk``, ``chunked``, ``chunks``); a shorter word (``v2``, ``go``)
-  matches that exact word only;
-- a Han token of one character matches that character; a longer one contributes each of its
-  distinct bigrams (``缓存雪崩`` -> 缓存, 存雪, 雪崩), each matching as a substring of a Han
-  token - so "缓存雪崩预防" still finds "缓存雪崩的预防".
+Fields and query terms are those of :mod:`dsh_memory.terms` (normalised text, stems, Han
+bigrams, glossary translations); the names are re-exported here.
 
 Score of a record, the sum of its ``score_components``:
 
@@ -32,6 +20,11 @@ Score of a record, the sum of its ``score_components``:
   record matches (a Han token counts by the share of its bigrams), so a record sharing only
   some words still ranks, below the ones sharing all of them.
 
+A token with translations contributes the better of its own terms and its translations to
+``bm25`` and ``coverage``, never both; a translation scores at its weight with the idf of
+the token it translates, and gathers candidates only within :data:`TRANSLATION_CANDIDATES`
+(:func:`gathering_terms`).
+
 Ties are broken by path (code point order). The scan and the index call the same
 functions on the same normalised fields with the same statistics, so both give identical
 results; :mod:`dsh_memory.search_index` only finds the candidates faster.
@@ -41,21 +34,61 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from dsh_memory import frontmatter
 from dsh_memory.records import SCOPES, Record
+from dsh_memory.terms import (
+    EXPANSION_WEIGHT,
+    MAX_QUERY_TERMS,
+    MIN_PREFIX_CHARS,
+    QueryPlan,
+    Term,
+    is_han,
+    normalize,
+    plan_query,
+    stem,
+)
 
-#: Distinct query terms used; the rest of a long query is ignored (bounded work per query).
-MAX_QUERY_TERMS = 32
+__all__ = [
+    "COMPONENTS",
+    "EXPANSION_WEIGHT",
+    "MAX_CANDIDATES",
+    "MAX_QUERY_TERMS",
+    "MAX_SEARCHABLE_BODY_CHARS",
+    "MIN_PREFIX_CHARS",
+    "TRANSLATION_CANDIDATES",
+    "CorpusStats",
+    "Match",
+    "QueryPlan",
+    "RecordText",
+    "Scorer",
+    "Term",
+    "gathering_terms",
+    "index_tokens",
+    "is_han",
+    "is_visible",
+    "matches",
+    "normalize",
+    "plan_query",
+    "rank",
+    "ranked_matches",
+    "record_text",
+    "scan_stats",
+    "score_components",
+    "stem",
+    "text_length",
+]
+
 #: Characters of a record body that are searchable (bounded work and index per record).
 MAX_SEARCHABLE_BODY_CHARS = 20_000
 #: Records gathered as candidates, rarest term first; later terms only score (see
 #: :func:`gathering_terms`).
 MAX_CANDIDATES = 5_000
-MIN_PREFIX_CHARS = 3
+#: Records gathered by glossary translations (see :func:`gathering_terms`).
+TRANSLATION_CANDIDATES = 200
 
 PHRASE_WEIGHT = 1.0
 ID_WEIGHT = 1.0
@@ -65,100 +98,6 @@ K1 = 1.2
 B = 0.75
 #: BM25F field weights, in :class:`RecordText` field order.
 FIELD_WEIGHTS = (2.0, 1.5, 1.0, 1.0, 1.0)
-
-_SPLIT = re.compile(r"[\W_]+")
-_HAN_CHAR = "\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_HAN_BOUNDARY = re.compile(
-    f"(?<=[{_HAN_CHAR}])(?=[^{_HAN_CHAR}])|(?<=[^{_HAN_CHAR}])(?=[{_HAN_CHAR}])"
-)
-_HAN = re.compile(f"[{_HAN_CHAR}]")
-_SUFFIXES = (
-    "ational",
-    "ations",
-    "ation",
-    "ingly",
-    "ings",
-    "ing",
-    "ments",
-    "ment",
-    "ness",
-    "ies",
-    "ied",
-    "ers",
-    "er",
-    "ed",
-    "es",
-    "ly",
-    "s",
-)
-
-
-def normalize(value: str) -> str:
-    """``" tok tok "``: lowercased letter/number runs, Han runs split from other letters."""
-    tokens = _SPLIT.split(_HAN_BOUNDARY.sub(" ", value.lower()))
-    joined = " ".join(token for token in tokens if token)
-    return f" {joined} " if joined else " "
-
-
-def is_han(token: str) -> bool:
-    return _HAN.match(token) is not None
-
-
-def stem(word: str) -> str:
-    """Light English suffix stripping; the stem keeps at least four characters."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
-
-
-@dataclass(frozen=True)
-class Term:
-    text: str
-    #: "prefix" (word start), "word" (whole word) or "han" (substring of a Han token).
-    kind: str
-    #: Index of the query token this term came from (for coverage).
-    group: int
-
-    @property
-    def needle(self) -> str:
-        """What the term looks for in a normalised field (fields start and end with a space)."""
-        if self.kind == "prefix":
-            return " " + self.text
-        if self.kind == "word":
-            return f" {self.text} "
-        return self.text
-
-    def count(self, field: str) -> int:
-        return field.count(self.needle)
-
-
-@dataclass(frozen=True)
-class QueryPlan:
-    phrase: str
-    terms: tuple[Term, ...]
-    groups: int
-
-
-def plan_query(query: str) -> QueryPlan:
-    tokens = normalize(query).split()
-    terms: dict[tuple[str, str], Term] = {}
-    for group, token in enumerate(tokens):
-        if is_han(token):
-            grams = (
-                [token] if len(token) == 1 else [token[i : i + 2] for i in range(len(token) - 1)]
-            )
-            candidates = [Term(gram, "han", group) for gram in grams]
-        else:
-            base = stem(token)
-            kind = "prefix" if len(base) >= MIN_PREFIX_CHARS else "word"
-            candidates = [Term(base, kind, group)]
-        for term in candidates:
-            terms.setdefault((term.text, term.kind), term)
-    capped = tuple(list(terms.values())[:MAX_QUERY_TERMS])
-    left = "" if tokens and is_han(tokens[0]) else " "
-    right = "" if tokens and is_han(tokens[-1]) else " "
-    return QueryPlan(phrase=left + " ".join(tokens) + right, terms=capped, groups=len(tokens))
 
 
 class RecordText:
@@ -235,22 +174,36 @@ def gathering_terms(plan: QueryPlan, df: dict[Term, int]) -> list[Term]:
     The rarest matching term is always gathered; a later one only while the candidates
     (counted as the sum of document frequencies, a bound on their union) stay within
     MAX_CANDIDATES. Skipped, very common terms still score the gathered records.
+
+    Glossary translations come after the query's own terms and within a budget of their own,
+    :data:`TRANSLATION_CANDIDATES`: a translation is a weaker handle, so it may bring in a
+    few records that share none of the query's words (a specific term's notes in the other
+    language), never a common word's thousands - those would cost every query time and
+    rank below the records in the query's language anyway. When none of the query's own
+    terms matches, the rarest translation is gathered whatever its count.
     """
     ordered = sorted(
         (term for term in plan.terms if df.get(term, 0) > 0),
-        key=lambda term: (df[term], term.text, term.kind),
+        key=lambda term: (term.translation, df[term], term.text, term.kind),
     )
     chosen: list[Term] = []
     total = 0
+    translated = 0
     for term in ordered:
         if chosen and total + df[term] > MAX_CANDIDATES:
             continue
+        if term.translation:
+            if chosen and translated + df[term] > TRANSLATION_CANDIDATES:
+                continue
+            translated += df[term]
         chosen.append(term)
         total += df[term]
     return chosen
 
 
 COMPONENTS = ("phrase", "id", "bm25", "coverage")
+#: Shared empty per-token lists of a record with no translation (never written).
+_NO_GROUPS: list[float] = []
 
 
 class Scorer:
@@ -258,23 +211,46 @@ class Scorer:
 
     def __init__(self, plan: QueryPlan, stats: CorpusStats) -> None:
         self.phrase = plan.phrase
+        own = [term for term in plan.terms if not term.translation]
+        added = [term for term in plan.terms if term.translation]
         group_terms = [0] * plan.groups
-        for term in plan.terms:
+        for term in own:
             group_terms[term.group] += 1
-        # (needle, idf, coverage share): a group's terms share its weight in the coverage.
+        # A group's coverage weight: the sum of its own terms' shares (a word's idf, a Han
+        # token's mean bigram idf); its terms share it.
+        possible = [0.0] * plan.groups
+        for term in own:
+            possible[term.group] += stats.idf(term) / group_terms[term.group]
+        expanded = {term.group for term in added}
+        # (needle, idf, coverage share, group or -1): the group only where a translation
+        # may also cover it (the coverage of a group is the better of the two).
         self.items = [
-            (term.needle, stats.idf(term), stats.idf(term) / group_terms[term.group])
-            for term in plan.terms
+            (
+                term.needle,
+                stats.idf(term),
+                stats.idf(term) / group_terms[term.group],
+                term.group if term.group in expanded else -1,
+            )
+            for term in own
         ]
-        self.best = sum(idf for _needle, idf, _share in self.items) * (K1 + 1)
-        self.possible = sum(share for _needle, _idf, share in self.items)
+        # Translations score at their weight, with the idf of the token they translate (its
+        # mean over the token's own terms): how rare a concept is does not change with the
+        # language a note uses, and a translation rarer in this memory must not outweigh
+        # the query's own word. They never raise the maximum the bm25 part is normalised
+        # by: an answer in the query's own words keeps the same scale.
+        self.added = [
+            (term.needle, term.weight * possible[term.group], term.group) for term in added
+        ]
+        self.added_share = {group: EXPANSION_WEIGHT * possible[group] for group in expanded}
+        self.groups = plan.groups
+        self.best = sum(idf for _needle, idf, _share, _group in self.items) * (K1 + 1)
+        self.possible = sum(possible)
         self.average_length = stats.average_length or 1.0
 
     def components(self, text: RecordText) -> tuple[float, float, float, float]:
         """``(phrase, id, bm25, coverage)``, weighted: they sum to the score."""
         id_field, tags, kind, other, body = text.fields
         head = text.head
-        id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
         # BM25F with one length normalisation: the weighted frequency over id, tags,
         # provenance and body is divided by the record's length (b = 0.75 of its length,
         # all fields, against the average), so a match in a short, focused note counts
@@ -283,9 +259,33 @@ class Scorer:
         # records of one type by length, which the public evaluation's `procedure` query
         # shows is no better an answer than path order).
         length_norm = 1 - B + B * text.length / self.average_length
+        k1 = K1
+        k1_plus_one = K1 + 1
         bm25 = 0.0
         covered = 0.0
-        for needle, idf, share in self.items:
+        # A token with translations scores the better of its own terms and its
+        # translations, never both: a record that has the query's words gains nothing from
+        # also having their translation (a bilingual note is not a better answer), a record
+        # in the other language is still found.
+        # Most candidates have no translation at all: they take the plain path, with no
+        # per-token bookkeeping (two substring tests per translation).
+        translated = (
+            [item for item in self.added if item[0] in head or item[0] in body]
+            if self.added
+            else None
+        )
+        id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
+        # Per token: its own terms' bm25 and coverage, against its translations' bm25 (only
+        # kept for a record that has a translation).
+        own_bm25 = own_cover = added_bm25 = _NO_GROUPS
+        if translated:
+            own_bm25 = [0.0] * self.groups
+            own_cover = [0.0] * self.groups
+            added_bm25 = [0.0] * self.groups
+            for needle, idf, group in translated:
+                added_bm25[group] += idf * _saturated(needle, text, length_norm)
+        for needle, idf, share, group in self.items:
+            # _saturated, inlined: this loop is most of a query's ranking time.
             in_head = needle in head
             body_hits = body.count(needle)
             if not in_head and not body_hits:
@@ -300,8 +300,18 @@ class Scorer:
                 )
                 label = type_weight * kind.count(needle)
             frequency = frequency / length_norm + label
-            bm25 += idf * frequency * (K1 + 1) / (frequency + K1)
+            saturated = frequency * k1_plus_one / (frequency + k1)
             covered += share
+            if translated and group >= 0:
+                own_bm25[group] += idf * saturated
+                own_cover[group] += share
+            else:
+                bm25 += idf * saturated
+        if translated:
+            for group, share in self.added_share.items():
+                bm25 += max(own_bm25[group], added_bm25[group])
+                if added_bm25[group]:
+                    covered += max(0.0, share - own_cover[group])
         phrase = self.phrase in head or self.phrase in body
         return (
             PHRASE_WEIGHT if phrase else 0.0,
@@ -309,6 +319,20 @@ class Scorer:
             round(BM25_WEIGHT * bm25 / self.best, 6) if self.best else 0.0,
             round(COVERAGE_WEIGHT * covered / self.possible, 6) if self.possible else 0.0,
         )
+
+
+def _saturated(needle: str, text: RecordText, length_norm: float) -> float:
+    """A term's BM25F frequency part, ``tf (k1 + 1) / (tf + k1)``, for a term the record has."""
+    id_field, tags, kind, other, body = text.fields
+    id_weight, tags_weight, type_weight, other_weight, body_weight = FIELD_WEIGHTS
+    frequency = (
+        id_weight * id_field.count(needle)
+        + tags_weight * tags.count(needle)
+        + other_weight * other.count(needle)
+        + body_weight * body.count(needle)
+    )
+    frequency = frequency / length_norm + type_weight * kind.count(needle)
+    return frequency * (K1 + 1) / (frequency + K1)
 
 
 def score_components(plan: QueryPlan, text: RecordText, stats: CorpusStats) -> dict[str, float]:
@@ -323,8 +347,9 @@ def is_visible(record: Record, scope: str, now: _dt.datetime) -> bool:
     return not frontmatter.is_expired({"expires_at": record.expires_at}, now)
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
+    """A ranked record (a named tuple: thousands are made per query, cheaply)."""
+
     record: Record
     score: float
     parts: tuple[float, float, float, float]
@@ -346,14 +371,21 @@ def rank(
     Sorted by score descending, then path (code point order).
     """
     scorer = Scorer(plan, stats)
-    found = []
+    components = scorer.components
+    folders = SCOPES[scope]
+    found: list[tuple[float, str, Match]] = []
     for record, text in candidates:
-        if not is_visible(record, scope, now):
+        # is_visible, with the common case (no expiry) answered without a date parse.
+        if not record.valid or record.folder not in folders:
             continue
-        parts = scorer.components(text)
-        found.append(Match(record, round(sum(parts), 6), parts))
-    found.sort(key=lambda match: (-match.score, match.record.path))
-    return found
+        if record.expires_at is not None and not is_visible(record, scope, now):
+            continue
+        parts = components(text)
+        score = round(sum(parts), 6)
+        # Sorted as plain tuples (paths are unique, so a Match is never compared).
+        found.append((-score, record.path, Match(record, score, parts)))
+    found.sort()
+    return [match for _score, _path, match in found]
 
 
 def scan_stats(plan: QueryPlan, texts: Sequence[RecordText]) -> CorpusStats:
