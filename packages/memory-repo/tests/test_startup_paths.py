@@ -241,26 +241,38 @@ def test_a_symlinked_lock_is_never_followed(usage_root: Path, tmp_path: Path) ->
 
 # -- what the frequent commands do not import ---------------------------------------------
 
-PROBE = """
-import json, sys
-from dsh_memory.launcher import main
-sys.argv = ["dsh-memory", *sys.argv[1:]]
-try:
-    main()
-except SystemExit:
-    pass
-heavy = ("secrets", "shutil", "socket", "calendar", "typer", "dsh_memory.oplock")
-sys.stderr.write(json.dumps(sorted(m for m in heavy if m in sys.modules)))
-"""
+WRITER_ONLY = {"secrets", "shutil", "socket", "calendar", "typer", "dsh_memory.oplock"}
 
 
 @pytest.mark.parametrize("argv", [["status"], ["context", "deploy"], ["search", "deploy"]])
 def test_frequent_commands_leave_writer_modules_unimported(
     memory_root: Path, argv: list[str]
 ) -> None:
+    # -X importtime names every module the real process imports (the launcher ends the
+    # process with os._exit, so nothing can be asked of it afterwards).
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, check=True,
+        [sys.executable, "-X", "importtime", "-m", "dsh_memory.launcher", *argv],
+        capture_output=True, text=True, check=True,
         env={**os.environ, "DSH_MEMORY_ROOT": str(memory_root)},
     )  # fmt: skip
     assert json.loads(done.stdout)["ok"] is True
-    assert json.loads(done.stderr) == []
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "dsh_memory.service" in imported  # the probe sees the command's own imports
+    assert imported & WRITER_ONLY == set()
+
+
+def test_the_fast_path_flushes_its_answer_before_it_exits(memory_root: Path) -> None:
+    # Through a pipe stdout is block-buffered: os._exit without the flush would lose it.
+    done = subprocess.run(
+        [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root), "status"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.endswith("}\n")
+    assert json.loads(done.stdout)["value"]["empty"] is True
+    failed = subprocess.run(
+        [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root / "no"),
+         "status"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert failed.returncode == 1
+    assert json.loads(failed.stderr)["error"]["code"] == "repo-unavailable"

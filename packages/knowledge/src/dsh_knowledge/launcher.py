@@ -26,7 +26,9 @@ def main() -> None:
         sys.exit(_mcp(argv[1:]))
     code = _fast(argv)
     if code is not None:
-        sys.exit(code)
+        from dsh_common.quick_exit import exit_now  # noqa: PLC0415
+
+        exit_now(code)  # answered: skip the interpreter's ~8 ms teardown
     from dsh_knowledge.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()
