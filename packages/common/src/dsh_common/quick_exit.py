@@ -4,15 +4,17 @@ A fast-path command (``dsh-memory status``, ``dsh-knowledge retrieve``, ...) has
 two hundred modules; Python's shutdown then frees every one of them, object by object,
 which costs ~8 ms on a small machine - more than a git process, for nothing the user sees.
 Once the command has printed its answer and closed what it opened (the commands close
-their SQLite stores and files themselves, and nothing registers ``atexit`` handlers on
-these paths), :func:`exit_now` flushes stdout and stderr and leaves with ``os._exit``.
+their SQLite stores and files themselves), :func:`exit_now` flushes stdout and stderr and
+leaves with ``os._exit``.
 
-If flushing fails (a closed pipe), the normal ``sys.exit`` runs instead, so the process
-reports that failure exactly as it did before.
+The ordinary ``sys.exit`` runs instead when flushing fails (a closed pipe: the process
+reports it exactly as before) or when anything registered an ``atexit`` handler (coverage
+measuring subprocesses, ``logging``): those handlers must run.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from typing import NoReturn
@@ -20,6 +22,8 @@ from typing import NoReturn
 
 def exit_now(code: int) -> NoReturn:
     """Flush the standard streams and end the process with ``code``, skipping teardown."""
+    if atexit._ncallbacks():
+        sys.exit(code)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
