@@ -123,6 +123,21 @@ def test_large_files_are_hashed_by_git_with_the_same_answer(repo: Path) -> None:
     ]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_in_process_hashing_never_blocks_on_a_fifo_nor_follows_a_link(
+    repo: Path, tmp_path: Path
+) -> None:
+    # What the caller lstat-ed as a regular file may be swapped before it is read; the swap
+    # cannot be timed through the public function, so the reader is called directly.
+    os.mkfifo(repo / "handbook/fifo.md")
+    (tmp_path / "outside.md").write_text("outside\n")
+    (repo / "handbook/link.md").symlink_to(tmp_path / "outside.md")
+    ids = payload_state._hash_in_process(
+        repo, ["handbook/fifo.md", "handbook/link.md", "handbook/a.md"], 40
+    )
+    assert ids == {"handbook/a.md": git(repo, "hash-object", "handbook/a.md").strip()}
+
+
 def test_python_blob_ids_are_gits(repo: Path) -> None:
     data = "ünïcode\r\nand a CR\n".encode()
     (repo / "handbook/u.md").write_bytes(data)

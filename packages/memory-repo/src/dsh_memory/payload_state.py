@@ -34,6 +34,10 @@ GIT_TIMEOUT_SECONDS = 10.0
 #: few dozen small files. Past either bound one ``hash-object`` process does it.
 PYTHON_HASH_MAX_FILES = 256
 PYTHON_HASH_MAX_BYTES = 4 * 1024 * 1024
+_READ_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)  # fmt: skip
 
 
 def payload_directories(root: Path) -> list[str]:
@@ -100,17 +104,29 @@ def blob_id(data: bytes, oid_length: int) -> str:
 
 
 def _hash_in_process(root: Path, paths: Sequence[str], oid_length: int) -> dict[str, str]:
-    """Blob ids of the first files of ``paths`` while they stay within the Python bounds."""
+    """Blob ids of the files of ``paths`` that fit the Python bounds; the rest are left out.
+
+    Each file is opened without following a link and without blocking (a FIFO swapped in
+    after the caller's ``lstat`` must not hang status), and must still be a regular file;
+    anything else is left to ``hash-object``, whose process has a timeout.
+    """
     ids: dict[str, str] = {}
     if len(paths) > PYTHON_HASH_MAX_FILES:
         return ids
     budget = PYTHON_HASH_MAX_BYTES
     for path in paths:
-        with open(root / path, "rb") as handle:
+        try:
+            descriptor = os.open(root / path, _READ_FLAGS)
+        except OSError:
+            continue
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > budget:
+                continue
             data = handle.read(budget + 1)
         budget -= len(data)
         if budget < 0:
-            break  # the rest (this file included) goes to one hash-object process
+            break  # it grew while read: this file and the rest go to one hash-object process
         ids[path] = blob_id(data, oid_length)
     return ids
 
