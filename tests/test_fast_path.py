@@ -139,3 +139,18 @@ def test_the_fast_path_does_not_import_typer(
     assert "dsh_common.fastpath" in imported  # the probe sees the fast path itself
     assert "typer" not in imported
     assert json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("tool", ["dsh-compound", "dsh-knowledge", "dsh-memory"])
+def test_a_command_handed_to_the_parser_runs_with_the_garbage_collector(tool: str) -> None:
+    # The fast path switches the cyclic collector off; the parser's commands can run long.
+    probe = (
+        "import gc, sys; sys.argv = ['x', '--version']\n"
+        f"from {MODULE[tool]}.launcher import main\n"
+        "try:\n    main()\nexcept SystemExit:\n"
+        "    print('GC-ON' if gc.isenabled() else 'GC-OFF', file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().endswith("GC-ON")

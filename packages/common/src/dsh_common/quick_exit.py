@@ -7,6 +7,12 @@ Once the command has printed its answer and closed what it opened (the commands 
 their SQLite stores and files themselves), :func:`exit_now` flushes stdout and stderr and
 leaves with ``os._exit``.
 
+The launchers also switch the cyclic garbage collector off for the fast path: importing
+~130 modules triggers some twenty collections (~2 ms) that find nothing, and a read command
+makes no cyclic garbage worth collecting (a run of ``status``, ``search`` or ``context``
+leaves the same ~400 unreachable objects, all from module import). A command that falls
+back to the parser switches it on again.
+
 The ordinary ``sys.exit`` runs instead when flushing fails (a closed pipe: the process
 reports it exactly as before) or when anything registered an ``atexit`` handler (coverage
 measuring subprocesses, ``logging``): those handlers must run.
