@@ -45,3 +45,21 @@ def test_a_stream_that_cannot_be_flushed_takes_the_ordinary_exit() -> None:
     )
     assert done.returncode == 4
     assert done.stderr == ""
+
+
+def test_the_interpreter_teardown_is_skipped(tmp_path: Path) -> None:
+    # The witness: a file left open with buffered data. The ordinary shutdown finalises it
+    # (and so writes the data); os._exit skips that - which is why the commands close theirs.
+    script = (
+        "import sys\n"
+        "from dsh_common.quick_exit import exit_now\n"
+        f"left_open = open({str(tmp_path)!r} + '/' + sys.argv[1], 'w')\n"
+        "left_open.write('finalised')\n"
+        "exit_now(0) if sys.argv[1] == 'quick' else sys.exit(0)\n"
+    )
+    for mode in ("quick", "ordinary"):
+        done = subprocess.run([sys.executable, "-c", script, mode], capture_output=True,
+                              text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    assert (tmp_path / "quick").read_text() == ""
+    assert (tmp_path / "ordinary").read_text() == "finalised"

@@ -28,7 +28,9 @@ from typing import NoReturn
 
 def exit_now(code: int) -> NoReturn:
     """Flush the standard streams and end the process with ``code``, skipping teardown."""
-    if atexit._ncallbacks():
+    # ``_ncallbacks`` is CPython's; elsewhere nothing tells, so the ordinary exit runs.
+    registered = getattr(atexit, "_ncallbacks", None)
+    if registered is None or registered():
         sys.exit(code)
     try:
         sys.stdout.flush()
