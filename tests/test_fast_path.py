@@ -129,13 +129,28 @@ def test_the_fast_path_does_not_import_typer(
 ) -> None:
     env = {**os.environ, **IDENTITY, "DSH_HOME": world["home"], "HOME": world["base"]}
     env.pop("DSH_MEMORY_ROOT", None)
-    probe = (
-        "import sys; sys.argv = ['x', *sys.argv[1:]]\n"
-        f"from {MODULE[tool]}.launcher import main\n"
-        "try:\n    main()\nexcept SystemExit as e:\n"
-        "    print('TYPER' if 'typer' in sys.modules else 'NO-TYPER', e.code, file=sys.stderr)"
-    )
-    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True,
-                          env=env, cwd=world["repo"], timeout=120)  # fmt: skip
-    assert done.stderr.strip().endswith("NO-TYPER 0"), done.stderr
+    # -X importtime lists every module the process imports; the launcher ends a fast-path
+    # answer with os._exit, so the process cannot be asked anything after main().
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", f"{MODULE[tool]}.launcher",
+                           *argv], capture_output=True, text=True, env=env, cwd=world["repo"],
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "dsh_common.fastpath" in imported  # the probe sees the fast path itself
+    assert "typer" not in imported
     assert json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("tool", ["dsh-compound", "dsh-knowledge", "dsh-memory"])
+def test_a_command_handed_to_the_parser_runs_with_the_garbage_collector(tool: str) -> None:
+    # The fast path switches the cyclic collector off; the parser's commands can run long.
+    probe = (
+        "import gc, sys; sys.argv = ['x', '--version']\n"
+        f"from {MODULE[tool]}.launcher import main\n"
+        "try:\n    main()\nexcept SystemExit:\n"
+        "    print('GC-ON' if gc.isenabled() else 'GC-OFF', file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().endswith("GC-ON")

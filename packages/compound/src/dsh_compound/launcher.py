@@ -9,6 +9,7 @@ output either way.
 
 from __future__ import annotations
 
+import gc
 import sys
 from typing import Any
 
@@ -39,6 +40,7 @@ def main() -> None:
         from dsh_compound.hooks import main as hook_main  # noqa: PLC0415
 
         sys.exit(hook_main(argv[1:]))
+    gc.disable()  # see dsh_common.quick_exit: a short read needs no cyclic collector
     from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
 
     commands = {
@@ -48,7 +50,10 @@ def main() -> None:
     }
     code = run_fast(sys.argv[1:], commands)
     if code is not None:
-        sys.exit(code)
+        from dsh_common.quick_exit import exit_now  # noqa: PLC0415
+
+        exit_now(code)  # answered: skip the interpreter's ~8 ms teardown
+    gc.enable()  # the parser's commands may run long (sync, clear): collect as usual
     from dsh_compound.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -108,7 +107,7 @@ def replace_files(root: Path, files: Iterable[tuple[str, bytes, int]]) -> None:
 
 
 def _replace_at(dir_fd: int, name: str, data: bytes, *, mode: int, durable: bool) -> None:
-    temp = f".{name}.{secrets.token_hex(6)}.tmp"
+    temp = f".{name}.{os.urandom(6).hex()}.tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
                  dir_fd=dir_fd)  # fmt: skip
     try:

@@ -13,7 +13,6 @@ import contextlib
 import datetime as _dt
 import os
 import re
-import secrets
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -215,4 +214,4 @@ def unique_run_id(root: Path, base: str) -> str:
     """``base``, or ``base-<4 hex>`` if a record with that id already exists."""
     if not (root / run_record_path(base)).exists():
         return base
-    return f"{base}-{secrets.token_hex(2)}"
+    return f"{base}-{os.urandom(2).hex()}"

@@ -14,12 +14,6 @@ from dsh_common.git import GitRunner
 from dsh_memory import journal
 from dsh_memory.errors import MigrationFailedError, RunsInvalidRequestError
 from dsh_memory.frontmatter import SCHEMA_VERSION
-from dsh_memory.oplock import (
-    dead_lock_message,
-    finished_record,
-    read_active_run,
-    read_operation_lock,
-)
 from dsh_memory.payload import metadata_summary, scan_payload, skipped_names
 from dsh_memory.previews import pending_previews
 from dsh_memory.root import Layout, inspect_layout
@@ -69,6 +63,9 @@ def status(layout: Layout) -> dict[str, Any]:
 
 def health(root: Path) -> dict[str, Any]:
     """``memory.health()``: lock, active run, journal readability, recovery need."""
+    # Here, not at the top: status (an agent's frequent call) needs none of the lock code.
+    from dsh_memory.oplock import finished_record, read_active_run, read_operation_lock  # noqa: PLC0415
+
     git = GitRunner(root)
     try:
         git.run(["--version"])
@@ -181,6 +178,8 @@ def _recovery_steps(
     head_ahead: bool,
 ) -> list[str]:
     """Exact steps for each recovery ``health()`` found, in the order to take them."""
+    from dsh_memory.oplock import dead_lock_message, finished_record  # noqa: PLC0415
+
     steps: list[str] = []
     if active is not None and active.get("state") == "interrupted":
         steps.append(

@@ -9,7 +9,8 @@ or process filter* that the repository's config names and a ``.gitattributes`` i
 payload selects - a program of the repository's choosing. :func:`payload_dirty_paths` (the
 exact "is the payload dirty?" answer of status, health, clear, migrate and rollback)
 therefore reads the index with ``ls-files -s``, the work tree with ``lstat``, and hashes
-contents with ``hash-object --no-filters`` (or in Python). A file a built-in conversion
+contents in Python (git's blob id, no filters) or, for many or large files, with
+``hash-object --no-filters``. A file a built-in conversion
 (``core.autocrlf``, ``text``/``eol``) or a filter would store differently therefore reads
 as dirty: a redundant checkpoint, never a lost change.
 """
@@ -28,6 +29,15 @@ from dsh_common.git import GitRunner
 from dsh_memory.records import RECORD_FOLDERS
 
 GIT_TIMEOUT_SECONDS = 10.0
+#: Up to this many files (and :data:`PYTHON_HASH_MAX_BYTES` in all) are hashed in this
+#: process: a small memory's status would otherwise spend a git process (several ms) on a
+#: few dozen small files. Past either bound one ``hash-object`` process does it.
+PYTHON_HASH_MAX_FILES = 256
+PYTHON_HASH_MAX_BYTES = 4 * 1024 * 1024
+_READ_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)  # fmt: skip
 
 
 def payload_directories(root: Path) -> list[str]:
@@ -86,21 +96,54 @@ def parse_listing(output: bytes, *, staged: bool) -> tuple[dict[str, ListingEntr
     return entries, unmerged
 
 
-def _blob_id(data: bytes, oid_length: int) -> str:
+def blob_id(data: bytes, oid_length: int) -> str:
     """Git's blob id of ``data`` (SHA-1, or SHA-256 in a sha256 repository), no filters."""
     header = b"blob %d\0" % len(data)
     algorithm = hashlib.sha256 if oid_length == 64 else hashlib.sha1
     return algorithm(header + data).hexdigest()
 
 
+def _hash_in_process(root: Path, paths: Sequence[str], oid_length: int) -> dict[str, str]:
+    """Blob ids of the files of ``paths`` that fit the Python bounds; the rest are left out.
+
+    Each file is opened without following a link and without blocking (a FIFO swapped in
+    after the caller's ``lstat`` must not hang status), and must still be a regular file;
+    anything else is left to ``hash-object``, whose process has a timeout.
+    """
+    ids: dict[str, str] = {}
+    if len(paths) > PYTHON_HASH_MAX_FILES:
+        return ids
+    budget = PYTHON_HASH_MAX_BYTES
+    for path in paths:
+        try:
+            descriptor = os.open(root / path, _READ_FLAGS)
+        except OSError:
+            continue
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > budget:
+                continue
+            data = handle.read(budget + 1)
+        budget -= len(data)
+        if budget < 0:
+            break  # it grew while read: this file and the rest go to one hash-object process
+        ids[path] = blob_id(data, oid_length)
+    return ids
+
+
 def _hash_files(runner: GitRunner, root: Path, paths: Sequence[str], oid_length: int) -> list[str]:
     """Blob ids of work-tree files, never through a filter.
 
-    One ``hash-object --no-filters --stdin-paths`` process for ordinary names; a name that
-    process would misread (a newline, or a leading quote it would C-unquote) is hashed here.
+    A few small files are hashed here; otherwise one ``hash-object --no-filters
+    --stdin-paths`` process takes the ordinary names, and a name that process would misread
+    (a newline, or a leading quote it would C-unquote) is hashed here.
     """
-    ids: dict[str, str] = {}
-    ordinary = [p for p in paths if "\n" not in p and "\r" not in p and not p.startswith('"')]
+    ids = _hash_in_process(root, paths, oid_length)
+    ordinary = [
+        p
+        for p in paths
+        if p not in ids and "\n" not in p and "\r" not in p and not p.startswith('"')
+    ]
     if ordinary:
         data = b"".join(_encode(p) + b"\n" for p in ordinary)
         timeout = max(GIT_TIMEOUT_SECONDS, len(ordinary) / 2000)
@@ -113,8 +156,40 @@ def _hash_files(runner: GitRunner, root: Path, paths: Sequence[str], oid_length:
     for path in paths:
         if path not in ids:
             with open(root / path, "rb") as handle:
-                ids[path] = _blob_id(handle.read(), oid_length)
+                ids[path] = blob_id(handle.read(), oid_length)
     return [ids[p] for p in paths]
+
+
+def _index_and_untracked(
+    runner: GitRunner, paths: Sequence[str]
+) -> tuple[dict[str, ListingEntry], set[str], list[str]]:
+    """Index entries, unmerged paths and untracked (not ignored) files under ``paths``.
+
+    One ``ls-files -s --others`` process when its two kinds of line cannot be confused: an
+    index line starts with its mode (a digit ``1``), an untracked line with its path, i.e.
+    with one of ``paths`` - so every pathspec must be a plain relative path starting with a
+    letter (``./1x`` or ``a/../1x`` would list as ``1x``). Otherwise two processes, as the
+    general case needs.
+    """
+    if paths and all(p[:1].isalpha() and ".." not in p.split("/") for p in paths):
+        output = runner.run(
+            ["ls-files", "-z", "-s", "--others", "--exclude-standard", "--", *paths]
+        ).stdout
+        index_lines: list[bytes] = []
+        untracked: list[str] = []
+        for record in output.split(b"\0"):
+            if record[:1] == b"1":
+                index_lines.append(record)
+            elif record:
+                untracked.append(record.decode("utf-8", "surrogateescape"))
+        staged, unmerged = parse_listing(b"\0".join(index_lines), staged=True)
+        return staged, unmerged, untracked
+    staged, unmerged = parse_listing(
+        runner.run(["ls-files", "-z", "-s", "--", *paths]).stdout, staged=True
+    )
+    others = runner.run(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths])
+    untracked = [p.decode("utf-8", "surrogateescape") for p in others.stdout.split(b"\0") if p]
+    return staged, unmerged, untracked
 
 
 def payload_dirty_paths(
@@ -133,12 +208,9 @@ def payload_dirty_paths(
                              check=False)  # fmt: skip
         if listing.returncode == 0:
             committed, _ = parse_listing(listing.stdout, staged=False)
-    staged, unmerged = parse_listing(
-        runner.run(["ls-files", "-z", "-s", "--", *paths]).stdout, staged=True
-    )
-    others = runner.run(["ls-files", "-z", "--others", "--exclude-standard", "--", *paths])
+    staged, unmerged, untracked = _index_and_untracked(runner, paths)
     dirty: set[str] = set(unmerged)
-    dirty.update(p.decode("utf-8", "surrogateescape") for p in others.stdout.split(b"\0") if p)
+    dirty.update(untracked)
     dirty.update(p for p in committed if p not in staged and p not in unmerged)
     to_hash: list[str] = []
     for path, entry in staged.items():
@@ -155,7 +227,7 @@ def payload_dirty_paths(
         if entry.mode == _SYMLINK_MODE:
             if (
                 not stat.S_ISLNK(info.st_mode)
-                or _blob_id(os.fsencode(os.readlink(root / path)), len(entry.oid)) != entry.oid
+                or blob_id(os.fsencode(os.readlink(root / path)), len(entry.oid)) != entry.oid
             ):
                 dirty.add(path)
             continue

@@ -19,11 +19,9 @@ applied, and removed lazily by the next listing (the earlier tool's rule; TTL 7 
 
 from __future__ import annotations
 
-import calendar
 import datetime as _dt
 import os
 import re
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -58,6 +56,8 @@ def _expires_at_seconds(record: dict[str, Any]) -> float | None:
     if not isinstance(value, str):
         return None
     try:
+        import calendar  # noqa: PLC0415 - lazy: start-up time
+
         return float(calendar.timegm(time.strptime(value, "%Y-%m-%dT%H:%M:%SZ")))
     except (ValueError, OverflowError):
         return None
@@ -125,6 +125,8 @@ def pending_previews(
             continue
         if is_expired(record, now):
             if clean:
+                import shutil  # noqa: PLC0415 - lazy: start-up time
+
                 shutil.rmtree(directory / name, ignore_errors=True)
             continue
         found.append(_listing(record))
@@ -140,6 +142,8 @@ def pending_preview(root: Path, preview_id: object) -> tuple[dict[str, Any], Pat
     if record is None:
         raise PreviewNotFoundError(f"no preview {identifier}")
     if is_expired(record):
+        import shutil  # noqa: PLC0415 - lazy: start-up time
+
         shutil.rmtree(directory, ignore_errors=True)
         raise PreviewExpiredError(f"preview {identifier} has expired")
     staging = directory / STAGING_DIR
@@ -191,5 +195,7 @@ def discard_preview(root: Path, preview_id: object) -> dict[str, Any]:
     directory = preview_directory(root, identifier)
     if read_preview(root, identifier) is None:
         raise PreviewNotFoundError(f"no preview {identifier}")
+    import shutil  # noqa: PLC0415 - lazy: start-up time
+
     shutil.rmtree(directory)
     return {"removed": True, "previewId": identifier}

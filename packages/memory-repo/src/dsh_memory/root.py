@@ -127,6 +127,41 @@ def inspect_layout(root: Path, *, git: GitRunner | None = None) -> Layout:
         top_level = runner.top_level()
     except GitError as exc:
         raise RepoUnavailableError(f"memory root {root} is not a Git work tree") from exc
+    return _checked_layout(root, runner, top_level)
+
+
+def inspect_memory_layout(root: Path) -> tuple[Layout, bool]:
+    """:func:`inspect_layout` and :func:`has_memory_marker` together, in one git process
+    when HEAD's marker is the one ``init`` writes today.
+
+    ``rev-parse --show-toplevel HEAD:.sync/.gitignore`` prints the top level and the
+    marker's blob id; a blob id equal to that of today's marker is the marker (same bytes,
+    same answer as reading them). Anything else - no HEAD, no marker file, an older or the
+    earlier tool's marker - takes the two separate steps, so the answers are always those of
+    :func:`inspect_layout` and :func:`has_memory_marker`.
+    """
+    check_root_directory(root)
+    runner = GitRunner(root)
+    try:
+        result = runner.run(["rev-parse", "--show-toplevel", f"HEAD:{MARKER_FILE}"], check=False)
+    except GitError:
+        result = None
+    lines = result.text.split("\n") if result is not None and result.returncode == 0 else []
+    if len(lines) == 3 and lines[2] == "" and lines[1] in _current_marker_ids():
+        return _checked_layout(root, runner, Path(lines[0])), True
+    layout = inspect_layout(root, git=runner)
+    return layout, has_memory_marker(runner)
+
+
+def _current_marker_ids() -> frozenset[str]:
+    """Blob ids (SHA-1 and SHA-256 repositories) of the marker ``init`` writes today."""
+    from dsh_memory.payload_state import blob_id  # noqa: PLC0415 - only context needs it
+
+    data = "".join(line + "\n" for line in SYNC_GITIGNORE_LINES).encode("utf-8")
+    return frozenset({blob_id(data, 40), blob_id(data, 64)})
+
+
+def _checked_layout(root: Path, runner: GitRunner, top_level: Path) -> Layout:
     # realpath: an ancestor of the root may legitimately be a symlink (macOS /var).
     if os.path.realpath(top_level) != os.path.realpath(root):
         raise UnsafeLayoutError(

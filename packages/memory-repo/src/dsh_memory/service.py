@@ -313,11 +313,11 @@ class MemoryService:
     def context(self, query: object = None, limit: object = None, scope: object = None) -> Envelope:
         def action() -> Any:
             from dsh_memory.context import context  # noqa: PLC0415
-            from dsh_memory.root import has_memory_marker  # noqa: PLC0415
+            from dsh_memory.root import inspect_memory_layout  # noqa: PLC0415
 
-            layout = self._layout()
-            # Usage is a write: only into a repository that carries the memory marker.
-            recorded = has_memory_marker(layout.git)
+            # Usage is a write: only into a repository that carries the memory marker (the
+            # layout check and the marker share one git process where they can).
+            layout, recorded = inspect_memory_layout(self.root)
             return context(layout.root, query, limit, scope, record_use=recorded)
 
         return self._envelope("context", action)

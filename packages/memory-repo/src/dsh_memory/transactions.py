@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +121,7 @@ class GitTransactions:
             return []
         if len(contents) > FAST_IMPORT_THRESHOLD:
             return self._fast_import_blobs(contents)
-        scratch = self.git_dir() / f"dsh-memory-blobs-{os.getpid()}-{secrets.token_hex(4)}"
+        scratch = self.git_dir() / f"dsh-memory-blobs-{os.getpid()}-{os.urandom(4).hex()}"
         scratch.mkdir(mode=0o700)
         try:
             names: list[str] = []
@@ -142,10 +140,12 @@ class GitTransactions:
                 raise GitError("hash-object returned a different number of ids")
             return oids
         finally:
+            import shutil  # noqa: PLC0415 - lazy: start-up time
+
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _fast_import_blobs(self, contents: Sequence[bytes]) -> list[str]:
-        marks = self.git_dir() / f"dsh-memory-marks-{os.getpid()}-{secrets.token_hex(4)}"
+        marks = self.git_dir() / f"dsh-memory-marks-{os.getpid()}-{os.urandom(4).hex()}"
         stream = bytearray()
         for index, data in enumerate(contents, start=1):
             stream += b"blob\nmark :%d\ndata %d\n" % (index, len(data))
@@ -172,7 +172,7 @@ class GitTransactions:
 
     def build_tree(self, base: str | None, changes: TreeChanges) -> str:
         """The tree of ``base`` with ``changes`` applied, built in an alternate index."""
-        index_file = self.git_dir() / f"dsh-memory-index-{os.getpid()}-{secrets.token_hex(4)}"
+        index_file = self.git_dir() / f"dsh-memory-index-{os.getpid()}-{os.urandom(4).hex()}"
         env = {"GIT_INDEX_FILE": str(index_file)}
         try:
             if base is None:
@@ -299,9 +299,11 @@ class GitTransactions:
             raise CommitFailedError(
                 f"{lock} exists: another git process is using the index"
             ) from exc
-        copy = git_dir / f"dsh-memory-live-index-{os.getpid()}-{secrets.token_hex(4)}"
+        copy = git_dir / f"dsh-memory-live-index-{os.getpid()}-{os.urandom(4).hex()}"
         try:
             with contextlib.suppress(FileNotFoundError):
+                import shutil  # noqa: PLC0415 - lazy: start-up time
+
                 shutil.copyfile(live, copy)
                 os.utime(copy, (_FUTURE_INDEX_TIME, _FUTURE_INDEX_TIME))
             self.git.run(["update-index", "-z", "--index-info"], input=_index_info(changes),
