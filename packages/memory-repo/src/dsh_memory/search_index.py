@@ -35,6 +35,7 @@ fails anywhere, search falls back to scanning the files - with the same results.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import os
 import sqlite3
@@ -510,12 +511,20 @@ def _rank_in_index(
 
 
 def ranked_candidates(
-    root: Path, plan: scoring.QueryPlan, scope: str, now: _dt.datetime, *, use_index: bool = True
+    root: Path,
+    plan: scoring.QueryPlan,
+    scope: str,
+    now: _dt.datetime,
+    *,
+    use_index: bool = True,
+    complete: int = 0,
 ) -> tuple[list[scoring.Match], dict[str, Any]]:
     """Every visible matching record, best first, and how they were found.
 
     With a usable index the statistics and candidates come from SQLite; otherwise (or with
-    ``use_index=False``) every file in scope is read. Both give the same list.
+    ``use_index=False``) every file in scope is read. Both give the same list. The first
+    ``complete`` records from the index are read from their files while the freshness check
+    still runs (:func:`complete_records` then has nothing left to do for them).
     """
     folders = SCOPES[scope]
     if not use_index:
@@ -525,7 +534,10 @@ def ranked_candidates(
         }
     try:
         ranked, state = query_fresh(
-            root, lambda connection, meta: _rank_in_index(connection, meta, plan, scope, now)
+            root,
+            lambda connection, meta: _completed_head(
+                root, _rank_in_index(connection, meta, plan, scope, now), complete
+            ),
         )
         return ranked, {"mode": "index", "indexState": state}
     except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
@@ -573,6 +585,20 @@ def _visible_indexed(
         Record(path=p, signature=sig, valid=True, id=rid, partial=True)
         for p, sig, rid in rows.values()
     ]
+
+
+def _completed_head(root: Path, ranked: list[scoring.Match], count: int) -> list[scoring.Match]:
+    """``ranked`` with its first ``count`` records complete; one that cannot be loaded stays
+    partial, for :func:`complete_records` to drop as it always does."""
+    head = ranked[:count]
+    full = {record.path: record for record in complete_records(root, [m.record for m in head])}
+    completed = [
+        dataclasses.replace(match, record=full[match.record.path])
+        if match.record.path in full
+        else match
+        for match in head
+    ]
+    return completed + ranked[count:]
 
 
 def complete_records(root: Path, records: list[Record]) -> list[Record]:
