@@ -265,3 +265,26 @@ def test_a_damaged_meta_row_rebuilds_the_index(
     connection.close()
     assert find(large, "alpha") == ("rebuilt", [TARGET])
     assert find(large, "alpha") == ("fresh", [TARGET])
+
+
+def test_a_find_on_a_relative_path_entry_is_never_run(large: Path, tmp_path: Path) -> None:
+    """PATH=bin would resolve bin/find again inside the root the listing runs in."""
+    marker = tmp_path / "ran"
+    for base in (tmp_path, large):
+        (base / "bin").mkdir()
+        fake = base / "bin/find"
+        fake.write_text(f"#!/bin/sh\necho ran > {marker}\n")
+        fake.chmod(0o755)
+    environment = {**os.environ, "PATH": "bin"}
+    completed = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(large), "alpha"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=tmp_path,
+        check=True,
+    )
+    retrieval, paths, same = json.loads(completed.stdout)
+    assert (retrieval["indexState"], paths, same) == ("rebuilt", [TARGET], True)
+    assert not marker.exists()
+    assert meta_of(large).get("stat_key")

@@ -126,7 +126,11 @@ def folder_states(root: Path) -> bytes | None:
 
 @functools.cache
 def _find_program() -> str | None:
-    return shutil.which("find")
+    # Only an absolute path: a relative PATH entry ("." or "bin") would be resolved again in
+    # the child's working directory - the memory root, where anyone who can commit to the
+    # repository could have put a file named find.
+    program = shutil.which("find")
+    return program if program is not None and os.path.isabs(program) else None
 
 
 class Listing:
