@@ -40,7 +40,8 @@ def gnu_find() -> str | None:
 
 
 needs_gnu_find = pytest.mark.skipif(
-    gnu_find() is None, reason="the listing key needs GNU find (-printf); none is installed"
+    gnu_find() is None or index_key.usable_cores() < 2,
+    reason="the listing key needs GNU find (-printf) and a second CPU; this host lacks one",
 )
 
 
@@ -71,10 +72,12 @@ def in_process(root: Path, query: str) -> tuple[str, list[str]]:
 
 
 _CHILD = """
-import json, sys
+import json, os, sys
 from pathlib import Path
 from dsh_memory.search import search
 root, query = Path(sys.argv[1]), sys.argv[2]
+if len(sys.argv) > 3:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 value = search(root, query)
 scanned = search(root, query, use_index=False)
 same = value["results"] == scanned["results"] and value["count"] == scanned["count"]
@@ -288,3 +291,18 @@ def test_a_find_on_a_relative_path_entry_is_never_run(large: Path, tmp_path: Pat
     assert (retrieval["indexState"], paths, same) == ("rebuilt", [TARGET], True)
     assert not marker.exists()
     assert meta_of(large).get("stat_key")
+
+
+@needs_gnu_find
+def test_a_process_on_one_cpu_stores_the_stat_key(large: Path) -> None:
+    """The listing only pays off on a second core: on one it would add work, not hide it."""
+    completed = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(large), "alpha", "one-cpu"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    retrieval, paths, same = json.loads(completed.stdout)
+    assert (retrieval["indexState"], paths, same) == ("rebuilt", [TARGET], True)
+    meta = meta_of(large)
+    assert meta.get("stat_key") and "listing_key" not in meta

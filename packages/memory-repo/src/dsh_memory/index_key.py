@@ -13,7 +13,8 @@ Three keys, cheapest first, each stored in the index meta by the build:
   The build checks ``find``'s output against its own walk (every record's inode and ctime
   to the nanosecond) and stores the key only when they agree, so a ``find`` that formats
   differently, rounds times or skips files is never trusted;
-- the *stat key* (:func:`stat_key`, same sizes, when the listing key cannot be had):
+- the *stat key* (:func:`stat_key`, same sizes, when the listing key cannot be had or the
+  process may use a single CPU only):
   ``lstat`` of the indexed paths and directories from Python, in turn with the query;
 - the payload *fingerprint* (small payloads, or a record folder that is a link): a full
   walk of the record folders, exact and a few milliseconds for a small payload.
@@ -124,6 +125,14 @@ def folder_states(root: Path) -> bytes | None:
     return " ".join(states).encode("ascii")
 
 
+def usable_cores() -> int:
+    """CPUs this process may run on: the listing only pays off beside the query, on another
+    core (on one core it adds a process to the same stats)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 @functools.cache
 def _find_program() -> str | None:
     # Only an absolute path: a relative PATH entry ("." or "bin") would be resolved again in
@@ -219,7 +228,9 @@ def _exits_in_time(process: subprocess.Popen[bytes]) -> bool:
 
 
 def _listing_digest(states: bytes, listing: bytes) -> str:
-    return hashlib.sha256(states + b"\n" + listing).hexdigest()
+    digest = hashlib.sha256(states + b"\n")
+    digest.update(listing)
+    return digest.hexdigest()
 
 
 def _output_file() -> int:
@@ -272,10 +283,11 @@ def snapshot_keys(root: Path, entries: list[PayloadEntry]) -> dict[str, str]:
     states = folder_states(root)
     if states is None:
         return {}
-    listing = Listing(root, states)
-    output = listing.result()
-    if output is not None and listing_agrees(output, entries):
-        return {"listing_key": _listing_digest(states, output)}
+    if usable_cores() >= 2:
+        listing = Listing(root, states)
+        output = listing.result()
+        if output is not None and listing_agrees(output, entries):
+            return {"listing_key": _listing_digest(states, output)}
     groups = stat_groups(payload_state.payload_directories(root), [e.path for e in entries])
     return {"stat_key": stat_key(root, groups), "stat_groups": jsonio.dumps(groups)}
 
