@@ -10,8 +10,12 @@ reported), then every query in ``corpus.QUERIES`` is run
 The baseline row, measured in the same run, is one ``lstat`` of every record file from
 Python (``os.stat`` relative to an open directory, nothing else): what any exact freshness
 check of the files costs when done before the query. Its last column is search / baseline.
-The build row names the freshness key the index stores (``listing`` when a GNU ``find``
-runs beside the query, ``stat`` without one, ``walk`` below 3,000 records).
+From 3,000 records on, the index is also built a second time, in a copy of the root, by a
+child process whose PATH has no ``find`` (so it stores the stat key); the two are then
+searched alternately, query by query (the "A/B" rows): the listing key against the stat key
+under the same load, results asserted identical. The build row names the freshness key the
+index stores (``listing`` when a GNU ``find`` runs beside the query, ``stat`` without one,
+``walk`` below 3,000 records).
 
     uv run python packages/memory-repo/bench/bench_search.py [sizes...]
 """
@@ -19,6 +23,7 @@ runs beside the query, ``stat`` without one, ``walk`` below 3,000 records).
 from __future__ import annotations
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -110,12 +115,48 @@ def bench_size(count: int) -> list[str]:
             ]
         )
         rows.append(_baseline_row(root, count, search_median))
+        if count >= search_index.FAST_KEY_MIN_RECORDS:
+            rows += _key_rows(root, _stat_key_twin(root, Path(directory)), count)
         rows.append(_refresh_row(root, count))
         rows.append(
             f"| {count:,} | index build (first search, {_key_kind(root)} key) | {build_ms:.1f}"
             f" | - | - | - | {index_bytes / 1024 / 1024:.1f} MiB |"
         )
     return rows
+
+
+def _stat_key_twin(root: Path, directory: Path) -> Path:
+    """A copy of ``root`` whose index a child without ``find`` on its PATH built."""
+    twin = directory / "twin"
+    shutil.copytree(root, twin, symlinks=True, ignore=shutil.ignore_patterns("*.sqlite"))
+    no_find = directory / "no-find"
+    no_find.mkdir()
+    build = "import sys; from pathlib import Path; from dsh_memory import search_index as s;"
+    build += " s.update_index(Path(sys.argv[1]))"
+    environment = {**os.environ, "PATH": str(no_find)}
+    subprocess.run([sys.executable, "-c", build, str(twin)], check=True, env=environment)
+    assert _key_kind(twin) == "stat", _key_kind(twin)
+    return twin
+
+
+def _key_rows(root: Path, twin: Path, count: int) -> list[str]:
+    samples: dict[Path, list[float]] = {root: [], twin: []}
+    for query in QUERIES:
+        answers = {}
+        for _run in range(RUNS):
+            for where in (root, twin):
+                start = time.perf_counter()
+                answers[where] = search(where, query, 20, "all")
+                samples[where].append((time.perf_counter() - start) * 1000)
+                assert answers[where]["retrieval"]["indexState"] == "fresh"
+        assert answers[root]["results"] == answers[twin]["results"], query
+    listing, stat_only = (statistics.median(samples[where]) for where in (root, twin))
+    return [
+        f"| {count:,} | search (A/B: {_key_kind(root)} key) | {listing:.1f} |"
+        f" {p95(samples[root]):.1f} | - | - | - |",
+        f"| {count:,} | search (A/B: stat key, no find) | {stat_only:.1f} |"
+        f" {p95(samples[twin]):.1f} | - | - | stat/listing {stat_only / listing:.2f}x |",
+    ]
 
 
 def _key_kind(root: Path) -> str:
