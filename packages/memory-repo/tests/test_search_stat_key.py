@@ -253,6 +253,7 @@ def test_listing_check_rejects_other_formats_and_missing_records(large: Path) ->
         ("listing_key", "0" * 64),
         ("folder_stats", '{"handbook": "many"}'),
         ("folder_stats", "not json"),
+        ("record_count", "many"),
     ],
 )
 def test_a_damaged_meta_row_rebuilds_the_index(

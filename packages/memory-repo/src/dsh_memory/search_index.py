@@ -445,9 +445,9 @@ def _query_if_fresh(root: Path, path: Path, query: Query[_Answer]) -> tuple[_Ans
             return None
         try:
             _scope_totals(meta, RECORD_FOLDERS)
+            check = index_key.start_check(root, meta)
         except ValueError:
             return None  # a damaged meta row: rebuilt, as any unreadable index
-        check = index_key.start_check(root, meta)
         try:
             answer = query(connection, meta)
         except BaseException:
