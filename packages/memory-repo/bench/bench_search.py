@@ -7,11 +7,23 @@ reported), then every query in ``corpus.QUERIES`` is run
 ``context`` with a query and without one. Medians and p95 are over all runs of all queries
 (milliseconds); the ratio is scan / index. Results are checked identical on every query.
 
+The baseline row, measured in the same run, is one ``lstat`` of every record file from
+Python (``os.stat`` relative to an open directory, nothing else): what any exact freshness
+check of the files costs when done before the query. Its last column is search / baseline.
+From 3,000 records on, the index is also built a second time, in a copy of the root, by a
+child process whose PATH has no ``find`` (so it stores the stat key); the two are then
+searched alternately, query by query (the "A/B" rows): the listing key against the stat key
+under the same load, results asserted identical. The build row names the freshness key the
+index stores (``listing`` when a GNU ``find`` runs beside the query, ``stat`` without one,
+``walk`` below 3,000 records).
+
     uv run python packages/memory-repo/bench/bench_search.py [sizes...]
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -95,12 +107,85 @@ def bench_size(count: int) -> list[str]:
         no_query_index = timed(lambda: context(root, None, 10, "all"))
         no_query_scan = timed(lambda: context(root, None, 10, "all", use_index=False), runs=3)
         rows.append(_row(count, "context (no query)", no_query_index, no_query_scan))
+        search_median = statistics.median(
+            [
+                sample
+                for query in QUERIES
+                for sample in timed(lambda q=query: search(root, q, 20, "all"))
+            ]
+        )
+        rows.append(_baseline_row(root, count, search_median))
+        if count >= search_index.FAST_KEY_MIN_RECORDS:
+            rows += _key_rows(root, _stat_key_twin(root, Path(directory)), count)
         rows.append(_refresh_row(root, count))
         rows.append(
-            f"| {count:,} | index build (first search) | {build_ms:.1f} | - | - | - |"
-            f" {index_bytes / 1024 / 1024:.1f} MiB |"
+            f"| {count:,} | index build (first search, {_key_kind(root)} key) | {build_ms:.1f}"
+            f" | - | - | - | {index_bytes / 1024 / 1024:.1f} MiB |"
         )
     return rows
+
+
+def _stat_key_twin(root: Path, directory: Path) -> Path:
+    """A copy of ``root`` whose index a child without ``find`` on its PATH built."""
+    twin = directory / "twin"
+    shutil.copytree(root, twin, symlinks=True, ignore=shutil.ignore_patterns("*.sqlite"))
+    no_find = directory / "no-find"
+    no_find.mkdir()
+    build = "import sys; from pathlib import Path; from dsh_memory import search_index as s;"
+    build += " s.update_index(Path(sys.argv[1]))"
+    environment = {**os.environ, "PATH": str(no_find)}
+    subprocess.run([sys.executable, "-c", build, str(twin)], check=True, env=environment)
+    assert _key_kind(twin) == "stat", _key_kind(twin)
+    return twin
+
+
+def _key_rows(root: Path, twin: Path, count: int) -> list[str]:
+    samples: dict[Path, list[float]] = {root: [], twin: []}
+    for query in QUERIES:
+        answers = {}
+        for _run in range(RUNS):
+            for where in (root, twin):
+                start = time.perf_counter()
+                answers[where] = search(where, query, 20, "all")
+                samples[where].append((time.perf_counter() - start) * 1000)
+                assert answers[where]["retrieval"]["indexState"] == "fresh"
+        assert answers[root]["results"] == answers[twin]["results"], query
+    listing, stat_only = (statistics.median(samples[where]) for where in (root, twin))
+    return [
+        f"| {count:,} | search (A/B: {_key_kind(root)} key) | {listing:.1f} |"
+        f" {p95(samples[root]):.1f} | - | - | - |",
+        f"| {count:,} | search (A/B: stat key, no find) | {stat_only:.1f} |"
+        f" {p95(samples[twin]):.1f} | - | - | stat/listing {stat_only / listing:.2f}x |",
+    ]
+
+
+def _key_kind(root: Path) -> str:
+    meta = search_index._index_meta(search_index.index_path(root)) or {}
+    return "listing" if "listing_key" in meta else "stat" if "stat_key" in meta else "walk"
+
+
+def _lstat_every_record(root: Path, groups: dict[str, list[str]]) -> None:
+    for directory, names in groups.items():
+        descriptor = os.open(root / directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in names:
+                os.stat(name, dir_fd=descriptor, follow_symlinks=False)
+        finally:
+            os.close(descriptor)
+
+
+def _baseline_row(root: Path, count: int, search_median: float) -> str:
+    groups: dict[str, list[str]] = {}
+    for path in sorted(root.glob("*/**/*.md")):
+        relative = path.relative_to(root)
+        groups.setdefault(str(relative.parent), []).append(relative.name)
+    samples = timed(lambda: _lstat_every_record(root, groups), runs=RUNS * len(QUERIES))
+    median = statistics.median(samples)
+    name = "baseline: lstat of every record"
+    return (
+        f"| {count:,} | {name} | {median:.1f} | {p95(samples):.1f} | - | - |"
+        f" search {search_median / median:.2f}x |"
+    )
 
 
 def _refresh_row(root: Path, count: int) -> str:

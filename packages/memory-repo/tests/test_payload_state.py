@@ -42,14 +42,14 @@ def test_payload_directories_lists_every_folder_below_the_record_folders(repo: P
     ]  # fmt: skip
 
 
-def test_large_payload_index_follows_edits_through_the_stat_key(repo: Path) -> None:
+def test_large_payload_index_follows_edits_through_the_fast_key(repo: Path) -> None:
     for index in range(search_index.FAST_KEY_MIN_RECORDS):
         (repo / f"handbook/n{index}.md").write_text(note(f"n{index}", f"filler {index}\n"))
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "many")
     assert search(repo, "alpha")["retrieval"]["indexState"] == "rebuilt"
     assert search(repo, "alpha")["retrieval"]["indexState"] == "fresh"
-    # Same size, in place: only the stat key (ctime, inode) can tell.
+    # Same size, in place: only the fast key (ctime, inode) can tell.
     (repo / "handbook/deep/tracked.md").write_text(note("tracked", "omega\n"))
     value = search(repo, "omega")
     assert value["retrieval"] == {"mode": "index", "indexState": "rebuilt"}

@@ -1,8 +1,8 @@
 """The payload's state without running anything the repository chooses.
 
 :func:`payload_directories` lists every directory under the record folders (the search
-index's stat key stats them: a file created, removed or renamed anywhere changes its
-directory).
+index's stat key, used where no ``find`` listing can be had, stats them: a file created,
+removed or renamed anywhere changes its directory).
 
 **No filter ever runs.** ``git status`` would re-hash a stat-dirty file *through the clean
 or process filter* that the repository's config names and a ``.gitattributes`` in the

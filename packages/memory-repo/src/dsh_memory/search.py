@@ -123,16 +123,19 @@ def matching_records(
     *,
     use_index: bool = True,
     now: _dt.datetime | None = None,
+    complete: int = 0,
 ) -> tuple[list[Match], dict[str, Any]]:
     """All matches in rank order and how they were found (``retrieval``).
 
-    Records served by the index are *partial* (path and id only);
-    ``search_index.complete_records`` fills in the ones a caller returns.
+    Records served by the index are *partial* (path and id only), except the first
+    ``complete``; ``search_index.complete_records`` fills in the ones a caller returns.
     """
     from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
 
     instant = now or _dt.datetime.now(_dt.UTC)
-    return search_index.ranked_candidates(root, plan, scope, instant, use_index=use_index)
+    return search_index.ranked_candidates(
+        root, plan, scope, instant, use_index=use_index, complete=complete
+    )
 
 
 def search(
@@ -156,7 +159,10 @@ def search(
     checked_limit = validate_limit(limit, DEFAULT_LIMIT)
     checked_scope = validate_scope(scope)
     plan = plan_query(checked_query)
-    matches, retrieval = matching_records(root, plan, checked_scope, use_index=use_index, now=now)
+    # The returned records are read while the index's freshness check still runs.
+    matches, retrieval = matching_records(
+        root, plan, checked_scope, use_index=use_index, now=now, complete=checked_limit
+    )
     from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
 
     top = matches[:checked_limit]

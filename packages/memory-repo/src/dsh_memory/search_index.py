@@ -12,17 +12,17 @@ candidate set; the ranking then runs the very same Python code as a scan, on the
 fields and statistics. The returned records are then read from their files with the
 scan's loader. The index changes speed, never results.
 
-Freshness: the index stores the payload fingerprint (``records.fingerprint``: every record
-path with its size, mtime, ctime and inode from ``lstat``) and, for payloads of 3,000
-records or more, the cheaper *stat key* (:func:`stat_key`: ``lstat`` of the paths and
-directories it indexed, kept in the index, no directory listing and no git process; at
-10,000 records on a loaded machine walking costs ~50 ms, the earlier git-based key ~35 ms,
-the stat key ~20 ms).
-Each search recomputes the key and compares. When it differs the index is brought up to
-date - the old file is copied to
+Freshness (:mod:`dsh_memory.index_key`): the index stores the payload fingerprint
+(``records.fingerprint``: every record path with its size, mtime, ctime and inode from
+``lstat``) and, for payloads of 3,000 records or more, a cheaper key: the listing key (a
+``find`` process lists the record folders' inodes and ctimes *while* the index is queried)
+or else the stat key (``lstat`` of the indexed paths, no listing). Each search reads the
+index meta, starts the check, runs its query on the same connection, and keeps the answer
+only when the key still matches (:func:`query_fresh`). When it differs the index is brought
+up to date - the old file is copied to
 ``.sync/.search-index.<pid>.<uuid>.tmp``, changed records are replaced, unchanged ones kept,
 and the copy is renamed over the index (atomic: readers see the old or the new file, never
-a half-written one). A missing index is built the same way.
+a half-written one) - and the query runs again. A missing index is built the same way.
 
 Bounds (:mod:`dsh_memory.scoring`): at most 32 distinct query terms, 20,000 searchable
 body characters per record, and candidates gathered from the rarest term on until 5,000.
@@ -34,23 +34,23 @@ fails anywhere, search falls back to scanning the files - with the same results.
 
 from __future__ import annotations
 
-import array
 import contextlib
+import dataclasses
 import datetime as _dt
-import hashlib
 import os
 import sqlite3
 import stat
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dsh_common import jsonio
-from dsh_memory import frontmatter, payload_state, scoring
+from dsh_memory import frontmatter, index_key, scoring
 from dsh_memory.errors import MemoryRepoError
+from dsh_memory.index_key import FAST_KEY_MIN_RECORDS, stat_groups, stat_key
 from dsh_memory.records import (
     RECORD_FOLDERS,
     SCOPES,
@@ -62,14 +62,24 @@ from dsh_memory.records import (
 )
 from dsh_memory.scoring import is_visible
 
+__all__ = [
+    "FAST_KEY_MIN_RECORDS",
+    "complete_records",
+    "context_candidates",
+    "invalid_record_warnings",
+    "query_fresh",
+    "ranked_candidates",
+    "refresh_index",
+    "stat_groups",
+    "stat_key",
+    "update_index",
+]
+
 INDEX_NAME = "search-index.sqlite"
-INDEX_SCHEMA_VERSION = "9"
+INDEX_SCHEMA_VERSION = "10"
 TMP_PREFIX = ".search-index."
 TMP_SUFFIX = ".tmp"
 GIT_EXCLUDE_ENTRIES = (".sync/search-index.sqlite", ".sync/.search-index.*.tmp")
-#: Below this many records the payload is walked on every search (a few ms, and exact); from
-#: it on the stat key of the indexed paths is compared instead (no listing, no git).
-FAST_KEY_MIN_RECORDS = 3000
 #: Abandoned temporaries older than this are removed by the next rebuild.
 STALE_TMP_SECONDS = 600
 
@@ -135,6 +145,9 @@ CREATE TABLE records (
 );
 CREATE INDEX records_folder ON records(folder);
 CREATE INDEX records_order ON records(record_id, path);
+-- The invalid-record warnings of every search: the few invalid rows, in path order, without
+-- a scan of the whole table.
+CREATE INDEX records_invalid ON records(path) WHERE valid = 0;
 CREATE VIRTUAL TABLE terms USING fts5(t, content='', detail='none', tokenize='ascii');
 """
 
@@ -205,77 +218,14 @@ def _index_meta(path: Path) -> dict[str, str] | None:
 
 
 def _is_fresh(root: Path, meta: dict[str, str] | None) -> bool:
-    """Whether the index still matches the payload (the stat key, else the full walk)."""
-    if meta is None:
-        return False
-    stored_key = meta.get("stat_key")
-    if stored_key and int(meta.get("record_count", "0")) >= FAST_KEY_MIN_RECORDS:
-        groups = jsonio.loads(meta.get("stat_groups", "[]"), what="index stat groups")
-        try:
-            return stat_key(root, groups) == stored_key
-        except (TypeError, ValueError):
-            return False  # a damaged meta row: rebuild, as for any unreadable index
-    return meta.get("fingerprint") == fingerprint(walk_payload(root, RECORD_FOLDERS))
-
-
-def stat_groups(directories: Iterable[str], paths: Iterable[str]) -> list[list[Any]]:
-    """``[[folder, [names...]], ...]``: the payload directories (under ``""``, relative to the
-    root), then each indexed record grouped by its folder - what :func:`stat_key` stats."""
-    groups: dict[str, list[str]] = {"": list(directories)}
-    for relative in paths:
-        directory, _slash, name = relative.rpartition("/")
-        groups.setdefault(directory, []).append(name)
-    return [[directory, names] for directory, names in groups.items()]
-
-
-def stat_key(root: Path, groups: list[list[Any]]) -> str:
-    """A digest of ``lstat`` of every payload directory and every indexed record file.
-
-    No git process and no file read, so no filter ever runs. A record edited in place
-    changes its file's ctime; a record added, removed, renamed or replaced by a link changes
-    its directory's; a new sub-directory changes its parent's. Like git's own racy-entry
-    rule, a change within the same timestamp tick as the snapshot is the one case this
-    cannot see; the build confirms its snapshot with a second walk. The paths
-    themselves come from the stored meta, so only their stat values are digested: the
-    inode and the ctime, which the kernel sets on every write, truncation, chmod, link or
-    rename of the file (user space cannot set it back, as it can the mtime).
-    """
-    values = array.array("q")
-    stat_at = os.stat
-    # Each file is stat'ed relative to its open directory (one path component to resolve,
-    # not the whole root path), with the groups stored ready-made in the index meta: this
-    # loop runs over every record on every search.
-    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        for directory, names in groups:
-            try:
-                fd = (
-                    os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root_fd)
-                    if directory
-                    else os.dup(root_fd)
-                )
-            except OSError:
-                values.extend([-1] * len(names))
-                continue
-            try:
-                for name in names:
-                    try:
-                        info = stat_at(name, dir_fd=fd, follow_symlinks=False)
-                    except OSError:
-                        values.append(-1)
-                        continue
-                    values.extend((info.st_ctime_ns, info.st_ino))
-            finally:
-                os.close(fd)
-    finally:
-        os.close(root_fd)
-    return hashlib.sha256(values.tobytes()).hexdigest()
+    """Whether the index still matches the payload (its fast key, else the full walk)."""
+    return meta is not None and index_key.start_check(root, meta).fresh()
 
 
 def _payload_snapshot(root: Path) -> tuple[list[PayloadEntry], dict[str, str]]:
     """Records to index and the freshness meta describing exactly that state.
 
-    The stat key is computed *after* the walk and confirmed by a second walk, so a change
+    The fast key is computed *after* the walk and confirmed by a second walk, so a change
     racing the build can only make the stored key stale (a rebuild next time), never make
     a missed change look fresh.
     """
@@ -284,14 +234,10 @@ def _payload_snapshot(root: Path) -> tuple[list[PayloadEntry], dict[str, str]]:
     if len(entries) < FAST_KEY_MIN_RECORDS:
         return entries, meta
     for _attempt in range(3):
-        groups = stat_groups(
-            payload_state.payload_directories(root), [entry.path for entry in entries]
-        )
-        key = stat_key(root, groups)
+        keys = index_key.snapshot_keys(root, entries)
         again = walk_payload(root, RECORD_FOLDERS)
         if fingerprint(again) == meta["fingerprint"]:
-            meta["stat_key"] = key
-            meta["stat_groups"] = jsonio.dumps(groups)
+            meta.update(keys)
             return entries, meta
         entries = again
         meta = {"fingerprint": fingerprint(entries), "record_count": str(len(entries))}
@@ -390,6 +336,29 @@ def _apply_changes(connection: sqlite3.Connection, root: Path, entries: list[Pay
     return len(wanted)
 
 
+def _folder_stats(connection: sqlite3.Connection) -> str:
+    """``{folder: [valid records, their total length]}``: a scope's corpus size and average
+    length without a pass over the records table on every search."""
+    rows = connection.execute(
+        "SELECT folder, count(*), sum(length) FROM records WHERE valid = 1 GROUP BY folder"
+    ).fetchall()
+    return jsonio.dumps({folder: [count, total] for folder, count, total in rows})
+
+
+def _scope_totals(meta: dict[str, str], folders: tuple[str, ...]) -> tuple[int, int]:
+    table = jsonio.loads(meta.get("folder_stats", "null"), what="index folder statistics")
+    if not isinstance(table, dict):
+        raise ValueError("the index has no folder statistics")
+    count = total = 0
+    for folder in folders:
+        pair = table.get(folder, [0, 0])
+        if not (isinstance(pair, list) and len(pair) == 2 and all(type(n) is int for n in pair)):
+            raise ValueError("damaged index folder statistics")
+        count += pair[0]
+        total += pair[1]
+    return count, total
+
+
 def update_index(root: Path) -> str:
     """Make ``.sync/search-index.sqlite`` match the payload; returns the new fingerprint.
 
@@ -415,6 +384,7 @@ def update_index(root: Path) -> str:
                 connection.executescript(_SCHEMA)
             connection.execute("BEGIN")
             _apply_changes(connection, root, entries)
+            meta["folder_stats"] = _folder_stats(connection)
             connection.execute("DELETE FROM meta")
             connection.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?)",
@@ -439,6 +409,53 @@ def refresh_index(root: Path) -> str:
     return "rebuilt"
 
 
+_Answer = TypeVar("_Answer")
+Query = Callable[[sqlite3.Connection, dict[str, str]], _Answer]
+
+
+def query_fresh(root: Path, query: Query[_Answer]) -> tuple[_Answer, str]:
+    """``query(connection, meta)`` answered from an index that matches the payload.
+
+    Returns the answer and ``"fresh"`` or ``"rebuilt"``. The freshness check runs while the
+    query does (:func:`dsh_memory.index_key.start_check`); a stale answer is thrown away,
+    the index brought up to date and the query asked again. Meta and query share one
+    connection, so they read one file even if a rebuild renames a new one into place.
+    Raises :class:`IndexUnavailable` when the index cannot be written, and whatever the
+    query raises.
+    """
+    path = index_path(root)
+    answered = _query_if_fresh(root, path, query)
+    if answered is not None:
+        return answered[0], "fresh"
+    update_index(root)
+    with _connect(path, readonly=True) as connection:
+        return query(connection, _read_meta(connection)), "rebuilt"
+
+
+def _query_if_fresh(root: Path, path: Path, query: Query[_Answer]) -> tuple[_Answer] | None:
+    """The query's answer (in a 1-tuple) when the index is usable and fresh, else None."""
+    if not _existing_index(path):
+        return None
+    with _connect(path, readonly=True) as connection:
+        try:
+            meta = _read_meta(connection)
+        except sqlite3.Error:
+            return None  # not a database, or not ours: rebuilt
+        if meta.get("schema_version") != INDEX_SCHEMA_VERSION:
+            return None
+        try:
+            _scope_totals(meta, RECORD_FOLDERS)
+            check = index_key.start_check(root, meta)
+        except ValueError:
+            return None  # a damaged meta row: rebuilt, as any unreadable index
+        try:
+            answer = query(connection, meta)
+        except BaseException:
+            check.cancel()
+            raise
+        return (answer,) if check.fresh() else None
+
+
 def _ensure_git_exclude(root: Path) -> None:
     from dsh_memory.usage import ensure_git_exclude  # noqa: PLC0415 - shared helper
 
@@ -458,32 +475,31 @@ _ROW_COLUMNS = (
 
 
 def _rank_in_index(
-    path: Path, plan: scoring.QueryPlan, scope: str, now: _dt.datetime
+    connection: sqlite3.Connection,
+    meta: dict[str, str],
+    plan: scoring.QueryPlan,
+    scope: str,
+    now: _dt.datetime,
 ) -> list[scoring.Match]:
     """The ranking computed from the index: the same statistics and fields a scan uses."""
     folders = SCOPES[scope]
-    marks = ", ".join("?" for _ in folders)
-    with _connect(path, readonly=True) as connection:
-        count, total = connection.execute(
-            f"SELECT count(*), total(length) FROM records WHERE valid = 1 AND folder IN ({marks})",  # noqa: S608
-            folders,
+    count, total = _scope_totals(meta, folders)
+    df: dict[scoring.Term, int] = {}
+    for term in plan.terms:
+        (df[term],) = connection.execute(
+            "SELECT count(*) FROM terms WHERE terms MATCH ?",
+            (_in_scope(_term_expression(term), folders),),
         ).fetchone()
-        df: dict[scoring.Term, int] = {}
-        for term in plan.terms:
-            (df[term],) = connection.execute(
-                "SELECT count(*) FROM terms WHERE terms MATCH ?",
-                (_in_scope(_term_expression(term), folders),),
-            ).fetchone()
-        stats = scoring.CorpusStats(count, total / count if count else 0.0, df)
-        gathered = scoring.gathering_terms(plan, df)
-        if not gathered:
-            return []
-        expression = " OR ".join(_term_expression(term) for term in gathered)
-        rows = connection.execute(
-            f"SELECT {_ROW_COLUMNS} FROM records WHERE rowid IN"  # noqa: S608
-            " (SELECT rowid FROM terms WHERE terms MATCH ?)",
-            (_in_scope(expression, folders),),
-        ).fetchall()
+    stats = scoring.CorpusStats(count, total / count if count else 0.0, df)
+    gathered = scoring.gathering_terms(plan, df)
+    if not gathered:
+        return []
+    expression = " OR ".join(_term_expression(term) for term in gathered)
+    rows = connection.execute(
+        f"SELECT {_ROW_COLUMNS} FROM records WHERE rowid IN"  # noqa: S608
+        " (SELECT rowid FROM terms WHERE terms MATCH ?)",
+        (_in_scope(expression, folders),),
+    ).fetchall()
     candidates = [
         (
             Record(path=p, signature=sig, valid=True, id=rid, expires_at=exp, partial=True),
@@ -495,12 +511,20 @@ def _rank_in_index(
 
 
 def ranked_candidates(
-    root: Path, plan: scoring.QueryPlan, scope: str, now: _dt.datetime, *, use_index: bool = True
+    root: Path,
+    plan: scoring.QueryPlan,
+    scope: str,
+    now: _dt.datetime,
+    *,
+    use_index: bool = True,
+    complete: int = 0,
 ) -> tuple[list[scoring.Match], dict[str, Any]]:
     """Every visible matching record, best first, and how they were found.
 
     With a usable index the statistics and candidates come from SQLite; otherwise (or with
-    ``use_index=False``) every file in scope is read. Both give the same list.
+    ``use_index=False``) every file in scope is read. Both give the same list. The first
+    ``complete`` records from the index are read from their files while the freshness check
+    still runs (:func:`complete_records` then has nothing left to do for them).
     """
     folders = SCOPES[scope]
     if not use_index:
@@ -509,8 +533,12 @@ def ranked_candidates(
             "indexState": "disabled",
         }
     try:
-        state = refresh_index(root)
-        ranked = _rank_in_index(index_path(root), plan, scope, now)
+        ranked, state = query_fresh(
+            root,
+            lambda connection, meta: _completed_head(
+                root, _rank_in_index(connection, meta, plan, scope, now), complete
+            ),
+        )
         return ranked, {"mode": "index", "indexState": state}
     except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
         return scoring.ranked_matches(_scan(root, folders), plan, scope, now), {
@@ -520,7 +548,11 @@ def ranked_candidates(
 
 
 def _visible_indexed(
-    path: Path, folders: tuple[str, ...], today: str, used_paths: list[str], unused_limit: int
+    connection: sqlite3.Connection,
+    folders: tuple[str, ...],
+    today: str,
+    used_paths: list[str],
+    unused_limit: int,
 ) -> list[Record]:
     """Visible records that have usage, plus the first ``unused_limit`` by (id, path).
 
@@ -543,17 +575,30 @@ def _visible_indexed(
         f" WHERE folder IN ({', '.join(names)}) AND valid = 1"
         " AND (expires_on IS NULL OR expires_on > :today)"
     )
-    with _connect(path, readonly=True) as connection:
-        used_sql = visible + " AND path IN (SELECT value FROM json_each(:used))"  # noqa: S608
-        used = connection.execute(used_sql, parameters).fetchall()
-        unused = connection.execute(
-            visible + " ORDER BY record_id, path LIMIT :unused_limit", parameters
-        ).fetchall()
+    used_sql = visible + " AND path IN (SELECT value FROM json_each(:used))"  # noqa: S608
+    used = connection.execute(used_sql, parameters).fetchall()
+    unused = connection.execute(
+        visible + " ORDER BY record_id, path LIMIT :unused_limit", parameters
+    ).fetchall()
     rows = {row[0]: row for row in [*used, *unused]}
     return [
         Record(path=p, signature=sig, valid=True, id=rid, partial=True)
         for p, sig, rid in rows.values()
     ]
+
+
+def _completed_head(root: Path, ranked: list[scoring.Match], count: int) -> list[scoring.Match]:
+    """``ranked`` with its first ``count`` records complete; one that cannot be loaded stays
+    partial, for :func:`complete_records` to drop as it always does."""
+    head = ranked[:count]
+    full = {record.path: record for record in complete_records(root, [m.record for m in head])}
+    completed = [
+        dataclasses.replace(match, record=full[match.record.path])
+        if match.record.path in full
+        else match
+        for match in head
+    ]
+    return completed + ranked[count:]
 
 
 def complete_records(root: Path, records: list[Record]) -> list[Record]:
@@ -591,9 +636,13 @@ def context_candidates(
     folders = SCOPES[scope]
     if use_index:
         try:
-            state = refresh_index(root)
             today = now.astimezone(_dt.UTC).date().isoformat()
-            records = _visible_indexed(index_path(root), folders, today, used_paths, limit)
+            records, state = query_fresh(
+                root,
+                lambda connection, _meta: _visible_indexed(
+                    connection, folders, today, used_paths, limit
+                ),
+            )
             return records, {"mode": "index", "indexState": state}
         except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
             retrieval = {"mode": "scan", "indexState": "unavailable"}
