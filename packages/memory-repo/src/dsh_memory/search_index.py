@@ -35,7 +35,6 @@ fails anywhere, search falls back to scanning the files - with the same results.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as _dt
 import os
 import sqlite3
@@ -593,9 +592,7 @@ def _completed_head(root: Path, ranked: list[scoring.Match], count: int) -> list
     head = ranked[:count]
     full = {record.path: record for record in complete_records(root, [m.record for m in head])}
     completed = [
-        dataclasses.replace(match, record=full[match.record.path])
-        if match.record.path in full
-        else match
+        match._replace(record=full[match.record.path]) if match.record.path in full else match
         for match in head
     ]
     return completed + ranked[count:]
