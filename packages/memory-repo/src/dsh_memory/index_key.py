@@ -36,7 +36,6 @@ import functools
 import hashlib
 import os
 import select
-import shutil
 import stat
 import subprocess
 from collections.abc import Callable, Iterable
@@ -138,6 +137,8 @@ def _find_program() -> str | None:
     # Only an absolute path: a relative PATH entry ("." or "bin") would be resolved again in
     # the child's working directory - the memory root, where anyone who can commit to the
     # repository could have put a file named find.
+    import shutil  # noqa: PLC0415 - the frequent read commands never import it otherwise
+
     program = shutil.which("find")
     return program if program is not None and os.path.isabs(program) else None
 
