@@ -139,6 +139,27 @@ def test_limit_rules(ctx: ToolContext) -> None:
     assert len(call(ctx, "knowledge_search", query="caching", limit=5)["items"]) == 5
 
 
+def test_list_results_say_how_many_matched_and_whether_they_were_cut(ctx: ToolContext) -> None:
+    for index in range(12):
+        call(ctx, "knowledge_add", type="fact", content=f"Shard {index} rebalances on deploy.")
+    call(ctx, "knowledge_add", type="fact", content="The logo is blue.")
+    listed = call(ctx, "knowledge_list", limit=5)
+    assert (len(listed["items"]), listed["total"], listed["truncated"]) == (5, 13, True)
+    everything = call(ctx, "knowledge_list", limit=20)
+    assert (len(everything["items"]), everything["total"], everything["truncated"]) == (
+        13,
+        13,
+        False,
+    )
+    # The first page is the first items of the uncut list, in the same order.
+    assert [i["id"] for i in listed["items"]] == [i["id"] for i in everything["items"][:5]]
+    found = call(ctx, "knowledge_search", query="shard rebalances", limit=3)
+    assert (len(found["items"]), found["truncated"]) == (3, True)
+    assert found["total"] >= 12
+    whole = call(ctx, "knowledge_search", query="logo", limit=3)
+    assert (len(whole["items"]), whole["total"], whole["truncated"]) == (1, 1, False)
+
+
 def test_summaries_truncate_content(ctx: ToolContext) -> None:
     long_text = "caching " * 300  # 2400 characters
     added = call(ctx, "knowledge_add", type="fact", content=long_text)["item"]

@@ -249,7 +249,16 @@ HEALTH_SCHEMA = _closed(
     ["knowledgeId", "checkedAt", "status", "reasons", "evidence", "overflowCount"],
 )
 
-_ITEMS = _closed({"items": {"type": "array", "items": SUMMARY_SCHEMA}}, ["items"])
+# Every list result says how many matched in all and whether it was cut to the limit
+# (the CLI's list/search/retrieve do the same), so an agent never takes a page for all.
+_ITEMS = _closed(
+    {
+        "items": {"type": "array", "items": SUMMARY_SCHEMA},
+        "total": _INT,
+        "truncated": {"type": "boolean"},
+    },
+    ["items", "total", "truncated"],
+)
 
 OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
     "knowledge_add": _closed(

@@ -200,17 +200,24 @@ def knowledge_search(context: ToolContext, arguments: Mapping[str, Any]) -> dict
     kind = optional_enum(arguments, "type", KNOWLEDGE_TYPES)
     status = optional_enum(arguments, "status", ("candidate", "verified"))
     limit = clamp_limit(arguments.get("limit"))
+    counts: dict[str, int] = {}
+    # One more than asked says whether more distinct results were ranked (a near-duplicate
+    # is folded into the result it repeats, so ``total`` may exceed what is shown uncut).
     results = retrieve_relevant_knowledge(
         context.repo(),
         query,
         workspace=workspace,
         project=project,
-        limit=limit,
+        limit=limit + 1,
         type=kind,
         status=status,
+        counts=counts,
     )
+    shown = results[:limit]
     return {
-        "items": [summarize(r["knowledge"], content_chars=MAX_LIST_CONTENT_CHARS) for r in results]
+        "items": [summarize(r["knowledge"], content_chars=MAX_LIST_CONTENT_CHARS) for r in shown],
+        "total": counts.get("total", len(results)),
+        "truncated": len(results) > limit,
     }
 
 
@@ -223,9 +230,15 @@ def knowledge_list(context: ToolContext, arguments: Mapping[str, Any]) -> dict[s
         type=optional_enum(arguments, "type", KNOWLEDGE_TYPES),
         status=optional_enum(arguments, "status", KNOWLEDGE_STATUSES),
         creation_origin=optional_enum(arguments, "creationOrigin", CREATION_ORIGINS),
-        limit=clamp_limit(arguments.get("limit")),
+        limit=None,
     )
-    return {"items": [summarize(i, content_chars=MAX_LIST_CONTENT_CHARS) for i in items]}
+    limit = clamp_limit(arguments.get("limit"))
+    shown = items[:limit]
+    return {
+        "items": [summarize(i, content_chars=MAX_LIST_CONTENT_CHARS) for i in shown],
+        "total": len(items),
+        "truncated": len(items) > limit,
+    }
 
 
 def _health_of(
