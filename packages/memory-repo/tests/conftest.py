@@ -42,6 +42,15 @@ def memory_root(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture
+def usage_root(tmp_path: Path) -> Path:
+    """The bare layout the usage sidecar needs (``.sync/`` and ``.git/info/``), no repository."""
+    memory = tmp_path / "usage-root"
+    (memory / ".sync").mkdir(parents=True)
+    (memory / ".git" / "info").mkdir(parents=True)
+    return memory
+
+
 def git(root: Path, *args: str, check: bool = True) -> str:
     """Plain git for test set-up and assertions (never used by the code under test)."""
     result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=check)

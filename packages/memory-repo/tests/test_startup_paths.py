@@ -213,12 +213,7 @@ def test_combined_check_refuses_a_symlinked_payload(memory_root: Path, tmp_path:
 # -- the usage lock's release -------------------------------------------------------------
 
 
-@pytest.fixture
-def usage_root(tmp_path: Path) -> Path:
-    memory = tmp_path / "usage-root"
-    (memory / ".sync").mkdir(parents=True)
-    (memory / ".git" / "info").mkdir(parents=True)
-    return memory
+# (the usage_root fixture is in conftest.py, shared with test_usage.py)
 
 
 def _dead_pid() -> int:

@@ -18,11 +18,8 @@ from dsh_memory.errors import UnsafeLayoutError, UsageBusyError, UsageInvalidErr
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    memory = tmp_path / "memory"
-    (memory / ".sync").mkdir(parents=True)
-    (memory / ".git" / "info").mkdir(parents=True)
-    return memory
+def root(usage_root: Path) -> Path:
+    return usage_root
 
 
 MOMENT = dt.datetime(2026, 8, 21, 2, 0, tzinfo=dt.UTC)
