@@ -21,9 +21,7 @@ Writers refuse a repository without the memory marker
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ from dsh_memory.errors import (
     MigrationInvalidRequestError,
     UnsafeLayoutError,
 )
+from dsh_memory.held_folders import files_left, hold_record_folders
 from dsh_memory.oplock import OperationRun, operation_lock
 from dsh_memory.payload import scan_payload, skipped_names
 from dsh_memory.root import (
@@ -227,13 +226,24 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
     require_memory_repository(layout)
     tx = GitTransactions(layout)
     head = tx.require_head()
+    head_files = {p: b for p, b in tx.tree_files(head).items() if is_utf8_name(p)}
+    # Held before the first listing: see held_folders for the rename race this closes.
+    with hold_record_folders(layout.root, head_files) as held:
+        return _clear_holding(layout, tx, head, head_files, held)
+
+
+def _clear_holding(
+    layout: Layout,
+    tx: GitTransactions,
+    head: str,
+    head_files: dict[str, Blob],
+    held: dict[str, int],
+) -> dict[str, Any]:
     root = layout.root
     every_live = live_payload_files(root)
     # A name that is not UTF-8 cannot be journaled or shown as JSON: reported, left alone.
     skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
     live = [p for p in every_live if is_utf8_name(p)]
-    head_files = {p: b for p, b in tx.tree_files(head).items() if is_utf8_name(p)}
-    _record_folders_present(root, head_files)
     if _empty(root, live, head_files) and not tx.payload_dirty_paths():
         return _with_skipped({"alreadyEmpty": True, "clearedFileCount": 0,
                               "recoveryCommit": None, "clearCommit": None}, skipped)  # fmt: skip
@@ -287,6 +297,14 @@ def clear(layout: Layout, confirmation: object) -> dict[str, Any]:
                 raise UnsafeLayoutError(
                     f"{len(left)} payload file(s) appeared during clear (e.g. {left[0]})"
                 )
+            # The paths may all have been listed while a folder was renamed away: the held
+            # folders themselves must be empty, wherever they are now.
+            stayed = files_left(held)
+            if stayed:
+                raise UnsafeLayoutError(
+                    f"{len(stayed)} file(s) stayed in a record folder that was moved during"
+                    f" clear (e.g. {stayed[0]}): the layout changed"
+                )
 
         journal_commit = _finalize(tx, run, clock, entry, remove_payload,
                                    touched=set(dirty) | set(changes))  # fmt: skip
@@ -301,27 +319,6 @@ def _with_skipped(result: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
     if skipped:
         result["skippedPaths"] = skipped
     return result
-
-
-def _record_folders_present(root: Path, head_files: Iterable[str]) -> None:
-    """Refuse to clear while a record folder that HEAD has records in is missing.
-
-    A missing ``handbook/`` looks the same whether a person deleted it or a process has just
-    renamed it away (and will put it back after we report success, records and all). Clear
-    cannot tell the two apart, so it does neither: the person commits the deletion first
-    (``dsh-memory adopt``) or puts the folder back.
-    """
-    tracked = {path.split("/", 1)[0] for path in head_files if "/" in path}
-    for name in sorted(tracked & set(RECORD_DIRS)):
-        try:
-            present = stat.S_ISDIR(os.lstat(root / name).st_mode)
-        except FileNotFoundError:
-            present = False
-        if not present:
-            raise UnsafeLayoutError(
-                f"{name}/ is missing while HEAD holds records in it: the layout changed. "
-                "Put it back, or commit the deletion with `dsh-memory adopt`, then clear."
-            )
 
 
 def _unchanged_since(root: Path, live: list[str]) -> None:
