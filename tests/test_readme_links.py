@@ -1,5 +1,6 @@
 """The READMEs stand on their own: every mention of an earlier tool names and links it, and
-no link leaves the repository except to public web pages (nothing like ``../shared``)."""
+no link or relative path leaves the repository except to public web pages (a reader of the
+checkout has nothing above it)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ EARLIER_TOOLS = (
 WINDOW = 250
 MENTION = re.compile(r"earlier\s+tools?\b|\bNode\s+(?:helper|tool)\b|\bearlier\s+Node\b", re.I)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A relative path that climbs (``../x``), in a link, in code or in prose.
+CLIMBING_PATH = re.compile(r"(?<![\w./])(?:\.\./)+[\w.-]+(?:/[\w.-]+)*")
 
 
 def _name(path: Path) -> str:
@@ -44,6 +47,15 @@ def unlinked_mentions(text: str) -> list[str]:
     return unlinked
 
 
+def paths_leaving(document: Path, text: str) -> list[str]:
+    """Relative paths in ``text`` that climb above the repository from ``document``."""
+    return [
+        climbing
+        for climbing in CLIMBING_PATH.findall(text)
+        if not (document.parent / climbing).resolve().is_relative_to(ROOT)
+    ]
+
+
 @pytest.mark.parametrize("document", DOCUMENTS, ids=_name)
 def test_every_earlier_tool_mention_is_named_and_linked(document: Path) -> None:
     unlinked = unlinked_mentions(document.read_text(encoding="utf-8"))
@@ -53,7 +65,8 @@ def test_every_earlier_tool_mention_is_named_and_linked(document: Path) -> None:
 @pytest.mark.parametrize("document", DOCUMENTS, ids=_name)
 def test_links_stay_in_the_repository_or_are_public_pages(document: Path) -> None:
     text = document.read_text(encoding="utf-8")
-    assert "../shared" not in text
+    leaving = paths_leaving(document, text)
+    assert not leaving, f"{_name(document)} names paths outside the repository: {leaving}"
     # Code is not a link: a regular expression like `](?:token)` in backticks is text.
     prose = re.sub(r"```.*?```|`[^`\n]*`", "", text, flags=re.S)
     for target in LINK.findall(prose):
@@ -81,3 +94,10 @@ def test_the_checker_catches_an_unlinked_mention() -> None:
         )
         == []
     )
+
+
+def test_the_checker_catches_a_path_above_the_repository() -> None:
+    readme = ROOT / "packages" / "compound" / "README.md"
+    text = "see `../../../desk/spec.md` and [spec](../../../desk/spec.md); ../README.md is ours"
+    assert paths_leaving(readme, text) == ["../../../desk/spec.md", "../../../desk/spec.md"]
+    assert paths_leaving(readme, "[root](../../README.md), ../memory-repo/docs") == []
