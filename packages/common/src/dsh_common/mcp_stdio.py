@@ -7,6 +7,7 @@ it raises ``ImportError``, which each product reports as ``mcp-unavailable``).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -45,6 +46,38 @@ def local_tool(
             open_world_hint=False,
         ),
     )
+
+
+def tool_from_definition(definition: Mapping[str, Any]) -> types.Tool:
+    """The listing of a tool published as ``{name, title, description, inputSchema,
+    outputSchema, annotations: {readOnly, destructive, idempotent}}`` (the shape of the
+    products' MCP-free tool modules)."""
+    hints = definition["annotations"]
+    return local_tool(
+        name=definition["name"],
+        title=definition.get("title"),
+        description=definition["description"],
+        input_schema=definition["inputSchema"],
+        output_schema=definition["outputSchema"],
+        read_only=hints["readOnly"],
+        destructive=hints["destructive"],
+        idempotent=hints["idempotent"],
+    )
+
+
+ListTools = Callable[[Any, types.PaginatedRequestParams | None], Awaitable[types.ListToolsResult]]
+
+
+def list_tools_handler(tools: Sequence[types.Tool]) -> ListTools:
+    """A ``tools/list`` handler answering with ``tools`` (fixed when the server is built)."""
+    result = types.ListToolsResult(tools=list(tools))
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return result
+
+    return list_tools
 
 
 def structured_result(value: Any, text: str) -> types.CallToolResult:
