@@ -5,8 +5,10 @@ Success prints one JSON document to stdout and exits 0. A foreseeable failure pr
 errors, which the argument parser would otherwise print as plain usage text with exit 2.
 Products whose spec fixes another error envelope pass their own ``render_error``.
 
-This module imports neither typer nor click: it recognises Click's exceptions by class name,
-which works for Click itself and for the copy that recent Typer releases vendor.
+This module imports neither typer nor click at import time (the typer-free fast paths use
+it): it recognises Click's exceptions by class name, which works for Click itself and for
+the copy that recent Typer releases vendor. Only :func:`add_setup_command`, called while a
+product's CLI builds its Typer app, imports typer.
 
 The conventions every product shares, switched on by the arguments of :func:`run_app`:
 
@@ -25,10 +27,13 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps_bytes
+
+if TYPE_CHECKING:
+    from dsh_common.agent_setup import Integration
 
 ErrorRenderer = Callable[[str, str], Any]
 
@@ -125,6 +130,41 @@ def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
         data = dumps_bytes(json_safe(value), pretty=pretty)
     out.write(data.decode("utf-8") + "\n")
     out.flush()
+
+
+def add_setup_command(
+    app: Any, integration: Callable[[], Integration], *, summary: str, examples: Sequence[str]
+) -> None:
+    """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]``
+    on the Typer ``app``: the one signature every product's ``setup`` has, running
+    :func:`dsh_common.agent_setup.run_setup` with what ``integration()`` (built only when the
+    command runs) registers."""
+    import typer  # only here: see the module docstring
+
+    def setup_command(
+        host: str = typer.Argument(..., help="claude-code or codex."),
+        scope: str = typer.Option("user", "--scope", help="user (default) or project."),
+        project_dir: str | None = typer.Option(
+            None, "--project-dir", help="Project root (default: cwd)."
+        ),
+        remove: bool = typer.Option(False, "--remove", help="Undo exactly our entries."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+    ) -> None:
+        from dsh_common.agent_setup import run_setup
+
+        emit_json(
+            run_setup(
+                integration(),
+                host,
+                scope=scope,
+                project_dir=project_dir,
+                remove=remove,
+                dry_run=dry_run,
+            )
+        )
+
+    epilog = "\b\nExample:\n" + "\n".join(f"  {example}" for example in examples)
+    app.command("setup", help=summary, epilog=epilog)(setup_command)
 
 
 def list_counts(shown: int, total: int) -> dict[str, Any]:

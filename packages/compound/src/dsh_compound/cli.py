@@ -7,9 +7,14 @@ command so that ``dsh-compound --help`` does not pay for ICU or the record code.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from dsh_common.cli import add_setup_command
+
+if TYPE_CHECKING:
+    from dsh_common.agent_setup import Integration
 
 app = typer.Typer(
     add_completion=False,
@@ -168,30 +173,13 @@ def hook_command(
     raise typer.Exit(hook_main([event, *ctx.args]))
 
 
-@app.command(
-    "setup",
-    epilog="\b\nExample:\n  dsh-compound setup claude-code --dry-run\n"
-    "  dsh-compound setup codex --scope project --project-dir .",
-)
-def setup_command(
-    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
-    scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
-    project_dir: Annotated[
-        str | None, typer.Option("--project-dir", help="Project root (default: cwd).")
-    ] = None,
-    remove: Annotated[bool, typer.Option("--remove", help="Undo exactly our entries.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
-    ] = False,
-) -> None:
-    """Register the MCP server, hooks and the dsh skill in Claude Code or Codex (merging)."""
+def _compound_integration() -> Integration:
     from importlib.resources import files
 
-    from dsh_common.agent_setup import Integration, run_setup
-    from dsh_common.cli import emit_json
+    from dsh_common.agent_setup import Integration
 
     skill = files("dsh_compound").joinpath("skill", "SKILL.md").read_text(encoding="utf-8")
-    integration = Integration(
+    return Integration(
         server="dsh-compound",
         program="dsh-compound",
         mcp_args=("mcp",),
@@ -201,16 +189,17 @@ def setup_command(
         ),
         files=(("skills/dsh/SKILL.md", skill),),
     )
-    emit_json(
-        run_setup(
-            integration,
-            host,
-            scope=scope,
-            project_dir=project_dir,
-            remove=remove,
-            dry_run=dry_run,
-        )
-    )
+
+
+add_setup_command(
+    app,
+    _compound_integration,
+    summary="Register the MCP server, hooks and the dsh skill in Claude Code or Codex (merging).",
+    examples=[
+        "dsh-compound setup claude-code --dry-run",
+        "dsh-compound setup codex --scope project --project-dir .",
+    ],
+)
 
 
 @app.command("template", epilog="\b\nExample:\n  dsh-compound template > /tmp/draft.json")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsh_common.cli import emit_json, run_app
+from dsh_common.cli import add_setup_command, emit_json, run_app
 
 # The command line's spelling rules live beside the fast path's (no typer there).
 from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
@@ -26,6 +26,7 @@ from dsh_knowledge.cli_results import scope_workspace as _scope_workspace
 PATH_OPTIONS = ("--db", "--repo", "--workspace")
 
 if TYPE_CHECKING:
+    from dsh_common.agent_setup import Integration
     from dsh_knowledge.repository import KnowledgeRepository
 
 app = typer.Typer(
@@ -629,38 +630,24 @@ def hook_command(
     raise typer.Exit(hook_main(args))
 
 
-@app.command("setup", epilog="\b\nExample:\n  dsh-knowledge setup claude-code --dry-run")
-def setup_command(
-    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
-    scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
-    project_dir: Annotated[
-        str | None, typer.Option("--project-dir", help="Project root (default: cwd).")
-    ] = None,
-    remove: Annotated[bool, typer.Option("--remove", help="Undo exactly our entries.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
-    ] = False,
-) -> None:
-    """Register the MCP server and the prompt hook in Claude Code or Codex (merging)."""
-    from dsh_common.agent_setup import Integration, run_setup
+def _knowledge_integration() -> Integration:
+    from dsh_common.agent_setup import Integration
 
-    integration = Integration(
+    return Integration(
         server="dsh-knowledge",
         program="dsh-knowledge",
         mcp_args=("mcp",),
         hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
         env_names=("DSH_HOME", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT"),
     )
-    emit_json(
-        run_setup(
-            integration,
-            host,
-            scope=scope,
-            project_dir=project_dir,
-            remove=remove,
-            dry_run=dry_run,
-        )
-    )
+
+
+add_setup_command(
+    app,
+    _knowledge_integration,
+    summary="Register the MCP server and the prompt hook in Claude Code or Codex (merging).",
+    examples=["dsh-knowledge setup claude-code --dry-run"],
+)
 
 
 def main() -> None:

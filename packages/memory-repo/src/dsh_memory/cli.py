@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsh_common.cli import emit_json, run_app
+from dsh_common.cli import add_setup_command, emit_json, run_app
+
+if TYPE_CHECKING:
+    from dsh_common.agent_setup import Integration
 
 app = typer.Typer(
     add_completion=False,
@@ -391,24 +394,10 @@ def hook_command(
     raise typer.Exit(hook_main([event, *ctx.args]))
 
 
-@app.command(
-    "setup", epilog="\b\nExample:\n  dsh-memory setup claude-code --scope project --dry-run"
-)
-def setup_command(
-    host: Annotated[str, typer.Argument(help="claude-code or codex.")],
-    scope: Annotated[str, typer.Option("--scope", help="user (default) or project.")] = "user",
-    project_dir: Annotated[
-        str | None, typer.Option("--project-dir", help="Project root (default: cwd).")
-    ] = None,
-    remove: Annotated[bool, typer.Option("--remove", help="Undo exactly our entries.")] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the diff; write nothing.")
-    ] = False,
-) -> None:
-    """Register the MCP server and the session-start hook in Claude Code or Codex."""
-    from dsh_common.agent_setup import Integration, run_setup
+def _memory_integration() -> Integration:
+    from dsh_common.agent_setup import Integration
 
-    integration = Integration(
+    return Integration(
         server="dsh-memory",
         program="dsh-memory",
         mcp_args=("mcp",),
@@ -420,16 +409,14 @@ def setup_command(
         ),
         env_names=("DSH_HOME", "DSH_MEMORY_ROOT"),
     )
-    emit_json(
-        run_setup(
-            integration,
-            host,
-            scope=scope,
-            project_dir=project_dir,
-            remove=remove,
-            dry_run=dry_run,
-        )
-    )
+
+
+add_setup_command(
+    app,
+    _memory_integration,
+    summary="Register the MCP server and the session-start hook in Claude Code or Codex.",
+    examples=["dsh-memory setup claude-code --scope project --dry-run"],
+)
 
 
 @app.command("ui", epilog="\b\nExample:\n  dsh-memory ui --no-browser")
