@@ -63,3 +63,26 @@ def test_the_interpreter_teardown_is_skipped(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "quick").read_text() == ""
     assert (tmp_path / "ordinary").read_text() == "finalised"
+
+
+def test_an_answer_ends_the_process_with_the_collector_off_while_it_ran() -> None:
+    done = run(
+        "import gc\n"
+        "from dsh_common.quick_exit import answer_or_continue\n"
+        "def answer():\n"
+        "    print('collector', gc.isenabled())\n"
+        "    return 4\n"
+        "answer_or_continue(answer)\n"
+        "print('not reached')\n"
+    )
+    assert (done.returncode, done.stdout) == (4, "collector False\n")
+
+
+def test_no_answer_returns_to_the_parser_with_the_collector_back_on() -> None:
+    done = run(
+        "import gc\n"
+        "from dsh_common.quick_exit import answer_or_continue\n"
+        "answer_or_continue(lambda: None)\n"
+        "print('parser', gc.isenabled())\n"
+    )
+    assert (done.returncode, done.stdout) == (0, "parser True\n")

@@ -7,11 +7,11 @@ Once the command has printed its answer and closed what it opened (the commands 
 their SQLite stores and files themselves), :func:`exit_now` flushes stdout and stderr and
 leaves with ``os._exit``.
 
-The launchers also switch the cyclic garbage collector off for the fast path: importing
-~130 modules triggers some twenty collections (~2 ms) that find nothing, and a read command
-makes no cyclic garbage worth collecting (a run of ``status``, ``search`` or ``context``
-leaves the same ~400 unreachable objects, all from module import). A command that falls
-back to the parser switches it on again.
+:func:`answer_or_continue` also switches the cyclic garbage collector off for a launcher's
+fast path: importing ~130 modules triggers some twenty collections (~2 ms) that find
+nothing, and a read command makes no cyclic garbage worth collecting (a run of ``status``,
+``search`` or ``context`` leaves the same ~400 unreachable objects, all from module
+import). A command that falls back to the parser gets it back.
 
 The ordinary ``sys.exit`` runs instead when flushing fails (a closed pipe: the process
 reports it exactly as before) or when anything registered an ``atexit`` handler (coverage
@@ -21,8 +21,10 @@ measuring subprocesses, ``logging``): those handlers must run.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 
@@ -38,3 +40,17 @@ def exit_now(code: int) -> NoReturn:
     except (OSError, ValueError):
         sys.exit(code)  # the ordinary exit reports the broken stream as it always has
     os._exit(code)
+
+
+def answer_or_continue(answer: Callable[[], int | None]) -> None:
+    """Run a launcher's fast path, ``answer``, with the collector off.
+
+    An answer (an exit code) ends the process with :func:`exit_now`; ``None`` (the command
+    needs the parser) switches the collector back on - the parser's commands may run long
+    (sync, clear, bulk add) - and returns.
+    """
+    gc.disable()
+    code = answer()
+    if code is not None:
+        exit_now(code)
+    gc.enable()

@@ -9,7 +9,6 @@ output either way.
 
 from __future__ import annotations
 
-import gc
 import sys
 from typing import Any
 
@@ -31,6 +30,13 @@ def _recall(values: dict[str, Any]) -> int:
     return 0
 
 
+def _fast(argv: list[str]) -> int | None:
+    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+
+    options = {"--workspace": "str", "--query": "str", "--limit": "str"}
+    return run_fast(argv, {"recall": FastCommand(options, _recall, "query")})
+
+
 def main() -> None:
     """Console-script entry point."""
     argv = sys.argv[1:]
@@ -40,20 +46,9 @@ def main() -> None:
         from dsh_compound.hooks import main as hook_main  # noqa: PLC0415
 
         sys.exit(hook_main(argv[1:]))
-    gc.disable()  # see dsh_common.quick_exit: a short read needs no cyclic collector
-    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+    from dsh_common.quick_exit import answer_or_continue  # noqa: PLC0415
 
-    commands = {
-        "recall": FastCommand(
-            {"--workspace": "str", "--query": "str", "--limit": "str"}, _recall, "query"
-        )
-    }
-    code = run_fast(sys.argv[1:], commands)
-    if code is not None:
-        from dsh_common.quick_exit import exit_now  # noqa: PLC0415
-
-        exit_now(code)  # answered: skip the interpreter's ~8 ms teardown
-    gc.enable()  # the parser's commands may run long (sync, clear): collect as usual
+    answer_or_continue(lambda: _fast(argv))
     from dsh_compound.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()

@@ -10,7 +10,6 @@ bytes the parser path prints. Everything else, and anything unusual, is the type
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from pathlib import Path
@@ -25,13 +24,9 @@ def main() -> None:
         sys.exit(hook_main(argv[1:]))
     if argv[:1] == ["mcp"] and "--help" not in argv:
         sys.exit(_mcp(argv[1:]))
-    gc.disable()  # see dsh_common.quick_exit: a short read needs no cyclic collector
-    code = _fast(argv)
-    if code is not None:
-        from dsh_common.quick_exit import exit_now  # noqa: PLC0415
+    from dsh_common.quick_exit import answer_or_continue  # noqa: PLC0415
 
-        exit_now(code)  # answered: skip the interpreter's ~8 ms teardown
-    gc.enable()  # the parser's commands may run long (bulk add): collect as usual
+    answer_or_continue(lambda: _fast(argv))
     from dsh_knowledge.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()

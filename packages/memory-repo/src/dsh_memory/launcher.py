@@ -9,7 +9,6 @@ anything unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print
 
 from __future__ import annotations
 
-import gc
 import sys
 from typing import Any
 
@@ -34,6 +33,18 @@ def _render_error(code: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"code": code, "message": message}}
 
 
+def _fast(argv: list[str]) -> int | None:
+    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+
+    reads = {"--query": "str", "--limit": "str", "--scope": "str"}
+    commands = {
+        "status": FastCommand({}, lambda v: _run(v, "status")),
+        "search": FastCommand(reads, lambda v: _run(v, "search"), "query"),
+        "context": FastCommand(reads, lambda v: _run(v, "context"), "query"),
+    }
+    return run_fast(argv, commands, global_options=("--root",), render_error=_render_error)
+
+
 def main() -> None:
     """Console-script entry point."""
     argv = sys.argv[1:]
@@ -43,21 +54,9 @@ def main() -> None:
         from dsh_memory.hooks import main as hook_main  # noqa: PLC0415
 
         sys.exit(hook_main(argv[1:]))
-    gc.disable()  # see dsh_common.quick_exit: a short read needs no cyclic collector
-    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+    from dsh_common.quick_exit import answer_or_continue  # noqa: PLC0415
 
-    reads = {"--query": "str", "--limit": "str", "--scope": "str"}
-    commands = {
-        "status": FastCommand({}, lambda v: _run(v, "status")),
-        "search": FastCommand(reads, lambda v: _run(v, "search"), "query"),
-        "context": FastCommand(reads, lambda v: _run(v, "context"), "query"),
-    }
-    code = run_fast(sys.argv[1:], commands, global_options=("--root",), render_error=_render_error)
-    if code is not None:
-        from dsh_common.quick_exit import exit_now  # noqa: PLC0415
-
-        exit_now(code)  # answered: skip the interpreter's ~8 ms teardown
-    gc.enable()  # the parser's commands may run long (sync, clear): collect as usual
+    answer_or_continue(lambda: _fast(argv))
     from dsh_memory.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()
