@@ -7,10 +7,15 @@ written there as well as to the file ``GIT_CONFIG_GLOBAL`` names for plain ``git
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
-from collections.abc import Callable
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -199,3 +204,68 @@ def sync_root(memory_root: Path) -> Path:
     """An initialised memory repository whose watermark is three hours old."""
     age_watermark(memory_root)
     return memory_root
+
+
+@pytest.fixture
+def start_ui(memory_root: Path) -> Iterator[Callable[..., Any]]:
+    """``start_ui(**options)``: the settings page's real server over ``memory_root``, on a free
+    port of 127.0.0.1 in a thread, started and ready; every one started is stopped after."""
+    from dsh_memory.settings import settings_path
+    from dsh_memory.ui.server import UiServer
+
+    started: list[tuple[UiServer, threading.Thread]] = []
+
+    def start(**options: Any) -> UiServer:
+        server = UiServer(memory_root, settings_path(), port=0, **options)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        started.append((server, thread))
+        deadline = time.monotonic() + 20
+        while not server.server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.02)
+        return server
+
+    yield start
+    for server, thread in started:
+        server.stop()
+        thread.join(10)
+
+
+@pytest.fixture
+def legacy_records(memory_root: Path) -> Path:
+    """``memory_root`` with one committed record without front matter and a summary."""
+    write(memory_root, "handbook/old-note.md", "an old note without front matter\n")
+    write(memory_root, "summary.md", "# Summary\nremember the codegen decision\n")
+    commit_all(memory_root, "legacy records")
+    return memory_root
+
+
+_HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from dsh_memory.oplock import operation_lock
+with operation_lock(Path(sys.argv[1]), "sync", "20260820T100000Z-a1b2c3d4"):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+@pytest.fixture
+def cli_run_holding_the_lock(memory_root: Path) -> Callable[[], Any]:
+    """A context manager: a real process holds ``memory_root``'s operation lock (as a
+    ``sync`` run) from entry, once it says so, until exit."""
+
+    @contextlib.contextmanager
+    def holding() -> Iterator[None]:
+        with subprocess.Popen(
+            [sys.executable, "-c", _HOLD_LOCK, str(memory_root)], stdout=subprocess.PIPE, text=True
+        ) as holder:
+            try:
+                assert holder.stdout is not None
+                assert holder.stdout.readline().strip() == "held"
+                yield
+            finally:
+                holder.kill()
+
+    return holding

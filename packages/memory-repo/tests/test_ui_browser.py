@@ -14,8 +14,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,6 @@ from typing import Any
 import pytest
 
 from dsh_memory.service import MemoryService
-from dsh_memory.settings import settings_path
 from dsh_memory.ui.server import UiServer
 
 CHROMIUM = next(
@@ -55,17 +52,8 @@ OpenPage = Callable[..., "Page"]
 
 
 @pytest.fixture
-def ui(memory_root: Path) -> Iterator[UiServer]:
-    server = UiServer(memory_root, settings_path(), port=0)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield server
-    server.stop()
-    thread.join(10)
+def ui(start_ui: Callable[..., UiServer]) -> UiServer:
+    return start_ui()
 
 
 @pytest.fixture
@@ -118,12 +106,6 @@ def head(root: Path, revision: str = "HEAD") -> str:
     ).stdout.strip()
 
 
-def legacy_repo(root: Path, write_file: Write, commit: Callable[..., str]) -> None:
-    write_file(root, "handbook/old-note.md", "an old note without front matter\n")
-    write_file(root, "summary.md", "# Summary\nremember the codegen decision\n")
-    commit(root, "legacy records")
-
-
 def notice(page: Page, section: str) -> str:
     return page.text_content(f"[data-notice={section}]") or ""
 
@@ -167,9 +149,8 @@ def test_toggling_memory_saves_at_once_and_changes_the_prompt_section(
 
 
 def test_migration_shows_the_dry_run_list_first(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     page = open_page()
     assert page.text_content("#legacy-count") == "1"
@@ -198,9 +179,8 @@ def test_migration_shows_the_dry_run_list_first(
 
 
 def test_rolling_back_a_run_asks_first_and_can_be_cancelled(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     applied = MemoryService(memory_root).migrate_legacy(False)["value"]
     (run,) = MemoryService(memory_root).runs(operation="migrate")["value"]["runs"]
     run_id = run["run_id"]
@@ -226,9 +206,8 @@ def test_rolling_back_a_run_asks_first_and_can_be_cancelled(
 
 
 def test_a_rollback_conflict_is_explained_in_words(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     service = MemoryService(memory_root)
     service.migrate_legacy(False)
     (run,) = service.runs(operation="migrate")["value"]["runs"]
@@ -366,9 +345,8 @@ def _interrupt(root: Path) -> str:
 
 
 def test_an_interrupted_run_is_a_health_problem_with_what_to_do(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     run_id = _interrupt(memory_root)
     before = head(memory_root)
     page = open_page()
@@ -417,9 +395,8 @@ def test_a_dirty_payload_is_a_health_problem(
 
 
 def test_delete_memory_through_both_steps(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     page = open_page()
 
@@ -451,9 +428,8 @@ def test_delete_memory_through_both_steps(
 
 
 def test_delete_memory_cancelled_at_each_step_changes_nothing(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     page = open_page()
 
@@ -474,9 +450,8 @@ def test_delete_memory_cancelled_at_each_step_changes_nothing(
 
 
 def test_the_typed_confirmation_cancels_itself_after_a_few_seconds(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     page = open_page(clock=True)
     page.click("#delete-start")
@@ -495,9 +470,8 @@ def test_the_typed_confirmation_cancels_itself_after_a_few_seconds(
 
 
 def test_chinese_follows_the_browser_and_the_switch_changes_it(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     _interrupt(memory_root)
     page = open_page("zh-CN")
     assert page.text_content("#title") == "长期记忆"
@@ -538,39 +512,24 @@ def test_the_token_leaves_the_address_bar(open_page: OpenPage, ui: UiServer) -> 
     assert page.query_selector("#memory-enabled") is not None
 
 
-_HOLD_LOCK = """
-import sys, time
-from pathlib import Path
-from dsh_memory.oplock import operation_lock
-with operation_lock(Path(sys.argv[1]), "sync", "20260820T100000Z-a1b2c3d4"):
-    print("held", flush=True)
-    time.sleep(120)
-"""
-
-
 def test_deleting_while_a_cli_run_holds_the_lock_says_operation_in_progress(
-    open_page: OpenPage, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    open_page: OpenPage,
+    memory_root: Path,
+    legacy_records: Path,
+    cli_run_holding_the_lock: Callable[[], Any],
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(memory_root)], stdout=subprocess.PIPE, text=True
-    ) as holder:
-        try:
-            assert holder.stdout is not None
-            assert holder.stdout.readline().strip() == "held"
-            page = open_page()
-            assert "sync run is in progress" in (page.text_content("#health-busy") or "")
-            page.click("#delete-start")
-            page.click("#delete-continue")
-            page.fill("#delete-word", "delete")
-            page.click("#delete-confirm")
-            settle(page)
-            text = notice(page, "delete")
-            assert text.startswith("Another memory operation is running right now")
-            assert text.endswith("(operation-in-progress)")
-        finally:
-            holder.kill()
+    with cli_run_holding_the_lock():
+        page = open_page()
+        assert "sync run is in progress" in (page.text_content("#health-busy") or "")
+        page.click("#delete-start")
+        page.click("#delete-continue")
+        page.fill("#delete-word", "delete")
+        page.click("#delete-confirm")
+        settle(page)
+        text = notice(page, "delete")
+        assert text.startswith("Another memory operation is running right now")
+        assert text.endswith("(operation-in-progress)")
     assert head(memory_root) == before
     assert (memory_root / "handbook/old-note.md").exists()
 

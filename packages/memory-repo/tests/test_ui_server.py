@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from dsh_memory.service import MemoryService
-from dsh_memory.settings import settings_path
 from dsh_memory.ui.security import CONTENT_SECURITY_POLICY
 from dsh_memory.ui.server import METHODS, UiServer
 
@@ -34,17 +33,8 @@ Write = Callable[[Path, str, str], Path]
 
 
 @pytest.fixture
-def ui(memory_root: Path) -> Iterator[UiServer]:
-    server = UiServer(memory_root, settings_path(), port=0, token=TOKEN)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield server
-    server.stop()
-    thread.join(10)
+def ui(start_ui: Callable[..., UiServer]) -> UiServer:
+    return start_ui(token=TOKEN)
 
 
 def call(
@@ -86,12 +76,6 @@ def head(root: Path, revision: str = "HEAD") -> str:
     return subprocess.run(
         ["git", "rev-parse", revision], cwd=root, capture_output=True, text=True, check=True
     ).stdout.strip()
-
-
-def legacy_repo(root: Path, write_file: Write, commit: Callable[..., str]) -> None:
-    write_file(root, "handbook/old-note.md", "an old note without front matter\n")
-    write_file(root, "summary.md", "# Summary\nremember the codegen decision\n")
-    commit(root, "legacy records")
 
 
 # -- the page ------------------------------------------------------------------------------
@@ -142,9 +126,8 @@ READ_METHODS = ["getSettings", "status", "health", "legacyRecords", "runs", "pre
 
 @pytest.mark.parametrize("method", READ_METHODS)
 def test_read_methods_answer_what_the_service_answers(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str], method: str
+    ui: UiServer, memory_root: Path, legacy_records: Path, method: str
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     answer = api(ui, method)
     direct = MemoryService(memory_root).call(method, {})
     if not direct["ok"]:
@@ -178,9 +161,8 @@ def test_set_enabled_refuses_a_non_boolean(ui: UiServer) -> None:
 
 
 def test_migrate_legacy_dry_run_then_apply(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    ui: UiServer, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     plan = api(ui, "migrateLegacy", {"dryRun": True})["value"]
     assert plan["changedPaths"] == ["handbook/old-note.md"]
@@ -196,9 +178,8 @@ def test_migrate_legacy_dry_run_then_apply(
 
 
 def test_runs_and_rollback_of_an_applied_run(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    ui: UiServer, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     api(ui, "migrateLegacy", {"dryRun": False})
     (run,) = api(ui, "runs", {"limit": 5, "operation": "migrate"})["value"]["runs"]
     assert run["status"] == "applied"
@@ -212,9 +193,8 @@ def test_runs_and_rollback_of_an_applied_run(
 
 
 def test_rollback_conflict_comes_back_as_its_code(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    ui: UiServer, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     api(ui, "migrateLegacy", {"dryRun": False})
     (run,) = api(ui, "runs", {"operation": "migrate"})["value"]["runs"]
     assert api(ui, "clear", {"confirmation": "DELETE_MEMORY"})["ok"] is True
@@ -223,9 +203,8 @@ def test_rollback_conflict_comes_back_as_its_code(
 
 
 def test_clear_needs_the_machine_confirmation(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    ui: UiServer, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     assert api(ui, "clear", {"confirmation": "delete"})["error"]["code"] == "clear-failed"
     assert head(memory_root) == before
@@ -363,11 +342,9 @@ def _untouched(root: Path, before: str) -> None:
 def test_a_request_without_the_token_is_refused_and_changes_nothing(
     ui: UiServer,
     memory_root: Path,
-    write_file: Write,
-    commit: Callable[..., str],
+    legacy_records: Path,
     token: str | None,
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     status, _, body = call(ui, "/api/memory/clear", {"confirmation": "DELETE_MEMORY"}, token=token)
     assert status == 403
@@ -385,9 +362,8 @@ def test_unknown_methods_are_not_revealed_without_the_token(ui: UiServer) -> Non
     "host", ["evil.example:{port}", "127.0.0.1.nip.io:{port}", "127.0.0.1:1", "127.0.0.1", ""]
 )
 def test_another_host_header_is_refused_and_changes_nothing(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str], host: str
+    ui: UiServer, memory_root: Path, legacy_records: Path, host: str
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     forged = {"Host": host.format(port=ui.port)}
     status, _, body = call(
@@ -420,11 +396,9 @@ def test_localhost_is_an_accepted_host(ui: UiServer) -> None:
 def test_another_origin_is_refused_and_changes_nothing(
     ui: UiServer,
     memory_root: Path,
-    write_file: Write,
-    commit: Callable[..., str],
+    legacy_records: Path,
     headers: dict[str, str],
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     sent = {k: v.format(port=ui.port) for k, v in headers.items()}
     status, _, body = call(ui, "/api/memory/clear", {"confirmation": "DELETE_MEMORY"}, headers=sent)
@@ -462,14 +436,12 @@ FORM = "application/x-www-form-urlencoded"
 def test_malformed_requests_are_refused_and_change_nothing(  # noqa: PLR0917 - fixtures
     ui: UiServer,
     memory_root: Path,
-    write_file: Write,
-    commit: Callable[..., str],
+    legacy_records: Path,
     verb: str,
     body: bytes | None,
     headers: dict[str, str],
     expected: int,
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
     status, _, _ = call(ui, "/api/memory/clear", body, verb=verb, headers=headers)
     assert status == expected
@@ -486,9 +458,8 @@ def test_an_empty_body_is_an_empty_parameter_object(ui: UiServer) -> None:
 
 
 def test_two_tabs_deleting_at_once_end_in_one_clear(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    ui: UiServer, memory_root: Path, legacy_records: Path
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     barrier = threading.Barrier(2)
     answers: list[Any] = []
 
@@ -512,34 +483,19 @@ def test_two_tabs_deleting_at_once_end_in_one_clear(
     assert log.count("DPSK memory cleared") == 1
 
 
-_HOLD_LOCK = """
-import sys, time
-from pathlib import Path
-from dsh_memory.oplock import operation_lock
-with operation_lock(Path(sys.argv[1]), "sync", "20260820T100000Z-a1b2c3d4"):
-    print("held", flush=True)
-    time.sleep(120)
-"""
-
-
 def test_a_cli_run_holding_the_lock_makes_the_page_wait(
-    ui: UiServer, memory_root: Path, write_file: Write, commit: Callable[..., str]
+    ui: UiServer,
+    memory_root: Path,
+    legacy_records: Path,
+    cli_run_holding_the_lock: Callable[[], Any],
 ) -> None:
-    legacy_repo(memory_root, write_file, commit)
     before = head(memory_root)
-    with subprocess.Popen(
-        [sys.executable, "-c", _HOLD_LOCK, str(memory_root)], stdout=subprocess.PIPE, text=True
-    ) as holder:
-        try:
-            assert holder.stdout is not None
-            assert holder.stdout.readline().strip() == "held"
-            answer = api(ui, "clear", {"confirmation": "DELETE_MEMORY"})
-            assert answer["error"]["code"] == "operation-in-progress"
-            health = api(ui, "health")["value"]
-            assert health["activeRun"]["state"] == "running"
-            assert health["operationLock"]["operation"] == "sync"
-        finally:
-            holder.kill()
+    with cli_run_holding_the_lock():
+        answer = api(ui, "clear", {"confirmation": "DELETE_MEMORY"})
+        assert answer["error"]["code"] == "operation-in-progress"
+        health = api(ui, "health")["value"]
+        assert health["activeRun"]["state"] == "running"
+        assert health["operationLock"]["operation"] == "sync"
     _untouched(memory_root, before)
 
 
