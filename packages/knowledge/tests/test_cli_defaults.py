@@ -198,3 +198,16 @@ def test_version_bare_and_examples(db: Path) -> None:
         helped = subprocess.run([sys.executable, "-m", "dsh_knowledge.cli", command, "--help"],
                                 capture_output=True, text=True, timeout=60)  # fmt: skip
         assert "Example" in helped.stdout, command
+
+
+def test_list_says_how_many_match_its_filters_in_all(db: Path, project: Path) -> None:
+    for n in range(3):
+        ok("add", "--workspace", str(project), "--type", "fact", "--content", f"port {n}", db=db)
+    ok("add", "--workspace", str(project), "--type", "decision", "--content", "use tabs", db=db)
+    cut = ok("list", "--type", "fact", "--limit", "2", db=db)
+    assert (len(cut["items"]), cut["total"], cut["truncated"]) == (2, 3, True)
+    whole = ok("list", "--type", "fact", db=db)
+    assert (len(whole["items"]), whole["total"], whole["truncated"]) == (3, 3, False)
+    assert [i["id"] for i in cut["items"]] == [i["id"] for i in whole["items"][:2]]
+    everything = ok("list", "--limit", "10", db=db)
+    assert (everything["total"], everything["truncated"]) == (4, False)

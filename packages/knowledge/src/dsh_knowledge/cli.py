@@ -286,16 +286,17 @@ def list_items(
     if limit is not None:
         validate_limit(limit)
     try:
-        items = _repository().list(
-            workspace=_filter_workspace(workspace),
-            project=None if workspace_wide else (project if project is not None else UNSET),
-            type=knowledge_type,
-            status=status,
-            creation_origin=origin,
-            limit=None,
-        )
-        shown = items if limit is None else items[:limit]
-        emit_json({"items": shown, **list_counts(len(shown), len(items))})
+        repository = _repository()
+        filters: dict[str, Any] = {
+            "workspace": _filter_workspace(workspace),
+            "project": None if workspace_wide else (project if project is not None else UNSET),
+            "type": knowledge_type,
+            "status": status,
+            "creation_origin": origin,
+        }
+        shown = repository.list(**filters, limit=limit)
+        total = len(shown) if limit is None else repository.count(**filters)
+        emit_json({"items": shown, **list_counts(len(shown), total)})
     finally:
         _close()
 

@@ -194,6 +194,24 @@ class KnowledgeRepository:
         return self._select(clauses, params, limit)
 
     @_storage
+    def count(
+        self,
+        *,
+        workspace: str | None = None,
+        project: str | _Unset | None = UNSET,
+        type: str | None = None,
+        status: str | None = None,
+        creation_origin: str | None = None,
+    ) -> int:
+        """How many items :meth:`list` would return without a limit (one ``COUNT``, no rows
+        read: a list result says its total without loading every item)."""
+        clauses, params = self._filters(workspace, project, type, status, creation_origin)
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self.store.read() as db:
+            row = db.execute(f"SELECT COUNT(*) FROM knowledge{where}", params).fetchone()  # noqa: S608 - fixed clauses, bound values
+        return int(row[0])
+
+    @_storage
     def search(
         self,
         query: str,

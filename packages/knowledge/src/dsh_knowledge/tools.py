@@ -224,20 +224,21 @@ def knowledge_search(context: ToolContext, arguments: Mapping[str, Any]) -> dict
 def knowledge_list(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
     workspace = _workspace(context, arguments)
     project = _project(context, arguments)
-    items = context.repo().list(
-        workspace=workspace,
-        project=project,
-        type=optional_enum(arguments, "type", KNOWLEDGE_TYPES),
-        status=optional_enum(arguments, "status", KNOWLEDGE_STATUSES),
-        creation_origin=optional_enum(arguments, "creationOrigin", CREATION_ORIGINS),
-        limit=None,
-    )
+    filters = {
+        "workspace": workspace,
+        "project": project,
+        "type": optional_enum(arguments, "type", KNOWLEDGE_TYPES),
+        "status": optional_enum(arguments, "status", KNOWLEDGE_STATUSES),
+        "creation_origin": optional_enum(arguments, "creationOrigin", CREATION_ORIGINS),
+    }
     limit = clamp_limit(arguments.get("limit"))
-    shown = items[:limit]
+    repository = context.repo()
+    shown = repository.list(**filters, limit=limit)
+    total = repository.count(**filters)
     return {
         "items": [summarize(i, content_chars=MAX_LIST_CONTENT_CHARS) for i in shown],
-        "total": len(items),
-        "truncated": len(items) > limit,
+        "total": total,
+        "truncated": total > len(shown),
     }
 
 
