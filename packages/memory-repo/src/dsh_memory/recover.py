@@ -6,24 +6,32 @@ A writer that dies (killed, out of power) leaves ``.sync/operation.lock`` and
 ``health().needsManualRecovery`` is false (unless a person's own uncommitted edits remain;
 those are never discarded - ``adopt`` commits them). The cases:
 
-1. **Nothing to recover** - no active run, no lock, last run not ``interrupted``: nothing is
-   written (``status: "nothing-to-recover"``).
-2. **A live writer** holds the lock or the active run: ``operation-in-progress``.
-3. **The run had finished** (its journal record says so; only the lock or active-run record
-   was left, as the earlier tool leaves it): the litter is removed.
-4. **The apply commit landed** (the newest payload commit is "DPSK memory sync applied:
-   <run>"; only journal commits may follow it), the run's own journal commit did not:
-   the finished commits are kept. Payload files whose work tree or index differs from
+1. **Nothing to recover** - no active run, no lock, last run not ``interrupted``, HEAD not
+   an unjournaled change: nothing is written (``status: "nothing-to-recover"``).
+2. **A held lock** - a live writer, or the earlier tool's lock under its own six-hour rule
+   (:func:`dsh_memory.oplock.lock_held`) - or a running active run:
+   ``operation-in-progress``, nothing changed.
+3. **Unjournaled** - no run is active and HEAD is a finished payload commit no journal
+   record names (the earlier tool's ``--apply-preview`` and ``clear`` never journal; see
+   :mod:`dsh_memory.unjournaled`): the change is journaled ``applied`` (a rollback
+   ``rolled_back``) with its commits, so ``rollback`` can undo it; litter is removed.
+4. **The run had finished** (its journal record says so, or it is the earlier host's
+   never-removed record; only the lock or active-run record was left): the litter is
+   removed.
+5. **The apply commit landed** (the newest payload commit is the run's: "DPSK memory sync
+   applied: <run>", or the apply commit its active record names - a clear or rollback;
+   only journal commits may follow it), the run's own journal commit did not: the
+   finished commits are kept. Payload files whose work tree or index differs from
    HEAD are rewritten from HEAD (the apply commit was built on the recovery
    point, which already holds any earlier hand edits, so nothing is lost), and the run is
    journaled ``applied`` with ``error_code: "interrupted-run"`` - ``rollback`` can undo it.
    The watermark does not move, so its sessions are read again by the next sync.
-5. **Nothing landed** (the newest payload commit is not the run's apply commit): the run
+6. **Nothing landed** (the newest payload commit is not the run's apply commit): the run
    never touched the work tree (it writes only after the CAS). Live index entries it may
    have updated just before the CAS are restored from HEAD where the work tree still
    equals HEAD. The run is journaled ``interrupted`` (if no record exists yet).
 
-In 3-5 a ``recover`` run is journaled (operation ``recover``, status ``recovered``,
+In 3-6 a ``recover`` run is journaled (operation ``recover``, status ``recovered``,
 ``changed_paths`` = the paths it rewrote) in one journal commit together with the dead
 run's record, then the active-run record and the dead lock are removed.
 """
@@ -31,7 +39,6 @@ run's record, then the active-run record and the dead lock are removed.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +55,14 @@ from dsh_memory.oplock import (
     ACTIVE_RUN_FILE,
     LOCK_FILE,
     finished_record,
+    held_lock_message,
+    lock_owner,
     read_active_run,
     read_operation_lock,
 )
 from dsh_memory.root import PAYLOAD_PATHS, Layout
 from dsh_memory.transactions import Blob, GitTransactions
+from dsh_memory.unjournaled import head_landing, landing_record
 
 RECOVER_CONFIRMATION = "RECOVER_MEMORY"
 
@@ -65,6 +75,30 @@ def _last_payload_write(tx: GitTransactions) -> str:
     """The newest commit that changed the payload (journal commits after it do not count:
     a writer refused with interrupted-run journals the dead run on top of its apply)."""
     return tx.git.run(["rev-list", "-1", "HEAD", "--", *PAYLOAD_PATHS]).text.strip()
+
+
+def _landed_apply(tx: GitTransactions, active: dict[str, Any] | None, run_id: str) -> str | None:
+    """The dead run's apply commit when it is the newest payload write, else None.
+
+    A sync, migrate, edit or preview names its run in the subject; a clear or rollback
+    does not, but every writer of ours records its apply commit in the active run before
+    the compare-and-swap.
+    """
+    last_write = _last_payload_write(tx)
+    if _subject(tx, last_write) == f"DPSK memory sync applied: {run_id}":
+        return last_write
+    recorded = (active or {}).get("apply_commit")
+    if isinstance(recorded, str) and recorded == last_write:
+        return last_write
+    return None
+
+
+def _litter(root: Path) -> dict[str, Any] | None:
+    """The active-run record left on disk (read_active_run found it finished), if any."""
+    with contextlib.suppress(OSError, ValueError):
+        data = journal.read_json_file(root / ACTIVE_RUN_FILE)
+        return data if isinstance(data, dict) else None
+    return None
 
 
 def _index_differs(tx: GitTransactions) -> list[str]:
@@ -119,20 +153,23 @@ def recover(layout: Layout, confirmation: object) -> dict[str, Any]:
     root = layout.root
     tx = GitTransactions(layout)
     lock = read_operation_lock(root)
+    if lock is not None and lock["active"]:
+        raise OperationInProgressError(held_lock_message(root, lock))
     active = read_active_run(root)
-    if (lock is not None and lock["active"]) or (active and active.get("state") == "running"):
+    if active and active.get("state") == "running":
         raise OperationInProgressError("a live writer holds the memory operation lock")
     litter = (root / ACTIVE_RUN_FILE).exists()
     run_id = _interrupted_id(root, active)
-    if lock is None and active is None and run_id is None and not litter:
+    unjournaled = active is None and head_landing(tx) is not None
+    if lock is None and active is None and run_id is None and not litter and not unjournaled:
         return {"status": "nothing-to-recover", "interruptedRunId": None, "case": "none",
                 "restoredPaths": []}  # fmt: skip
     try:
         if lock is not None:
             break_dead_lock(root / LOCK_FILE)
-        owner = {"operation": "recover", "pid": os.getpid(), "runId": "recover",
-                 "startedAt": journal.utc_iso()}  # fmt: skip
-        held = acquire_lock(root / LOCK_FILE, owner_data=owner)
+        held = acquire_lock(
+            root / LOCK_FILE, owner_data=lock_owner("recover", "recover", journal.utc_iso())
+        )
     except LockHeldError:
         raise OperationInProgressError("another writer took the lock") from None
     try:
@@ -157,20 +194,27 @@ def _recover_locked(
     if run_id is not None:
         with contextlib.suppress(OSError, ValueError):
             record = journal.read_run(root, run_id)
-    if run_id is None or finished_record(root, {"run_id": run_id}) is not None:
+    landing = head_landing(tx) if active is None else None
+    journaled: str | None = None
+    if landing is not None:
+        case = "unjournaled"
+        made = landing_record(tx, landing, _litter(root))
+        journaled = str(made["run_id"])
+        extra[journal.run_record_path(journaled)] = (dumps(made) + "\n").encode("utf-8")
+    elif run_id is None or finished_record(root, {"run_id": run_id}) is not None:
         case = "finished"
-    elif _subject(tx, last_write := _last_payload_write(tx)) == (
-        f"DPSK memory sync applied: {run_id}"
-    ):
+    elif (last_write := _landed_apply(tx, active, run_id)) is not None:
         case = "kept-commits"
         parent = tx.git.run(["rev-parse", f"{last_write}^"]).text.strip()
         before, after = tx.tree_files(parent), tx.tree_files(last_write)
         changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
         restored = sorted(set(tx.payload_dirty_paths()) | set(_index_differs(tx)))
         _restore_from_head(tx, head, restored, worktree=True)
+        operation = str((active or {}).get("operation") or "sync")
         dead = journal.make_record(
-            run_id=run_id, operation=str((active or {}).get("operation") or "sync"),
-            status="applied", started_at=str((active or {}).get("started_at") or clock.started_at),
+            run_id=run_id, operation=operation,
+            status="rolled_back" if operation == "rollback" else "applied",
+            started_at=str((active or {}).get("started_at") or clock.started_at),
             changed_paths=changed, recovery_commit=parent, apply_commit=last_write,
             error_code="interrupted-run", phase="finalizing",
         )  # fmt: skip
@@ -195,7 +239,10 @@ def _recover_locked(
     commit = journal.journal_run(tx, entry, extra_files=extra)
     with contextlib.suppress(FileNotFoundError):
         (root / ACTIVE_RUN_FILE).unlink()
-    return {
+    result = {
         "status": "recovered", "case": case, "interruptedRunId": run_id,
         "restoredPaths": restored, "recoverRunId": recover_id, "journalCommit": commit,
     }  # fmt: skip
+    if journaled is not None:
+        result["journaledRunId"] = journaled
+    return result
