@@ -55,8 +55,9 @@ _PASS_THROUGH = ("HOME", "PATH", "LANG", "DSH_HOME")
 PROMPT = """You are the dsh-memory consolidation agent running one incremental sync.
 Do not extract or consolidate this session itself.
 
-Work only in the staging memory repository {staging} (read its README.md first: it holds
-the rules). You may change only summary.md, handbook/, rollouts/ and archive/ there.
+Work only in the staging memory repository {staging} (read its README.md first, above all
+its section "提炼与整合" (distill and consolidate): it holds the rules). You may change
+only summary.md, handbook/, rollouts/ and archive/ there.
 Do not change README.md, do not create other files or folders, do not run git.
 
 The redacted transcripts of {count} new session(s) are in {sessions} (one Markdown file
