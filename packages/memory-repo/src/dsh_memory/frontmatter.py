@@ -9,7 +9,8 @@ Public functions (other modules and the partner's migration/status code use thes
 - ``validate(metadata, *, today=None) -> dict`` - the same checks and defaults on a mapping.
 - ``render(metadata) -> str`` - canonical front matter block, ending in ``"---\\n"``.
 - ``split(text) -> (block | None, body)``, ``body_of(text) -> str``, ``has_front_matter(text)``.
-- ``is_record_path(path)``, ``legacy_id(path)``, ``legacy_front_matter(path, day)``.
+- ``is_record_path(path)``, ``legacy_id(path)``, ``legacy_front_matter(path, day)``,
+  ``record_text(data)``.
 - ``is_expired(metadata, now=None)``, ``topic_key(metadata)``,
   ``resolve_topic_conflict(records, now=None)``.
 
@@ -99,11 +100,24 @@ def legacy_id(path: str) -> str:
 
 
 def legacy_front_matter(path: str, day: str) -> str:
-    """The front matter ``migrateLegacy`` prepends (the earlier tool's exact bytes)."""
+    """The front matter ``migrateLegacy`` prepends and ``legacyRecords`` shows: the earlier
+    tool's exact bytes (``migrationFrontMatter``), the body following the closing ``---``
+    line directly - no blank line, so both tools migrate a record into the same blob."""
     return (
         f"---\nschema_version: {SCHEMA_VERSION}\nid: {legacy_id(path)}\n"
         f"created_at: {day}\nupdated_at: {day}\n---\n"
     )
+
+
+def record_text(data: bytes) -> str | None:
+    """The text of a record file, or None when the file cannot be a record: not UTF-8, or
+    holding a NUL (binary). One test for every door: ``status`` counts such a file as
+    invalid metadata, and search, context and migration skip it."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if "\0" in text else text
 
 
 def has_front_matter(text: str) -> bool:
