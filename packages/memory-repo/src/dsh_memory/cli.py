@@ -8,7 +8,6 @@ values come back as the method's own ``*-invalid-request`` code, never as a pars
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -34,8 +33,6 @@ RootOption = Annotated[
                  " ~/.dsh/storages/memory)."),
 ]  # fmt: skip
 
-_INTEGER = re.compile(r"^-?[0-9]+$")
-
 
 def render_error(code: str, message: str) -> dict[str, Any]:
     """The spec's failed envelope, with a message for people."""
@@ -43,9 +40,9 @@ def render_error(code: str, message: str) -> dict[str, Any]:
 
 
 def _integer_or_raw(value: str | None) -> object:
-    if value is None:
-        return None
-    return int(value) if _INTEGER.fullmatch(value.strip()) else value
+    from dsh_memory.cli_output import integer_or_raw
+
+    return integer_or_raw(value)
 
 
 def _boolean_or_raw(value: str | None) -> object:

@@ -26,7 +26,9 @@ _OPENINGS = (
 _CONFIRMATION = re.compile(r"needs the exact confirmation ([A-Z_]+)")
 # A root that is missing or not yet a repository: say how to create it.
 _INIT_HINT = " - run dsh-memory init (with the same --root) to create it"
-_INTEGER = re.compile(r"^-?[0-9]+$")
+#: At most 16 digits: a longer run is no limit any method takes (and Python's int() refuses
+#: more than 4,300 digits); it is handed over as text, so the method's own code answers.
+_INTEGER = re.compile(r"^-?[0-9]{1,16}$")
 
 
 def cli_message(code: object, message: str) -> str:
