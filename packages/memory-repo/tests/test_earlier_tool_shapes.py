@@ -71,7 +71,8 @@ def test_the_readme_init_writes_has_the_section_both_sync_agents_read(
     from dsh_memory.agent import PROMPT
 
     root = tmp_path / "mem"
-    initialize_repository(root)
+    subprocess.run(["dsh-memory", "init", "--root", str(root)], capture_output=True, check=True,
+                   timeout=60)  # fmt: skip
     readme = run_git(root, "show", "HEAD:README.md")
     title = EARLIER_PROMPT_SECTION.removeprefix("「").removesuffix("」一节")
     assert f"## {title}" in readme.splitlines()  # a heading of its own, found by its name
