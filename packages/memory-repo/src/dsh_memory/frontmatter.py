@@ -45,12 +45,12 @@ CONFIDENCES = ("high", "medium", "low", "unknown")
 STATUS_PRECEDENCE = {status: rank for rank, status in enumerate(STATUSES)}
 
 ID_RE = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)?")
-DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 FRONT_MATTER_RE = re.compile(r"---\r?\n([\s\S]*?)\r?\n---\r?\n?")
 # The earlier tool needs indentation before "-"; v0.9.3 also accepts unindented block lists.
 _LIST_ITEM_RE = re.compile(r"[ \t]*-\s+(.+)")
-_INT_RE = re.compile(r"-?\d+")
-_FLOAT_RE = re.compile(r"-?\d+\.\d+")
+_INT_RE = re.compile(r"-?[0-9]+")
+_FLOAT_RE = re.compile(r"-?[0-9]+\.[0-9]+")
 _COMMENT_RE = re.compile(r"[ \t]*#")
 # JavaScript's Number.MAX_SAFE_INTEGER: larger integers stay strings, as in the earlier tool.
 _MAX_SAFE_INTEGER = 2**53 - 1

@@ -68,7 +68,7 @@ OWN_LOCK_KEY = "startTime"
 EARLIER_TOOL = "seriousz158/dsh-memory"
 #: ``startedAt`` as both earlier writers put it: its sync helper to the second, its host
 #: with milliseconds (JavaScript's ``toISOString``).
-_STARTED_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z")
+_STARTED_AT = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?Z")
 #: The earlier host's run ids: ``<stamp>-<operation>-<pid>`` (its sync uses 8 hex instead).
 _EARLIER_HOST_RUN = re.compile(r"[0-9]{8}T[0-9]{6}Z-(migrate|rollback|clear)-([0-9]+)")
 
