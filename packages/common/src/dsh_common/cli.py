@@ -27,7 +27,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, overload
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps_bytes
@@ -222,6 +222,39 @@ def add_setup_command(
 def _parameter(option: SetupOption) -> str:
     """The Python name of a declared option's parameter (``--db`` -> ``option_db``)."""
     return "option_" + option.flag.lstrip("-").replace("-", "_")
+
+
+#: What every search-like command says when the query is given twice, differently.
+QUERY_TWICE = "give the query once: positionally or as --query, not both"
+
+
+@overload
+def one_query(
+    positional: str | None, option: str | None, *, required: str, twice: str = ...
+) -> str: ...
+@overload
+def one_query(
+    positional: str | None, option: str | None, *, required: None = None, twice: str = ...
+) -> str | None: ...
+def one_query(
+    positional: str | None,
+    option: str | None,
+    *,
+    required: str | None = None,
+    twice: str = QUERY_TWICE,
+) -> str | None:
+    """The query of a command taking ``QUERY`` or ``--query QUERY`` (the same one twice is fine).
+
+    Two different ones are refused with ``twice`` (``invalid-arguments``). A missing query
+    is refused with ``required`` when given; without it, None is returned for the command's
+    own method to judge (dsh-memory answers with its spec's ``*-invalid-request``).
+    """
+    if positional is not None and option is not None and positional != option:
+        raise DshError(twice, code=USAGE_ERROR_CODE)
+    query = option if option is not None else positional
+    if query is None and required is not None:
+        raise DshError(required, code=USAGE_ERROR_CODE)
+    return query
 
 
 def list_counts(shown: int, total: int) -> dict[str, Any]:
