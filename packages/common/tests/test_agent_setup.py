@@ -528,3 +528,22 @@ def test_the_setup_command_offers_each_declared_option(tmp_path: Path) -> None:
     assert command == "/opt/bin/demo hook user-prompt-submit --db postgresql://db/dsh"
     plain = demo("codex", "--dry-run")
     assert plain.returncode == 0 and json.loads(plain.stdout)["diff"] == ""  # kept as it was
+
+
+def test_a_hook_with_variables_in_front_is_still_ours_and_keeps_them(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    line = "DSH_HOME='/my data' \"/old/dsh-knowledge\" hook user-prompt-submit --project p"
+    document = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": line}]}]}}
+    settings.write_text(json.dumps(document) + "\n")
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
+    assert prompt_hooks(project) == [
+        "DSH_HOME='/my data' /opt/bin/dsh-knowledge hook user-prompt-submit --project p"
+    ]  # refreshed in place, not a second hook beside it
+    # Words already right: the user's own quoting is kept byte for byte.
+    mine = "DSH_HOME=\"/my data\" '/opt/bin/dsh-knowledge' hook user-prompt-submit --project p"
+    document["hooks"]["UserPromptSubmit"][0]["hooks"][0].update(command=mine, timeout=10)
+    settings.write_text(json.dumps(document) + "\n")
+    result = run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
+    assert result["files"][1]["action"] == "unchanged" and prompt_hooks(project) == [mine]
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project, remove=True)
+    assert not settings.exists()

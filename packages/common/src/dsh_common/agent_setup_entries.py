@@ -14,8 +14,10 @@ setup (after an upgrade, from a bootstrap script) must keep all of it. So setup 
 - in a hook command of ours (``<program> hook <subcommand>`` registered under the event
   setup uses for that subcommand): the program, ``hook <subcommand>`` and the options setup
   itself passes (``--mcp-server``, ``--host``). Options the user added stay, in their
-  order, after ours; so do the hook's other keys (``timeout`` is written only when absent)
-  and its group (``matcher``). A hook of ours is refreshed where it is, never moved.
+  order, after ours; so do ``NAME=value`` words in front of the program, the hook's other
+  keys (``timeout`` is written only when absent) and its group (``matcher``). A hook of
+  ours is refreshed where it is, never moved, and its text is kept when its words are
+  already right (the user's quoting stays).
 
 Options declared with :class:`SetupOption` and given to setup (``--db URL``) replace the
 same option's value in our entries; an option not given leaves whatever is there alone.
@@ -24,6 +26,7 @@ same option's value in our entries; an option not given leaves whatever is there
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -63,6 +66,10 @@ class SetupOption:
     metavar: str = "VALUE"
     server: bool = True
     hooks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"--[a-z][a-z0-9-]*", self.flag):
+            raise ValueError(f"a setup option is a long option like --db, not {self.flag!r}")
 
 
 @dataclass(frozen=True)
@@ -209,13 +216,26 @@ def merge_json_server(
 # --- hooks -------------------------------------------------------------------------------
 
 
-def hook_command_line(command: str, words: Sequence[str]) -> str:
-    """The shell command line of one hook (hosts run hook commands through a shell)."""
-    return " ".join(shlex.quote(part) for part in (command, *words))
+def hook_command_line(
+    command: str, words: Sequence[str], assignments: Sequence[tuple[str, str]] = ()
+) -> str:
+    """The shell command line of one hook (hosts run hook commands through a shell).
+
+    ``assignments`` are ``NAME=value`` words the user put in front (``DSH_HOME=/x cmd``):
+    the value is quoted, never the name, or the shell would take it for a command.
+    """
+    prefix = [f"{name}={shlex.quote(value)}" for name, value in assignments]
+    return " ".join([*prefix, *(shlex.quote(part) for part in (command, *words))])
 
 
-def _words_if_ours(hook: Any, program: str, subcommand: str) -> list[str] | None:
-    """The words after the program of ``hook`` when it runs ``program hook subcommand``."""
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+
+
+def _parse_if_ours(
+    hook: Any, program: str, subcommand: str
+) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """``(assignments, words after the program)`` of ``hook`` when it runs ``program hook
+    subcommand`` (after any ``NAME=value`` words), else None."""
     if not isinstance(hook, dict) or hook.get("type") != "command":
         return None
     command = hook.get("command")
@@ -225,9 +245,22 @@ def _words_if_ours(hook: Any, program: str, subcommand: str) -> list[str] | None
         words = shlex.split(command)
     except ValueError:
         return None
+    assignments: list[tuple[str, str]] = []
+    while words and (match := _ASSIGNMENT.match(words[0])) is not None:
+        assignments.append((match[1], match[2]))
+        words = words[1:]
     if len(words) >= 3 and Path(words[0]).name == program and words[1:3] == ["hook", subcommand]:
-        return words[1:]
+        return assignments, words[1:]
     return None
+
+
+def _refreshed(hook: dict[str, Any], line: str) -> dict[str, Any]:
+    """``hook`` running ``line``; its own text kept when it already says the same words."""
+    refreshed = dict(hook)
+    if shlex.split(line) != shlex.split(hook["command"]):
+        refreshed["command"] = line
+    refreshed.setdefault("timeout", HOOK_TIMEOUT_SECONDS)
+    return refreshed
 
 
 def merge_hooks(
@@ -265,23 +298,23 @@ def merge_hooks(
             for hook in inner:
                 match = next(
                     (
-                        (our, words)
+                        (our, parsed)
                         for our in wanted
-                        if (words := _words_if_ours(hook, program, our.subcommand)) is not None
+                        if (parsed := _parse_if_ours(hook, program, our.subcommand)) is not None
                     ),
                     None,
                 )
                 if match is None:
                     new_inner.append(hook)
                     continue
-                our, words = match
+                our, (assignments, words) = match
                 found.add(our)
                 if remove:
                     continue
-                line = hook_command_line(command, refresh_words(words, our.words, our.written))
-                refreshed = {**hook, "command": line}
-                refreshed.setdefault("timeout", HOOK_TIMEOUT_SECONDS)
-                new_inner.append(refreshed)
+                refreshed = refresh_words(words, our.words, our.written)
+                new_inner.append(
+                    _refreshed(hook, hook_command_line(command, refreshed, assignments))
+                )
             if new_inner:
                 kept.append({**group, "hooks": new_inner} if new_inner != inner else group)
             # A group left empty by a removal held only our hook: it goes with it.
