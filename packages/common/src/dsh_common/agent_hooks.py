@@ -29,6 +29,7 @@ MAX_PAYLOAD_BYTES = 1024 * 1024
 EVENT_NAMES = {
     "session-start": "SessionStart",
     "user-prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
 }
 
 #: ``handler(payload, args)``: ``args`` are the words after the event name.

@@ -27,13 +27,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, overload
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps_bytes
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
+    from dsh_common.agent_setup_entries import SetupOption
 
 ErrorRenderer = Callable[[str, str], Any]
 
@@ -133,38 +134,127 @@ def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
 
 
 def add_setup_command(
-    app: Any, integration: Callable[[], Integration], *, summary: str, examples: Sequence[str]
+    app: Any,
+    integration: Callable[[], Integration],
+    *,
+    summary: str,
+    examples: Sequence[str],
+    options: Sequence[SetupOption] = (),
 ) -> None:
     """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]``
     on the Typer ``app``: the one signature every product's ``setup`` has, running
     :func:`dsh_common.agent_setup.run_setup` with what ``integration()`` (built only when the
-    command runs) registers."""
+    command runs) registers.
+
+    ``options`` is the product's declared list of what setup may write into its entries
+    (:class:`dsh_common.agent_setup_entries.SetupOption`): each becomes ``--flag VALUE`` of
+    the command, and a value given is written where the option says (server args, hooks).
+    """
+    import inspect
+
     import typer  # only here: see the module docstring
 
-    def setup_command(
-        host: str = typer.Argument(..., help="claude-code or codex."),
-        scope: str = typer.Option("user", "--scope", help="user (default) or project."),
-        project_dir: str | None = typer.Option(
-            None, "--project-dir", help="Project root (default: cwd)."
-        ),
-        remove: bool = typer.Option(False, "--remove", help="Undo exactly our entries."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
-    ) -> None:
+    def setup_command(**values: Any) -> None:
         from dsh_common.agent_setup import run_setup
 
+        given = [(option, values[_parameter(option)]) for option in options]
         emit_json(
             run_setup(
                 integration(),
-                host,
-                scope=scope,
-                project_dir=project_dir,
-                remove=remove,
-                dry_run=dry_run,
+                values["host"],
+                scope=values["scope"],
+                project_dir=values["project_dir"],
+                remove=values["remove"],
+                dry_run=values["dry_run"],
+                options=[(option, value) for option, value in given if value is not None],
             )
         )
 
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter(
+            "host",
+            keyword,
+            default=typer.Argument(..., help="claude-code or codex."),
+            annotation=str,
+        ),
+        inspect.Parameter(
+            "scope",
+            keyword,
+            default=typer.Option("user", "--scope", help="user (default) or project."),
+            annotation=str,
+        ),
+        inspect.Parameter(
+            "project_dir",
+            keyword,
+            default=typer.Option(None, "--project-dir", help="Project root (default: cwd)."),
+            annotation=str | None,
+        ),
+        inspect.Parameter(
+            "remove",
+            keyword,
+            default=typer.Option(False, "--remove", help="Undo exactly our entries."),
+            annotation=bool,
+        ),
+        inspect.Parameter(
+            "dry_run",
+            keyword,
+            default=typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+            annotation=bool,
+        ),
+    ]
+    for option in options:
+        parameters.append(
+            inspect.Parameter(
+                _parameter(option),
+                keyword,
+                default=typer.Option(None, option.flag, help=option.help, metavar=option.metavar),
+                annotation=str | None,
+            )
+        )
+    # Typer reads the parameters from the signature: one per declared option.
+    setup_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    setup_command.__annotations__ = {p.name: p.annotation for p in parameters}
     epilog = "\b\nExample:\n" + "\n".join(f"  {example}" for example in examples)
     app.command("setup", help=summary, epilog=epilog)(setup_command)
+
+
+def _parameter(option: SetupOption) -> str:
+    """The Python name of a declared option's parameter (``--db`` -> ``option_db``)."""
+    return "option_" + option.flag.lstrip("-").replace("-", "_")
+
+
+#: What every search-like command says when the query is given twice, differently.
+QUERY_TWICE = "give the query once: positionally or as --query, not both"
+
+
+@overload
+def one_query(
+    positional: str | None, option: str | None, *, required: str, twice: str = ...
+) -> str: ...
+@overload
+def one_query(
+    positional: str | None, option: str | None, *, required: None = None, twice: str = ...
+) -> str | None: ...
+def one_query(
+    positional: str | None,
+    option: str | None,
+    *,
+    required: str | None = None,
+    twice: str = QUERY_TWICE,
+) -> str | None:
+    """The query of a command taking ``QUERY`` or ``--query QUERY`` (the same one twice is fine).
+
+    Two different ones are refused with ``twice`` (``invalid-arguments``). A missing query
+    is refused with ``required`` when given; without it, None is returned for the command's
+    own method to judge (dsh-memory answers with its spec's ``*-invalid-request``).
+    """
+    if positional is not None and option is not None and positional != option:
+        raise DshError(twice, code=USAGE_ERROR_CODE)
+    query = option if option is not None else positional
+    if query is None and required is not None:
+        raise DshError(required, code=USAGE_ERROR_CODE)
+    return query
 
 
 def list_counts(shown: int, total: int) -> dict[str, Any]:

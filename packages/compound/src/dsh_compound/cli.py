@@ -147,16 +147,9 @@ def mcp_command(
     ] = None,
 ) -> None:
     """Serve the agent tools over MCP on stdin/stdout (needs the [mcp] extra)."""
-    try:
-        from dsh_compound.mcp_server import serve
-    except ImportError as exc:
-        from dsh_compound.errors import CompoundError
+    from dsh_common.mcp_stdio import import_server
 
-        raise CompoundError(
-            "the MCP server needs the mcp extra: pip install 'dsh-compound[mcp]'",
-            code="mcp-unavailable",
-        ) from exc
-    serve(workspace)
+    import_server("dsh_compound.mcp_server", "dsh-compound").serve(workspace)
 
 
 @app.command(

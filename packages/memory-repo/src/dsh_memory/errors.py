@@ -11,8 +11,15 @@ own additions for inputs and operations the spec gives no code to.
 from __future__ import annotations
 
 import errno as _errno
+from typing import Any
 
 from dsh_common.errors import DshError
+
+
+def render_error(code: str, message: str) -> dict[str, Any]:
+    """The spec's failed envelope with a message for people: what every dsh-memory front end
+    (command line, fast path, hook, ``mcp`` without its extra) prints on stderr."""
+    return {"ok": False, "error": {"code": code, "message": message}}
 
 
 class MemoryRepoError(DshError):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common.agent_hooks import hook_main
+from dsh_memory.errors import render_error
 
 TOOL_NAMES = ("memory_search", "memory_context")
 _CLI_HINT = (
@@ -100,11 +101,6 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
 HANDLERS = {"session-start": session_start}
 
 
-def _memory_error(code: str, message: str) -> dict[str, Any]:
-    # dsh-memory's spec envelope, as every other dsh-memory command prints it.
-    return {"ok": False, "error": {"code": code, "message": message}}
-
-
 def main(argv: list[str]) -> int:
     """``dsh-memory hook <event>``; ``argv`` is what follows ``hook``."""
-    return hook_main(argv, HANDLERS, render_error=_memory_error, program="dsh-memory")
+    return hook_main(argv, HANDLERS, render_error=render_error, program="dsh-memory")
