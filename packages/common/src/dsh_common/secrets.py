@@ -279,7 +279,7 @@ _PROSE_NOUNS = frozenset({"token", "secret", "secrets"})
 _ASSIGNMENT = re.compile(
     r"(?P<word>pass(?:word|wd|phrase|code)?|pwd|secrets?|token|key|credentials?"
     r"|auth(?:orization)?)(?![A-Za-z0-9_.-])(?:\\?[\"'])?"
-    r"(?:[ \t]{0,16}+(?P<sep>:=|=>|=|:(?!//))|(?P<space>[ \t]{1,16}+))\s{0,16}+",
+    r"(?:\s{0,16}+(?P<sep>:=|=>|=|:)|(?P<space>[ \t]{1,16}+))\s{0,16}+",
     _AI,
 )
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"

@@ -7,9 +7,10 @@ dsh-memory's transcript redaction uses too) at its default sensitivity, the one 
 refusing: vendor tokens at their real length, bearer tokens, JWTs, private-key blocks, URL
 passwords in any scheme and assignments whose name says secret (``DB_PASSWORD=…``, JSON
 ``"password": "…"``, ``aws_secret_access_key = …``), in English or glued to Chinese text.
-It refuses everything the earlier Node tool's ``SECRET_PATTERNS`` refused, and more. This is
-a filter for common shapes, not a complete scanner; the trusted repository API does not
-scan.
+It refuses what the earlier Node tool's ``SECRET_PATTERNS`` refused, and more - except an
+assigned value that is a placeholder (``password=${DB_PASSWORD}``), not printable ASCII
+("password: 请问运维") or only punctuation. This is a filter for common shapes, not a complete
+scanner; the trusted repository API does not scan.
 """
 
 from __future__ import annotations
