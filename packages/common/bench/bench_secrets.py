@@ -1,6 +1,6 @@
 """The secret detector on realistic text and on adversarial megabytes.
 
-    uv run --frozen python packages/common/bench/bench_secrets.py [--runs 5]
+    uv run --frozen python packages/common/bench/bench_secrets.py [--runs 7]
 
 Realistic: session-transcript-like text (English and Chinese prose, code, JSON, shell, a
 secret every ~2 KiB) at 64 KiB, 256 KiB and 1 MiB, scanned by ``find_secrets`` in both
@@ -11,7 +11,7 @@ Adversarial: inputs built to make a backtracking matcher go quadratic (runs that
 form a token, separators without values, unclosed quotes and blocks, percent runs ...) at
 256 KiB and 1 MiB. Each row gives the median times and the growth from 256 KiB to 1 MiB (of
 the fastest runs, the least disturbed by other work), which is 4 for linear work; the
-script exits 1 when any growth is above 8 (room for a busy machine), so a quadratic pattern
+script exits 1 when any growth is above 10 (room for a busy machine), so a quadratic pattern
 fails it (16) whatever the machine's speed.
 """
 
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dsh_common.secrets import find_secrets, redact
 
 KIB = 1024
-MAX_GROWTH = 8.0
+MAX_GROWTH = 10.0
 
 # The earlier session filter (its six substitutions, as they were): the baseline.
 _OLD = [
@@ -136,7 +136,7 @@ def median_ms(function: Callable[[], object], runs: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     runs = parser.parse_args().runs
 
     print("Realistic transcript text (median ms)")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_common import secrets as secrets_module
 from dsh_common.secrets import Span, contains_secret, find_secrets, is_secret_name, redact
 
 from .secret_shapes import CJK_AFTER, CJK_BEFORE, PROSE, SHAPES, Shape, cases
@@ -153,3 +156,73 @@ def test_tokens_glued_to_chinese_are_found_in_both_sensitivities(text: str) -> N
     assert contains_secret(text) and contains_secret(text, eager=True)
     out = redact(text, _mark)
     assert out.count(MARK) >= 1 and out[0] in "密令访数" and not out[-1].isascii()
+
+
+# -- the cost of a scan: the compiled patterns themselves ------------------------------------
+
+
+def _patterns() -> list[re.Pattern[str]]:
+    """Every compiled pattern of the detector: module constants, rule tables, value maps."""
+    found: list[re.Pattern[str]] = []
+    for value in vars(secrets_module).values():
+        if isinstance(value, dict):
+            items = list(value.values())
+        elif isinstance(value, tuple):
+            items = list(value)
+        else:
+            items = [value]
+        for item in items:
+            if isinstance(item, re.Pattern):
+                found.append(item)
+            elif isinstance(item, secrets_module._Rule):
+                found.append(item.pattern)
+    return found
+
+
+def _walk(items: Any, in_repeat: bool, problems: list[str], where: str) -> None:
+    for op, av in items:
+        name = str(op)
+        if name in ("POSSESSIVE_REPEAT", "ATOMIC_GROUP"):
+            problems.append(f"{where}: {name} (newer than Python 3.8)")
+        elif name in ("MAX_REPEAT", "MIN_REPEAT"):
+            low, high, sub = av
+            variable = high > 1 and low != high
+            if in_repeat and variable:
+                problems.append(f"{where}: a variable repeat inside a repeat")
+            _walk(sub, in_repeat or high > 1, problems, where)
+        elif name == "SUBPATTERN":
+            _walk(av[-1], in_repeat, problems, where)
+        elif name == "BRANCH":
+            for branch in av[1]:
+                _walk(branch, in_repeat, problems, where)
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            _walk(av[1], in_repeat, problems, where)
+
+
+def test_no_pattern_can_backtrack_over_a_run_or_needs_a_newer_python() -> None:
+    # A repeat holding a variable repeat ("(a+)*") is what makes a backtracking engine
+    # exponential; possessive repeats and atomic groups would not compile on the Python an
+    # earlier sync may run the memory repository's filter script with.
+    from re import _parser  # type: ignore[attr-defined]
+
+    patterns = _patterns()
+    assert len(patterns) >= 30
+    problems: list[str] = []
+    for pattern in patterns:
+        _walk(_parser.parse(pattern.pattern, pattern.flags), False, problems, pattern.pattern[:40])
+    assert problems == []
+
+
+def test_a_megabyte_of_near_misses_is_answered_correctly() -> None:
+    # Correctness on the bench's adversarial inputs (their speed is bench_secrets.py's job).
+    megabyte = 1024 * 1024
+    near_misses = ["sk-ab ", "eyJaaaaaaaaaaa-", "password=", "a=", 'password="', "x://u:p",
+                   "-----BEGIN RSA PRIVATE KEY-----\n", "%41", "Bearer x ", "AKIA",
+                   "密码："]  # fmt: skip
+    for unit in near_misses:
+        text = (unit * (megabyte // len(unit) + 1))[:megabyte]
+        spans = find_secrets(text)
+        if unit in ("password=", 'password="', "-----BEGIN RSA PRIVATE KEY-----\n"):
+            assert spans, unit  # these do hold secrets (or cut key blocks)
+        else:
+            assert spans == [], (unit, spans[:3])

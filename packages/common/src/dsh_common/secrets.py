@@ -39,10 +39,17 @@ short forms the earlier session filter redacted (``sk-`` and 3, ``ghp_`` and 4, 
 and 3, any case) count too, any non-empty value counts and ``auth`` / ``authorization`` name
 a secret. Everything the default reports, ``eager`` reports too.
 
-Cost: every pattern is anchored on a literal or an ASCII boundary and uses bounded or
-possessive repeats, so a scan is linear in the text (``bench/bench_secrets.py`` feeds it
-adversarial megabytes). This module is standard-library only: dsh-memory inlines its source
-into the memory repository's standalone ``scripts/filter_session.py``.
+Cost: a scan is linear in the text. Token patterns start with a literal (the regex engine's
+fast prefix scan finds candidates) and check their boundary behind it; no repeat holds
+another one that can match more than once, so nothing backtracks over a run it has read
+(tests check both on the compiled patterns); values, names and key blocks are bounded; a
+key block's END line is found by one scan and a binary search per BEGIN.
+``bench/bench_secrets.py`` feeds it adversarial megabytes.
+
+This module is standard-library only and uses no regular-expression syntax newer than
+Python 3.8 (no possessive repeats, no atomic groups): dsh-memory inlines its source into the
+memory repository's standalone ``scripts/filter_session.py``, which the earlier sync runs
+with whatever ``python3`` the machine has.
 """
 
 from __future__ import annotations
@@ -108,17 +115,18 @@ def _token(
     return _Rule(kind, re.compile(pattern, flags), needles)
 
 
-# Shapes whose whole match is the secret, in both sensitivities. Every repeat after the
-# literal prefix is possessive: a run of token characters is read once and never re-split.
+# Shapes whose whole match is the secret, in both sensitivities. A token's run of characters
+# is its last repeat (or is followed by a character it cannot hold), so a failed match never
+# re-splits a run it has read.
 _COMMON_TOKENS: tuple[_Rule, ...] = (
     _token(
         "stripe-key",
         "sk_live_|sk_test_|rk_live_|rk_test_|pk_live_|pk_test_",
-        "[A-Za-z0-9]{12,}+",
+        "[A-Za-z0-9]{12,}",
         ("_live_", "_test_"),
     ),
-    _token("stripe-webhook-secret", "whsec_", "[A-Za-z0-9]{20,}+", ("whsec_",)),
-    _token("github-token", "github_pat_", "[A-Za-z0-9_]{20,}+", ("github_pat_",)),
+    _token("stripe-webhook-secret", "whsec_", "[A-Za-z0-9]{20,}", ("whsec_",)),
+    _token("github-token", "github_pat_", "[A-Za-z0-9_]{20,}", ("github_pat_",)),
     _token(
         "aws-access-key-id",
         "AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ASCA",
@@ -126,13 +134,13 @@ _COMMON_TOKENS: tuple[_Rule, ...] = (
         ("akia", "asia", "agpa", "aida", "aroa", "aipa", "anpa", "anva", "asca"),
     ),
     _token("aws-access-key-id", "A3T", "[A-Z0-9]{16}(?![A-Za-z0-9])", ("a3t",)),
-    _token("slack-token", "xoxa-|xoxb-|xoxp-|xoxo-|xoxs-|xoxr-", "[A-Za-z0-9-]{10,}+", ("xox",)),
-    _token("slack-token", "xapp-", "[0-9]-[A-Za-z0-9-]{10,}+", ("xapp-",)),
+    _token("slack-token", "xoxa-|xoxb-|xoxp-|xoxo-|xoxs-|xoxr-", "[A-Za-z0-9-]{10,}", ("xox",)),
+    _token("slack-token", "xapp-", "[0-9]-[A-Za-z0-9-]{10,}", ("xapp-",)),
     _Rule(
         "slack-webhook",
         re.compile(
             r"https?://hooks\.slack\.com/(?:services|workflows|triggers)"
-            r"/[A-Za-z0-9_/-]{20,}+",
+            r"/[A-Za-z0-9_/-]{20,}",
             _A,
         ),
         ("hooks.slack.com",),
@@ -141,25 +149,25 @@ _COMMON_TOKENS: tuple[_Rule, ...] = (
         "discord-webhook",
         re.compile(
             r"https?://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks"
-            r"/[0-9]{5,30}/[A-Za-z0-9_-]{20,}+",
+            r"/[0-9]{5,30}/[A-Za-z0-9_-]{20,}",
             _A,
         ),
         ("/api/webhooks/",),
     ),
-    _token("google-api-key", "AIza", "[A-Za-z0-9_-]{30,}+", ("aiza",)),
-    _token("xai-key", "xai-", "[A-Za-z0-9_-]{20,}+", ("xai-",)),
-    _token("gitlab-token", "glpat-", "[A-Za-z0-9_-]{20,}+", ("glpat-",)),
-    _token("npm-token", "npm_", "[A-Za-z0-9]{30,}+", ("npm_",)),
-    _token("pypi-token", "pypi-AgE", "[A-Za-z0-9_-]{50,}+", ("pypi-",)),
-    _token("huggingface-token", "hf_", "[A-Za-z0-9]{30,}+", ("hf_",)),
-    _token("age-secret-key", "AGE-SECRET-KEY-1", "[0-9A-Z]{50,}+", ("age-secret-key-",)),
-    _token("api-key", "sk_", "[A-Za-z0-9_-]{20,}+", ("sk_",)),
+    _token("google-api-key", "AIza", "[A-Za-z0-9_-]{30,}", ("aiza",)),
+    _token("xai-key", "xai-", "[A-Za-z0-9_-]{20,}", ("xai-",)),
+    _token("gitlab-token", "glpat-", "[A-Za-z0-9_-]{20,}", ("glpat-",)),
+    _token("npm-token", "npm_", "[A-Za-z0-9]{30,}", ("npm_",)),
+    _token("pypi-token", "pypi-AgE", "[A-Za-z0-9_-]{50,}", ("pypi-",)),
+    _token("huggingface-token", "hf_", "[A-Za-z0-9]{30,}", ("hf_",)),
+    _token("age-secret-key", "AGE-SECRET-KEY-1", "[0-9A-Z]{50,}", ("age-secret-key-",)),
+    _token("api-key", "sk_", "[A-Za-z0-9_-]{20,}", ("sk_",)),
     # The boundary holds every character of a segment (and "-"), so no attempt can start
     # inside a long segment and read it again.
     _token(
         "jwt",
         "eyJ",
-        r"[A-Za-z0-9_-]{10,}+\.[A-Za-z0-9_-]{10,}+\.[A-Za-z0-9_-]{10,}+",
+        r"[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
         ("eyj",),
         boundary="A-Za-z0-9_-",
     ),
@@ -168,7 +176,7 @@ _COMMON_TOKENS: tuple[_Rule, ...] = (
         re.compile(
             r"authorization(?<![A-Za-z0-9_-][\s\S]{13})[\"']?[ \t]{0,16}"
             r"[:=][ \t]{0,16}[\"']?basic[ \t]{1,16}"
-            r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2})",
+            r"(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
             _AI,
         ),
         ("basic",),
@@ -177,18 +185,18 @@ _COMMON_TOKENS: tuple[_Rule, ...] = (
 )
 
 _STRICT_TOKENS: tuple[_Rule, ...] = (
-    _token("anthropic-key", "sk-ant-", "[A-Za-z0-9_-]{20,}+", ("sk-ant-",)),
-    _token("openai-key", "sk-", "[A-Za-z0-9_-]{20,}+", ("sk-",)),
-    _token("github-token", "ghp_|gho_|ghu_|ghs_|ghr_", "[A-Za-z0-9]{20,}+", ("gh",)),
-    _token("bearer", "bearer", r"\s{1,16}+[A-Za-z0-9._~+/-]{16,}+=*+", ("bearer",), flags=_AI),
+    _token("anthropic-key", "sk-ant-", "[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
+    _token("openai-key", "sk-", "[A-Za-z0-9_-]{20,}", ("sk-",)),
+    _token("github-token", "ghp_|gho_|ghu_|ghs_|ghr_", "[A-Za-z0-9]{20,}", ("gh",)),
+    _token("bearer", "bearer", r"\s{1,16}[A-Za-z0-9._~+/-]{16,}=*", ("bearer",), flags=_AI),
 )
 
 # The earlier session filter's short forms, any case: what a transcript has always lost.
 _EAGER_TOKENS: tuple[_Rule, ...] = (
-    _token("anthropic-key", "sk-ant-", "[A-Za-z0-9_-]{3,}+", ("sk-ant-",), flags=_AI),
-    _token("openai-key", "sk-", "[A-Za-z0-9_-]{3,}+", ("sk-",), flags=_AI),
-    _token("github-token", "ghp_|gho_|ghu_|ghs_|ghr_", "[A-Za-z0-9]{4,}+", ("gh",), flags=_AI),
-    _token("bearer", "bearer", r"[ \t]{1,16}+[A-Za-z0-9._~+/=-]{3,}+", ("bearer",), flags=_AI),
+    _token("anthropic-key", "sk-ant-", "[A-Za-z0-9_-]{3,}", ("sk-ant-",), flags=_AI),
+    _token("openai-key", "sk-", "[A-Za-z0-9_-]{3,}", ("sk-",), flags=_AI),
+    _token("github-token", "ghp_|gho_|ghu_|ghs_|ghr_", "[A-Za-z0-9]{4,}", ("gh",), flags=_AI),
+    _token("bearer", "bearer", r"[ \t]{1,16}[A-Za-z0-9._~+/=-]{3,}", ("bearer",), flags=_AI),
 )
 
 _URL_PASSWORD = _Rule(
@@ -196,29 +204,26 @@ _URL_PASSWORD = _Rule(
     # ://user:password@ in any scheme - the password may hold "@" (the last one ends it) but
     # never "/" (the authority ends there); both bounded. The scheme does not matter, so
     # the pattern starts at the literal "://".
-    re.compile(r"://[^\s:@/?#\"'<>\\]{0,256}+:(?P<secret>[^\s/\"'<>\\]{1,256})@", _A),
+    re.compile(r"://[^\s:@/?#\"'<>\\]{0,256}:(?P<secret>[^\s/\"'<>\\]{1,256})@", _A),
     ("://",),
     "secret",
 )
 
 _PEM_BEGIN = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]++ ){0,4}PRIVATE KEY(?: BLOCK)?-----|Private-Lines:[ \t]{0,16}[0-9]+",
+    r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|Private-Lines:[ \t]{0,16}[0-9]+",
     _AI,
 )
-_PEM_END = re.compile(r"-----END (?:[A-Z0-9]++ ){0,4}PRIVATE KEY(?: BLOCK)?-----", _AI)
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----", _AI)
 # A block whose END line is missing (cut by a paste or a truncation): its base64 lines and
-# RFC 1421 headers, real or JSON-escaped line breaks between them.
-_PEM_BODY = re.compile(
-    r"(?:(?:Proc-Type|DEK-Info|Comment|Version)[ \t]*+:[^\r\n\\]{0,200}+"
-    r"|[ \t]++|\r?\n|(?:\\r)?\\n|[A-Za-z0-9+/=]++)*+",
-    _A,
-)
+# RFC 1421 headers ("Proc-Type: 4,ENCRYPTED"), real or JSON-escaped ("\\n") line breaks
+# between them - one character class, read in one pass.
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=:,. \t\r\n\\-]*", _A)
 _PEM_MAX_BLOCK = 64 * 1024
-_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})++", _A)
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+", _A)
 
 # -- assignments ----------------------------------------------------------------------------
 
-_NAME_SPLIT = re.compile(r"[^A-Za-z0-9]++", _A)
+_NAME_SPLIT = re.compile(r"[^A-Za-z0-9]+", _A)
 _CAMEL_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+", _A)  # names are <= 64
 # A name whose last part is one of these names a secret ...
 _SECRET_LAST = frozenset(
@@ -279,7 +284,7 @@ _PROSE_NOUNS = frozenset({"token", "secret", "secrets"})
 _ASSIGNMENT = re.compile(
     r"(?P<word>pass(?:word|wd|phrase|code)?|pwd|secrets?|token|key|credentials?"
     r"|auth(?:orization)?)(?![A-Za-z0-9_.-])(?:\\?[\"'])?"
-    r"(?:\s{0,16}+(?P<sep>:=|=>|=|:)|(?P<space>[ \t]{1,16}+))\s{0,16}+",
+    r"(?:\s{0,16}(?P<sep>:=|=>|=|:)|(?P<space>[ \t]{1,16}))\s{0,16}",
     _AI,
 )
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
@@ -294,14 +299,14 @@ _CJK_NEEDLES = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "凭
 # A value: quoted (JSON escapes allowed, also inside an escaped JSON string) or a run of
 # printable ASCII. Non-ASCII ends an unquoted value, so Chinese glued after it stays.
 _QUOTED_VALUE = {
-    '"': re.compile(r'"(?P<v>(?:[^"\\\r\n]++|\\.)*+)"', _A),
-    "'": re.compile(r"'(?P<v>(?:[^'\\\r\n]++|\\.)*+)'", _A),
-    '\\"': re.compile(r'\\"(?P<v>(?:[^"\\\r\n]++|\\[^"])*+)\\"', _A),
-    "\\'": re.compile(r"\\'(?P<v>(?:[^'\\\r\n]++|\\[^'])*+)\\'", _A),
+    '"': re.compile(r'"(?P<v>(?:[^"\\\r\n]|\\.)*)"', _A),
+    "'": re.compile(r"'(?P<v>(?:[^'\\\r\n]|\\.)*)'", _A),
+    '\\"': re.compile(r'\\"(?P<v>(?:[^"\\\r\n]|\\[^"])*)\\"', _A),
+    "\\'": re.compile(r"\\'(?P<v>(?:[^'\\\r\n]|\\[^'])*)\\'", _A),
 }
-_UNCLOSED_VALUE = re.compile(r"\\?[\"'](?P<v>[^\"'\r\n]{0,4096}+)", _A)
-_BARE_VALUE = re.compile(r"[!#-&(-_a-~]{1,4096}+", _A)  # printable ASCII but space, quotes, `
-_QUERY_VALUE = re.compile(r"[!#-%(-_a-~]{1,4096}+", _A)  # ... and "&" ends a query parameter
+_UNCLOSED_VALUE = re.compile(r"\\?[\"'](?P<v>[^\"'\r\n]{0,4096})", _A)
+_BARE_VALUE = re.compile(r"[!#-&(-_a-~]{1,4096}", _A)  # printable ASCII but space, quotes, `
+_QUERY_VALUE = re.compile(r"[!#-%(-_a-~]{1,4096}", _A)  # ... and "&" ends a query parameter
 _SENTENCE_TAIL = ".,;:!?"
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 _VALUE_WINDOW = 8192
@@ -431,16 +436,20 @@ def _cjk_labels(text: str, eager: bool) -> Iterator[Span]:
 
 def _private_keys(text: str) -> Iterator[Span]:
     ends: list[tuple[int, int]] | None = None
+    covered = 0  # a BEGIN inside the block already reported is part of it: read once
     for begin in _PEM_BEGIN.finditer(text):
+        if begin.start() < covered:
+            continue
         if ends is None:  # every END line once, then a binary search per BEGIN: linear
             ends = [(m.start(), m.end()) for m in _PEM_END.finditer(text)]
         index = bisect.bisect_left(ends, (begin.end(), 0))
         if index < len(ends) and ends[index][0] - begin.end() <= _PEM_MAX_BLOCK:
-            yield Span("private-key", begin.start(), ends[index][1])
-            continue
-        body = _PEM_BODY.match(text, begin.end(), min(len(text), begin.end() + _PEM_MAX_BLOCK))
-        end = body.end() if body else begin.end()
-        yield Span("private-key", begin.start(), end)
+            covered = ends[index][1]
+        else:
+            limit = min(len(text), begin.end() + _PEM_MAX_BLOCK)
+            body = _PEM_BODY.match(text, begin.end(), limit)
+            covered = body.end() if body else begin.end()
+        yield Span("private-key", begin.start(), covered)
 
 
 def _rule_spans(rule: _Rule, text: str) -> Iterator[Span]:
