@@ -8,18 +8,22 @@ agent's way: :func:`run_hook` turns every failure into silence and exit 0 (with 
 on stderr only when ``DSH_DEBUG=1``).
 
 Hooks run at every session start and every prompt, so this module imports only the
-standard library's ``json`` - no typer, no orjson, nothing the hook does not need.
+standard library's ``json`` (and ``re``, which ``json`` loads anyway) - no typer, no orjson,
+nothing the hook does not need.
 
-Stored text shown to a model is untrusted: :func:`escape_untrusted` makes sure it cannot
-close (or open) the block it is fenced in.
+Stored text shown to a model is untrusted: :func:`escape_untrusted` (the one escape every
+product uses) makes sure it cannot close (or open) the block it is fenced in, nor imitate
+the label around it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
 #: A payload larger than this is not a hook payload we understand; the hook stays silent.
@@ -74,9 +78,26 @@ def context_document(event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-def escape_untrusted(text: str) -> str:
-    """``text`` with ``&``, ``<`` and ``>`` escaped, so that it cannot close its fence."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def escape_untrusted(text: str, *, markers: Sequence[str] = ()) -> str:
+    """``text`` as it may appear inside one of our fenced blocks: it cannot close the fence
+    nor imitate the product's label.
+
+    ``&``, ``<`` and ``>`` become HTML entities (no tag of any name can be written, and the
+    escape stays reversible). ``markers`` are the bracketed labels a product prints around
+    stored text, e.g. dsh-memory's ``("DPSK MEMORY",)`` for ``[DPSK MEMORY: UNTRUSTED
+    CONTEXT]``: a ``[`` opening one of them (any case, any spacing between its words)
+    becomes ``&#91;``. Without markers only the three characters change.
+    """
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for marker in markers:
+        escaped = _marker_imitation(marker).sub(r"&#91;\1", escaped)
+    return escaped
+
+
+@functools.lru_cache(maxsize=8)
+def _marker_imitation(marker: str) -> re.Pattern[str]:
+    words = r"\s+".join(re.escape(word) for word in marker.split())
+    return re.compile(rf"\[(\s*{words})", re.IGNORECASE)
 
 
 def one_line(text: str, limit: int) -> str:

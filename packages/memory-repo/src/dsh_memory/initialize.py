@@ -26,6 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from dsh_common import secrets as _detector
 from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory.errors import InitFailedError, UnsafeLayoutError
@@ -111,9 +112,31 @@ commits and journals every change.
 """
 
 
+#: The one line of :mod:`dsh_memory.redaction` that is not standard library.
+DETECTOR_IMPORT = (
+    "from dsh_common.secrets import Span, is_secret_name, redact"
+    "  # inlined into filter_session.py\n"
+)
+_FUTURE_IMPORT = "from __future__ import annotations\n"
+
+
 def filter_script_source() -> bytes:
-    """The session filter: :mod:`dsh_memory.redaction`'s own (stdlib-only) source."""
-    return Path(_REDACTION_SOURCE).read_bytes()
+    """The session filter: :mod:`dsh_memory.redaction`'s source, runnable on its own.
+
+    Its import of the shared secret detector is replaced by the detector's source (minus
+    its ``__future__`` import, which the script already has at the top), so the script
+    needs no installed package and redacts exactly what the sync command redacts.
+    """
+    script = Path(_REDACTION_SOURCE).read_text(encoding="utf-8")
+    detector = Path(_detector.__file__).read_text(encoding="utf-8")
+    if script.count(DETECTOR_IMPORT) != 1 or detector.count(_FUTURE_IMPORT) != 1:
+        raise InitFailedError("the session filter's source is not the one init can inline")
+    inlined = (
+        "# --- dsh_common.secrets, inlined: the detector the sync command uses ---\n"
+        + detector.replace(_FUTURE_IMPORT, "")
+        + "# --- end of dsh_common.secrets ---\n"
+    )
+    return script.replace(DETECTOR_IMPORT, inlined).encode("utf-8")
 
 
 def _scaffold_files() -> dict[str, tuple[bytes, int]]:

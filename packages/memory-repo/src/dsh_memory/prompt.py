@@ -11,7 +11,8 @@ instructions. It is cut at 16 KiB on a UTF-8 character boundary; an unreadable s
 (missing root, symlink, not UTF-8, not a regular file) leaves the static instructions
 alone. The snapshot can never close or imitate the fence: ``<``, ``>`` and ``&`` are
 written as HTML entities and a ``[DPSK MEMORY`` imitation of the marker is defused
-(:func:`escape_untrusted`). When memory is disabled there is no section at all.
+(dsh-common's :func:`~dsh_common.agent_hooks.escape_untrusted` with the
+``DPSK MEMORY`` marker). When memory is disabled there is no section at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from dsh_common.agent_hooks import escape_untrusted
 from dsh_common.errors import DshError
 from dsh_memory.root import SUMMARY_FILE
 
@@ -85,22 +87,10 @@ def truncate_utf8(data: bytes, limit: int) -> tuple[str, bool]:
         return cut[: exc.start].decode("utf-8"), True
 
 
-#: What our fences are made of: an angle-bracket tag or the bracketed marker.
+#: An entity cut by the budget ("&l"), dropped from the end of the snapshot.
 _PARTIAL_ENTITY = re.compile(r"&[#a-z0-9]*$")
-_MARKER_IMITATION = re.compile(r"\[(\s*DPSK\s+MEMORY)", re.IGNORECASE)
-
-
-def escape_untrusted(text: str) -> str:
-    """Stored text as it may appear inside one of our fenced blocks.
-
-    ``</summary_snapshot>`` in ``summary.md`` would close the untrusted block and put what
-    follows it among the instructions; a line ``[DPSK MEMORY: ...]`` would imitate our
-    marker. So ``&``, ``<`` and ``>`` become HTML entities (no tag of any name can be
-    written, and the escape stays reversible), and a ``[`` opening ``DPSK MEMORY`` becomes
-    ``&#91;``. Every block dsh-memory prints around stored text goes through this.
-    """
-    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _MARKER_IMITATION.sub(r"&#91;\1", escaped)
+#: The words of our label: stored text may not open a ``[DPSK MEMORY`` of its own.
+MARKER_WORDS = "DPSK MEMORY"
 
 
 def read_summary_snapshot(root: Path) -> str | None:
@@ -126,7 +116,9 @@ def prompt_section(root: Path | None, *, enabled: bool, language: str = "zh") ->
     summary = read_summary_snapshot(root) if root is not None else None
     if summary is None or not summary.strip():
         return instructions
-    snapshot = escape_untrusted(summary.rstrip())
+    # ``</summary_snapshot>`` in summary.md would close the untrusted block and put what
+    # follows among the instructions; ``[DPSK MEMORY: ...]`` would imitate the label.
+    snapshot = escape_untrusted(summary.rstrip(), markers=(MARKER_WORDS,))
     if len(snapshot.encode("utf-8")) > SUMMARY_BUDGET_BYTES:
         # Escaping can lengthen the text; the budget is for what the model reads. A cut
         # entity ("&l") is dropped: it could not form a tag anyway, but it is noise.

@@ -1,19 +1,28 @@
 #!/usr/bin/env python3
 """Turn an agent session log into a compact, redacted Markdown transcript.
 
-This module is deliberately standard-library only: ``dsh-memory init`` copies its source
-verbatim to ``<root>/scripts/filter_session.py`` (mode 0700), where the earlier tool's sync
-expects an executable session filter. One implementation serves both the sync command and
-that script, so they can never disagree about what is redacted.
+This module is deliberately standard-library only, apart from :mod:`dsh_common.secrets`
+(itself standard-library only): ``dsh-memory init`` writes this source, with the detector's
+source inlined in place of its import line, to ``<root>/scripts/filter_session.py`` (mode
+0700), where the earlier tool's sync expects an executable session filter. One
+implementation serves both the sync command and that script, so they can never disagree
+about what is redacted.
 
-Rules (the earlier tool's filter, docs/sync-facts.md):
+Rules (the earlier tool's filter, docs/sync-facts.md, with the shared detector's shapes):
 
 - every string is redacted *before* it is truncated (a secret cut in half by truncation
-  would otherwise escape the patterns): bearer tokens, ``sk-`` keys, GitHub and AWS key
-  shapes, secret query parameters, and absolute home prefixes (``/home/<user>``,
-  ``/Users/<user>``, ``/root`` become ``$HOME``);
-- a JSON field whose *name* is sensitive (``token``, ``password``, ``api_key`` ...) loses
-  its whole value;
+  would otherwise escape the patterns): every secret
+  :func:`dsh_common.secrets.find_secrets` reports in its eager (redacting) sensitivity -
+  vendor tokens (``sk-``, GitHub, AWS, Slack, Stripe, Google ...), bearer and basic
+  credentials, JWTs, private-key blocks, URL passwords, secret query parameters and
+  assignments (``DB_PASSWORD=…``, ``"client_secret": "…"``), also glued to Chinese text -
+  becomes ``[REDACTED]`` (``Bearer [REDACTED]`` for a bearer token; the name of an
+  assignment, a URL's user and its host stay); then absolute home prefixes
+  (``/home/<user>``, ``/Users/<user>``, ``/root``, not right after ``://``) become
+  ``$HOME``;
+- a JSON field whose *name* is sensitive (``token``, ``password``, ``api_key``,
+  ``db_password``, ``AWS_SECRET_ACCESS_KEY`` ... :func:`dsh_common.secrets.is_secret_name`)
+  loses its whole value;
 - injected ``<system-reminder>`` and "Current runtime context." blocks are dropped;
 - limits: tool arguments 200 characters, tool results 400, messages 2000, metadata 400.
 
@@ -35,6 +44,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dsh_common.secrets import Span, is_secret_name, redact  # inlined into filter_session.py
+
 ARG_MAX = 200
 RESULT_MAX = 400
 MESSAGE_MAX = 2000
@@ -42,34 +53,34 @@ METADATA_MAX = 400
 REDACTION = "[REDACTED]"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
-BEARER_RE = re.compile(r"(?i)\bbearer[ \t]+[A-Za-z0-9._~+/=-]{3,}")
-SK_KEY_RE = re.compile(r"\bsk-[A-Za-z0-9_-]{3,}", re.IGNORECASE)
-GITHUB_KEY_RE = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{4,}|github_pat_[A-Za-z0-9_]{20,})\b", re.IGNORECASE
+# The earlier filter's home prefixes, except right after "://": "mysql://root:pw@db" names
+# a user, not a folder.
+HOME_PREFIX_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(?<!:/)(?:/Users/[^/\s]+|/home/[^/\s]+|/root)(?=/|\b)"
 )
-AWS_KEY_RE = re.compile(r"\b(?:A3T|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ASCA)[A-Z0-9]{16}\b")
-QUERY_SECRET_RE = re.compile(
-    r"(?i)([?&](?:access_token|api[_-]?key|auth|password|passwd|pwd|token)=)([^&#\s\"']+)"
-)
-HOME_PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_])(?:/Users/[^/\s]+|/home/[^/\s]+|/root)(?=/|\b)")
-SENSITIVE_FIELD_RE = re.compile(
-    r"(?i)^(?:access[_-]?token|api[_-]?key|authorization|auth|password|passwd|pwd|secret|token)$"
-)
+
+
+def _replacement(span: Span) -> str:
+    return f"Bearer {REDACTION}" if span.kind == "bearer" else REDACTION
 
 
 def redact_text(value: str) -> str:
-    """Redact credential shapes and normalise absolute home prefixes to ``$HOME``."""
-    value = HOME_PREFIX_RE.sub("$HOME", value)
-    value = QUERY_SECRET_RE.sub(lambda match: f"{match.group(1)}{REDACTION}", value)
-    value = BEARER_RE.sub(f"Bearer {REDACTION}", value)
-    value = SK_KEY_RE.sub(REDACTION, value)
-    value = GITHUB_KEY_RE.sub(REDACTION, value)
-    return AWS_KEY_RE.sub(REDACTION, value)
+    """Replace every secret, then normalise absolute home prefixes to ``$HOME``.
+
+    Secrets go first, so that nothing the home rule rewrites can break a secret's shape
+    before the detector sees it.
+    """
+    return HOME_PREFIX_RE.sub("$HOME", redact(value, _replacement, eager=True))
+
+
+def sensitive_field(name: object) -> bool:
+    """A JSON field whose value is dropped whole: its name says it holds a secret."""
+    return is_secret_name(str(name), eager=True)
 
 
 def redact_value(value: Any, field_name: object = None) -> Any:
     """Recursively redact parsed data; a sensitive field name hides its whole value."""
-    if field_name is not None and SENSITIVE_FIELD_RE.match(str(field_name)):
+    if field_name is not None and sensitive_field(field_name):
         return REDACTION
     if isinstance(value, str):
         return redact_text(value)
@@ -126,7 +137,7 @@ def _nested_texts(node: Any) -> Iterator[str]:
             yield redact_text(str(node["text"]))
             return
         for key, value in node.items():
-            if SENSITIVE_FIELD_RE.match(str(key)):
+            if sensitive_field(key):
                 yield REDACTION
             else:
                 yield from _nested_texts(value)

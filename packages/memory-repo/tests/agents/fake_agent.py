@@ -63,6 +63,13 @@ def main() -> int:
         sessions = Path(os.environ["DSH_MEMORY_SESSIONS"])
         text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(sessions.iterdir()))
         write("rollouts/transcripts.md", text)
+    elif scenario == "received":
+        # Everything the sync hands the agent - its prompt and every transcript - kept as a
+        # rollout, so it reaches the memory's Git history if it holds anything.
+        sessions = Path(os.environ["DSH_MEMORY_SESSIONS"])
+        parts = ["# prompt", *sys.argv[2:], "# transcripts"]
+        parts += [p.read_text(encoding="utf-8") for p in sorted(sessions.iterdir())]
+        write("rollouts/received.md", "\n".join(parts) + "\n")
     elif scenario != "noop":
         print(f"unknown scenario {scenario}", file=sys.stderr)
         return 2
