@@ -1,15 +1,17 @@
 """A person's own edits, through the same validated transaction as a sync.
 
 - ``write(path, content)``: one record (or summary.md) in, checked like a staged file
-  (payload path, 1 MiB, UTF-8, valid front matter, an id no other record has);
+  (payload path, a name :mod:`dsh_memory.payload_names` accepts, 1 MiB, UTF-8, valid front
+  matter, an id no other record has);
 - ``remove(path)``: one payload file out;
 - ``adopt()``: the hand edits already in the payload (what ``health`` reports as dirty) are
   checked and committed as one run, so editing memory in an editor is a supported path and
   ``needsManualRecovery`` clears.
 
-Each is journaled with ``operation: "edit"`` and can be undone with ``rollback``. For write
-and remove a dirty payload elsewhere is first captured by a recovery checkpoint (as for a
-sync); adopt's recovery point is HEAD, since the dirty files are its change.
+Each is one run of the commit pipeline (:mod:`dsh_memory.pipeline`), journaled with
+``operation: "edit"`` and undone with ``rollback``. For write and remove a dirty payload
+elsewhere is first captured by a recovery checkpoint (as for a sync); adopt's recovery point
+is HEAD, since the dirty files are its change.
 """
 
 from __future__ import annotations

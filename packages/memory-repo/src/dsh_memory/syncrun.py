@@ -1,6 +1,7 @@
 """``dsh-memory-sync``: one incremental consolidation run, or a preview of one.
 
-Steps of a run (the active-run phase in brackets; crash points for tests in quotes):
+Steps of a run (the active-run phase in brackets; crash points for tests in quotes - the
+pipeline's own, from ``after-recovery`` on, are in :mod:`dsh_memory.crashpoints`):
 
 1. ``memory.enabled: false`` -> nothing at all happens ("memory.enabled is false; skipping
    sync."): no lock, no scan, no watermark. Otherwise a sync or preview first runs ``init``
@@ -11,12 +12,15 @@ Steps of a run (the active-run phase in brackets; crash points for tests in quot
 3. The operation lock (``sync``; not for ``--dry-run``). A dead earlier run is journaled
    ``interrupted`` and this run stops with ``interrupted-run``: recover first.
 4. [staging] "staging": each transcript is redacted into the private folder - before the
-   agent, the staging copy or anything else sees it - then the payload is copied.
+   agent, the staging copy or anything else sees it - then the payload is copied. Logs are
+   read with :mod:`dsh_common.jsonlines`: a line that is not JSON or nests too deep is
+   skipped and counted (``skippedLines`` in the result, when there are any).
 5. The agent edits the staging copy (agent.py), within its time limit.
 6. [validating] "validating": validation.py; then live memory must still be the baseline.
 7. A refused change (or a failed agent) journals ``failed`` with its code and leaves live
    memory and the watermark alone. No change journals ``no_change`` and advances the
-   watermark. Otherwise [applying] / [finalizing]: apply.py, one transaction.
+   watermark. Otherwise [applying] / [finalizing]: one run of the commit pipeline
+   (apply.py -> pipeline.py), whose journal commit carries the advanced watermark.
 
 ``--dry-run`` runs steps 2, 4-6 without the lock and reports what would change; nothing is
 written to the repository. ``--preview ID`` runs 3-6 and stores the result as a preview
