@@ -426,3 +426,21 @@ def test_every_writer_is_listed_in_the_pipeline_docstring() -> None:
                  "migrate-legacy", "rollback", "recover"):  # fmt: skip
         assert f"**{name}**" in doc, name
     assert len(WRITERS) == 8
+
+
+@pytest.mark.parametrize("point", [BEFORE_JOURNAL, AFTER_JOURNAL])
+def test_a_recover_killed_at_its_journal_step_is_simply_run_again(
+    point: str, sync_root: Path, tools: Tools
+) -> None:
+    """recover is the ninth writer of the pipeline's journal step: killed there, it leaves
+    a dead lock of its own and the run still to finish; the next recover finishes it."""
+    root = sync_root
+    scenario = WRITERS["write"](root, tools)
+    assert run(scenario.argv, {"DSH_MEMORY_TEST_KILL_AT": AFTER_CAS}).returncode == -signal.SIGKILL
+    run_id = str((active_run(root) or {})["run_id"])
+    recover = _memory(root, "recover", "--confirmation", "RECOVER_MEMORY")
+    killed = run(recover, {"DSH_MEMORY_TEST_KILL_AT": point})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    git(root, "fsck", "--strict")
+    assert scenario.is_new(head_payload(root))
+    check_finished_by_recover(root, scenario, run_id, "write")
