@@ -250,3 +250,24 @@ def test_a_live_name_that_is_not_utf8_is_left_alone_by_a_sync(
     assert json.loads(applied.stdout)["changedPaths"] == ["handbook/new-fact.md"]
     with open(odd, "rb") as handle:
         assert handle.read() == b"a note whose name is not UTF-8\n"
+
+
+def test_a_checkpoint_git_would_leave_a_file_out_of_is_refused(memory_root: Path) -> None:
+    """A ``handbook/.git/x.md`` made by hand (or left by an earlier version) cannot be held
+    by a recovery checkpoint: clear, which would delete it, stops instead of deleting a file
+    no commit recorded."""
+    root = memory_root
+    hidden = root / "handbook" / ".git" / "x.md"
+    hidden.parent.mkdir()
+    hidden.write_text(RECORD.format(id="x/hidden", body="H"))
+    before = head(root)
+    failure = error(memory(root, "clear", "--confirmation", "DELETE_MEMORY"))
+    assert failure["code"] == "checkpoint-failed"
+    assert "handbook/.git/x.md" in failure["message"]
+    assert hidden.is_file()
+    assert git(root, "rev-list", "-1", "HEAD", "--", "handbook", "summary.md") == git(
+        root, "rev-list", "-1", before, "--", "handbook", "summary.md"
+    )
+    hidden.unlink()
+    hidden.parent.rmdir()
+    assert memory(root, "clear", "--confirmation", "DELETE_MEMORY").returncode == 0

@@ -25,7 +25,7 @@ from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory import fsops, payload_state
 from dsh_memory.errors import CheckpointFailedError, CommitFailedError, RepoUnavailableError
-from dsh_memory.root import PAYLOAD_PATHS, SUMMARY_FILE, Layout
+from dsh_memory.root import PAYLOAD_PATHS, SUMMARY_FILE, Layout, escape_name
 
 ZERO_OID = "0" * 40
 FILE_MODE = "100644"
@@ -429,9 +429,18 @@ class GitTransactions:
         try:
             changes = self.snapshot_changes(paths)
             tree = self.build_tree(head, changes)
-            return self.commit_tree(tree, [head], message), paths
+            dropped = self.tree_mismatches(tree, changes)
+            commit = self.commit_tree(tree, [head], message)
         except (GitError, OSError) as exc:
             raise CheckpointFailedError(f"recovery checkpoint failed: {exc}") from exc
+        if dropped:
+            # A checkpoint without the file would make whatever the writer does to it next
+            # (clear deletes it) unrecoverable.
+            raise CheckpointFailedError(
+                f"git cannot record {escape_name(dropped[0])} in a recovery checkpoint (a name"
+                " Git reserves, such as a .git folder): move or delete it by hand first"
+            )
+        return commit, paths
 
     def snapshot_changes(self, paths: Sequence[str]) -> dict[str, Blob | None]:
         """Tree changes that record the live content of ``paths`` (absent ones deleted)."""
