@@ -112,6 +112,22 @@ def _resolve(program: str, env: Mapping[str, str]) -> str:
     return found
 
 
+def resolve_agent(agent: str | None, command: str | None) -> str:
+    """The agent kind to run: ``agent``, else ``command`` when a command is given, else
+    ``dsh``. An explicit option is never ignored: ``--agent-command`` with an agent other
+    than ``command`` is refused (``sync-invalid-request``), as is an unknown agent."""
+    given = command is not None and command.strip() != ""
+    if agent is None:
+        return "command" if given else "dsh"
+    if agent not in AGENTS:
+        raise SyncInvalidRequestError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+    if given and agent != "command":
+        raise SyncInvalidRequestError(
+            f"--agent-command runs with --agent command, not --agent {agent}: drop one of them"
+        )
+    return agent
+
+
 def agent_argv(
     agent: str,
     run: AgentRun,

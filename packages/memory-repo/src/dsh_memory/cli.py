@@ -485,9 +485,13 @@ def sync_command(
     codex_sessions: Annotated[
         str | None, typer.Option("--codex-sessions", help="Default ~/.codex/sessions.")
     ] = None,
-    agent: Annotated[str, typer.Option("--agent", help="dsh, claude, codex or command.")] = "dsh",
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="dsh (default), claude, codex or command."),
+    ] = None,
     agent_command: Annotated[
-        str | None, typer.Option("--agent-command", help="The program for --agent command.")
+        str | None,
+        typer.Option("--agent-command", help="The program to run (implies --agent command)."),
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
     json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,

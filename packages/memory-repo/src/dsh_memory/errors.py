@@ -91,6 +91,14 @@ class CommitFailedError(MemoryRepoError, RuntimeError):
     code = "commit-failed"
 
 
+class FinalizeFailedError(MemoryRepoError, OSError):
+    """HEAD holds the run's commit, but the live index or work tree could not follow
+    (a full disk, git failing): the run is journaled ``applied`` with this code and stays
+    the active run until ``recover`` finishes it (our own code). ``errno`` is the cause's."""
+
+    code = "finalize-failed"
+
+
 class OperationInProgressError(MemoryRepoError, OSError):
     """Another writer holds ``.sync/operation.lock``."""
 

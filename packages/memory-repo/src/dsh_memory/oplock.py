@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from dsh_common.errors import LockHeldError
+from dsh_common.errors import DshError, LockHeldError
 from dsh_common.jsonio import dumps
 from dsh_common.locks import (
     FileLock,
@@ -51,6 +51,7 @@ from dsh_common.locks import (
 from dsh_memory import fsops
 from dsh_memory.errors import InterruptedRunError, OperationInProgressError, UnsafeLayoutError
 from dsh_memory.journal import is_valid_run_id, read_json_file, read_run, utc_iso
+from dsh_memory.root import RUNS_DIR
 
 LOCK_FILE = ".sync/operation.lock"
 ACTIVE_RUN_FILE = ".sync/active-run.json"
@@ -200,7 +201,7 @@ def _classify(root: Path, data: dict[str, Any]) -> str | None:
     pid = data.get("pid")
     alive = isinstance(pid, int) and not isinstance(pid, bool) and pid_alive(pid)
     ordinary = data.get("status", "running") == "running"
-    if not alive and ordinary and finished_record(root, data) is not None:
+    if _stale(root, data, alive=alive):
         return None
     # A record left on purpose (``unjournaled``) is interrupted even while its pid runs.
     return "running" if alive and ordinary else "interrupted"
@@ -220,6 +221,41 @@ def read_active_run(root: Path) -> dict[str, Any] | None:
         return None
     state = _classify(root, data)
     return None if state is None else {**data, "state": state}
+
+
+def _stale(root: Path, data: dict[str, Any], *, alive: bool) -> bool:
+    """A dead writer's ordinary record whose journal entry says the run finished.
+
+    A record naming an ``apply_commit`` is a commit-pipeline writer's: HEAD may hold its
+    change while the work tree or the journal does not (a full disk can even stop it from
+    marking the record). Its run finished only when the journal record says ``complete``
+    with no error *and* HEAD holds that record - a record written to the work tree whose
+    commit failed is not enough.
+    """
+    if alive or data.get("status", "running") != "running":
+        return False
+    record = finished_record(root, data)
+    if record is None:
+        return False
+    if "apply_commit" not in data:
+        return True  # the earlier tool's litter after a finished run
+    return (
+        record.get("phase") == "complete"
+        and record.get("error_code") is None
+        and _journal_tracked(root, str(data.get("run_id")))
+    )
+
+
+def _journal_tracked(root: Path, run_id: str) -> bool:
+    from dsh_common.git import GitRunner  # noqa: PLC0415 - only on a dead writer's record
+
+    try:
+        result = GitRunner(root).run(
+            ["cat-file", "-e", f"HEAD:{RUNS_DIR}/{run_id}.json"], check=False
+        )
+    except DshError:
+        return False
+    return result.returncode == 0
 
 
 def _discard_stale_active_run(root: Path) -> None:
@@ -272,9 +308,10 @@ class OperationRun:
         self.commits = {"recovery_commit": recovery_commit, "apply_commit": apply_commit}
         self._write("running")
 
-    def keep_record(self, error_code: str) -> None:
-        """Leave the active-run record in place (status ``unjournaled``) at release."""
-        self.kept_status = "unjournaled"
+    def keep_record(self, error_code: str, status: str = "unjournaled") -> None:
+        """Leave the active-run record in place at release: ``unjournaled`` (the journal
+        commit failed) or ``unfinished`` (the work tree could not follow HEAD)."""
+        self.kept_status = status
         self.commits["error_code"] = error_code
         self._write(self.kept_status)
 

@@ -15,25 +15,35 @@ those are never discarded - ``adopt`` commits them). The cases:
    record names (the earlier tool's ``--apply-preview`` and ``clear`` never journal; see
    :mod:`dsh_memory.unjournaled`): the change is journaled ``applied`` (a rollback
    ``rolled_back``) with its commits, so ``rollback`` can undo it; litter is removed.
-4. **The run had finished** (its journal record says so, or it is the earlier host's
+4. **The run's recorded apply commit landed** (the active-run record names it - every
+   pipeline writer records both commits before its compare-and-swap - and HEAD's history
+   holds it): the run is *finished* - the live index of the paths it changed follows HEAD,
+   each such file whose work tree still holds the recovery point's version (the step the run
+   did not get to) is rewritten from HEAD, a file holding anything else is someone's edit and
+   is left alone, and the run is journaled with its own record (committed as written when the
+   work tree holds it; else ``applied`` / ``rolled_back`` with ``error_code:
+   "interrupted-run"``). Case ``kept-commits``.
+5. **The run had finished** (its journal record says so, or it is the earlier host's
    never-removed record; only the lock or active-run record was left): the litter is
    removed.
-5. **The apply commit landed** (the newest payload commit is the run's: "DPSK memory sync
-   applied: <run>", or the apply commit its active record names - a clear or rollback;
-   only journal commits may follow it), the run's own journal commit did not: the
-   finished commits are kept. Payload files whose work tree or index differs from
+6. **The apply commit landed by its subject** (no commits recorded; the newest payload
+   commit is "DPSK memory sync applied: <run>"; only journal commits may follow it), the
+   run's own journal commit did not: the finished commits are kept. Payload files whose
+   work tree or index differs from
    HEAD are rewritten from HEAD (the apply commit was built on the recovery
    point, which already holds any earlier hand edits, so nothing is lost), and the run is
    journaled ``applied`` with ``error_code: "interrupted-run"`` - ``rollback`` can undo it.
    The watermark does not move, so its sessions are read again by the next sync.
-6. **Nothing landed** (the newest payload commit is not the run's apply commit): the run
+7. **Nothing landed** (the newest payload commit is not the run's apply commit): the run
    never touched the work tree (it writes only after the CAS). Live index entries it may
    have updated just before the CAS are restored from HEAD where the work tree still
    equals HEAD. The run is journaled ``interrupted`` (if no record exists yet).
 
-In 3-6 a ``recover`` run is journaled (operation ``recover``, status ``recovered``,
+In 3-7 a ``recover`` run is journaled (operation ``recover``, status ``recovered``,
 ``changed_paths`` = the paths it rewrote) in one journal commit together with the dead
-run's record, then the active-run record and the dead lock are removed.
+run's record - the commit pipeline's journal step (:func:`dsh_memory.pipeline.commit_journal`,
+crash points ``before-journal`` / ``after-journal``) - then the active-run record and the
+dead lock are removed. A recover that is itself interrupted is simply run again.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from typing import Any
 from dsh_common.errors import DshError, LockHeldError
 from dsh_common.jsonio import dumps
 from dsh_common.locks import acquire_lock, break_dead_lock
-from dsh_memory import journal
+from dsh_memory import fsops, journal, payload_state
 from dsh_memory.errors import (
     OperationInProgressError,
     RecoverFailedError,
@@ -60,7 +70,8 @@ from dsh_memory.oplock import (
     read_active_run,
     read_operation_lock,
 )
-from dsh_memory.root import PAYLOAD_PATHS, Layout
+from dsh_memory.pipeline import commit_journal, done_status, interrupted_commits
+from dsh_memory.root import PAYLOAD_PATHS, RECORD_DIRS, Layout
 from dsh_memory.transactions import Blob, GitTransactions
 from dsh_memory.unjournaled import head_landing, landing_record
 
@@ -103,7 +114,7 @@ def _litter(root: Path) -> dict[str, Any] | None:
 
 def _index_differs(tx: GitTransactions) -> list[str]:
     result = tx.git.run(["diff", "--cached", "--name-only", "-z", "HEAD", "--", *PAYLOAD_PATHS])
-    return sorted(p.decode("utf-8") for p in result.stdout.split(b"\0") if p)
+    return sorted(p.decode("utf-8", "surrogateescape") for p in result.stdout.split(b"\0") if p)
 
 
 def _restore_from_head(tx: GitTransactions, head: str, paths: list[str], *, worktree: bool) -> None:
@@ -195,12 +206,19 @@ def _recover_locked(
         with contextlib.suppress(OSError, ValueError):
             record = journal.read_run(root, run_id)
     landing = head_landing(tx) if active is None else None
+    landed = _landed_commits(tx, active)
     journaled: str | None = None
     if landing is not None:
         case = "unjournaled"
         made = landing_record(tx, landing, _litter(root))
         journaled = str(made["run_id"])
         extra[journal.run_record_path(journaled)] = (dumps(made) + "\n").encode("utf-8")
+    elif run_id is not None and landed is not None:
+        case = "kept-commits"
+        restored = _finish_landed_run(tx, head, *landed)
+        dead = _finished_run_record(tx, active or {}, run_id, record, *landed, clock)
+        if dead is not None:
+            extra[journal.run_record_path(run_id)] = (dumps(dead) + "\n").encode("utf-8")
     elif run_id is None or finished_record(root, {"run_id": run_id}) is not None:
         case = "finished"
     elif (last_write := _landed_apply(tx, active, run_id)) is not None:
@@ -236,7 +254,12 @@ def _recover_locked(
         run_id=recover_id, operation="recover", status="recovered", started_at=clock.started_at,
         changed_paths=restored, recovery_commit=head, duration_ms=clock.duration_ms(),
     )  # fmt: skip
-    commit = journal.journal_run(tx, entry, extra_files=extra)
+    commit = commit_journal(tx, entry, extra_files=extra)
+    if commit is None:
+        raise RecoverFailedError(
+            "the recover journal commit could not be made (is the disk full?); nothing else"
+            " is lost: free the cause and run recover again"
+        )
     with contextlib.suppress(FileNotFoundError):
         (root / ACTIVE_RUN_FILE).unlink()
     result = {
@@ -246,3 +269,67 @@ def _recover_locked(
     if journaled is not None:
         result["journaledRunId"] = journaled
     return result
+
+
+def _landed_commits(tx: GitTransactions, active: dict[str, Any] | None) -> tuple[str, str] | None:
+    """(recovery, apply) the dead run recorded before its CAS, when HEAD's history holds
+    the apply commit; None when it recorded none or the CAS never happened."""
+    if not active:
+        return None
+    recovery, applied = interrupted_commits(tx, active)
+    if recovery is None or applied is None:
+        return None
+    return recovery, applied
+
+
+def _finish_landed_run(tx: GitTransactions, head: str, recovery: str, applied: str) -> list[str]:
+    """Finish a run whose apply commit HEAD holds; return the paths rewritten from HEAD.
+
+    A path the run changed (recovery -> apply) whose work tree still holds the recovery
+    point's version is rewritten from HEAD - the work-tree step the run did not get to.
+    Anything else there (HEAD's version already, or a person's edit since) stays. The live
+    index follows HEAD for the run's paths and for every payload path whose file already
+    equals HEAD (the dirty files its checkpoint captured).
+    """
+    changed = sorted(tx.tree_diff(recovery, applied))
+    staged = _index_differs(tx)
+    paths = sorted(set(changed) | set(staged))
+    if not paths:
+        return []
+    prefixes = sorted({p.split("/", 1)[0] for p in paths})
+    before = tx.tree_files(recovery, prefixes)
+    now = tx.tree_files(head, prefixes)
+    live = payload_state.live_blob_ids(tx.git, tx.root, paths)
+
+    def oid(tree: dict[str, Blob], path: str) -> str | None:
+        return tree[path].oid if path in tree else None
+
+    stale = [p for p in changed if live[p] == oid(before, p) and live[p] != oid(now, p)]
+    follow = set(changed) | {p for p in staged if live[p] == oid(now, p)}
+    tx.sync_live_index(head, follow)
+    tx.materialize_streamed({p: now.get(p) for p in stale})
+    for name in RECORD_DIRS:
+        fsops.prune_empty_directories(tx.root, name)
+    return stale
+
+
+def _finished_run_record(  # noqa: PLR0917 - one private call site
+    tx: GitTransactions,
+    active: dict[str, Any],
+    run_id: str,
+    record: dict[str, Any] | None,
+    recovery: str,
+    applied: str,
+    clock: journal.RunClock,
+) -> dict[str, Any] | None:
+    """The dead run's record for recover's journal commit, or None when HEAD holds it."""
+    operation = str(active.get("operation") or (record or {}).get("operation") or "sync")
+    if record is not None and record.get("status") == done_status(operation):
+        # The run journaled itself (its commit may have failed): keep its own record.
+        return None if journal.is_tracked(tx, run_id) else record
+    return journal.make_record(
+        run_id=run_id, operation=operation, status=done_status(operation),
+        started_at=str(active.get("started_at") or clock.started_at),
+        changed_paths=sorted(tx.tree_diff(recovery, applied)), recovery_commit=recovery,
+        apply_commit=applied, error_code="interrupted-run", phase="finalizing",
+    )  # fmt: skip

@@ -24,7 +24,11 @@ Rules (the earlier tool's filter, docs/sync-facts.md, with the shared detector's
   ``db_password``, ``AWS_SECRET_ACCESS_KEY`` ... :func:`dsh_common.secrets.is_secret_name`)
   loses its whole value;
 - injected ``<system-reminder>`` and "Current runtime context." blocks are dropped;
-- limits: tool arguments 200 characters, tool results 400, messages 2000, metadata 400.
+- limits: tool arguments 200 characters, tool results 400, messages 2000, metadata 400;
+- a log line (or a tool's JSON arguments) nested more than 100 arrays/objects deep is
+  skipped and counted, like a malformed line: every walk over it would exhaust the stack.
+  (``dsh_common.jsonlines`` applies the same rule to the same bytes for the sync itself;
+  this copy exists because the script must run with the standard library alone.)
 
 Three log formats are read: DSH session logs (``session`` / ``turn/start`` /
 ``user/message`` / ``assistant/message`` / ``tool/call`` / ``tool/result`` events), Claude
@@ -51,6 +55,8 @@ RESULT_MAX = 400
 MESSAGE_MAX = 2000
 METADATA_MAX = 400
 REDACTION = "[REDACTED]"
+#: Deepest nesting of arrays/objects read from a log (dsh_common.jsonlines.MAX_DEPTH).
+MAX_DEPTH = 100
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 # The earlier filter's home prefixes, except right after "://": "mysql://root:pw@db" names
@@ -98,11 +104,35 @@ def truncate(value: str, limit: int) -> str:
     return value[:limit] + f" …[truncated {len(value) - limit} chars]"
 
 
+def _nesting_exceeds(value: Any) -> bool:
+    """Whether ``value`` nests arrays/objects deeper than :data:`MAX_DEPTH` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def loads_bounded(text: str) -> tuple[Any, bool]:
+    """``(value, True)`` for JSON nested at most :data:`MAX_DEPTH` deep, else ``(None, False)``."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, False
+    if text.count("[") + text.count("{") > MAX_DEPTH and _nesting_exceeds(value):
+        return None, False
+    return value, True
+
+
 def summarize_arguments(raw: Any) -> str:
     """Tool arguments: parsed JSON is redacted field by field, then serialised, then cut."""
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
+    parsed, ok = loads_bounded(raw) if isinstance(raw, str) else (raw, True)
+    if not ok:
         return truncate(redact_text(str(raw)), ARG_MAX)
     return truncate(json.dumps(redact_value(parsed), ensure_ascii=False), ARG_MAX)
 
@@ -261,19 +291,25 @@ def detect_format(events: list[dict[str, Any]]) -> str:
     return "dsh"
 
 
-def parse_lines(raw: bytes) -> list[dict[str, Any]]:
-    """JSON lines as objects; malformed lines are skipped (a log may end mid-write)."""
+def read_lines(raw: bytes) -> tuple[list[dict[str, Any]], int]:
+    """JSON lines as objects, and how many lines were skipped as malformed (a log may end
+    mid-write) or nested too deep. Lines split on ``\n`` only (a string may hold U+2028)."""
     events: list[dict[str, Any]] = []
-    for line in raw.decode("utf-8", errors="replace").splitlines():
+    skipped = 0
+    for line in raw.splitlines():
         if not line.strip():
             continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
+        event, ok = loads_bounded(line.decode("utf-8", errors="replace"))
+        if not ok:
+            skipped += 1
+        elif isinstance(event, dict):
             events.append(event)
-    return events
+    return events, skipped
+
+
+def parse_lines(raw: bytes) -> list[dict[str, Any]]:
+    """The objects of :func:`read_lines`."""
+    return read_lines(raw)[0]
 
 
 def render(events: list[dict[str, Any]], log_format: str | None = None) -> str:

@@ -251,10 +251,10 @@ class MemoryService:
 
     def write(self, path: object = _MISSING, content: object = _MISSING) -> Envelope:
         """Write one payload file as a journaled ``edit`` run (validated like a sync)."""
-        from dsh_memory.edits import validate_edit_path, write  # noqa: PLC0415
+        from dsh_memory.edits import validate_write_path, write  # noqa: PLC0415
 
         def action() -> Any:
-            validate_edit_path(path)
+            validate_write_path(path)  # before the repository is opened
             return write(self._layout(), path, content)
 
         return self._envelope("write", action)

@@ -51,6 +51,17 @@ def main() -> int:
         write("README.md", "rewritten\n")
     elif scenario == "outside":
         write("notes.txt", "not payload\n")
+    elif scenario == "long-name":
+        # A record named after an 80-character Chinese title: 243 bytes, a legal file name
+        # whose temporary sibling (.<name>.<12 hex>.tmp) no file system can hold.
+        title = "缓存雪崩的预防与热点键永不过期策略" * 5
+        write(f"handbook/{title[:80]}.md", RECORD.format(id="project/long", body="Long."))
+    elif scenario == "dotgit":
+        write("handbook/.git/x.md", RECORD.format(id="project/hidden", body="Hidden."))
+    elif scenario == "badname":
+        name = os.fsencode(Path.cwd() / "handbook") + b"/bad-\xff-name.md"
+        with open(name, "wb") as handle:
+            handle.write(RECORD.format(id="project/bad-name", body="x").encode())
     elif scenario == "sleep":
         time.sleep(60)
     elif scenario == "fail":
