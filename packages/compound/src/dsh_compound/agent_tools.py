@@ -214,6 +214,18 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "warnings": _WARNINGS,
                 "scanned": {"type": "integer"},
                 "truncated": {"type": "boolean"},
+                "unverified": {
+                    "type": "object",
+                    "description": (
+                        "Present only when the hashing budget of the check left source files "
+                        "unverified (their status is unknown, not unchanged)."
+                    ),
+                    "properties": {
+                        "count": {"type": "integer"},
+                        "paths": _STRINGS,
+                        "budgetBytes": {"type": "integer"},
+                    },
+                },
                 "notice": _NOTICE,
             },
             "required": ["needsReview", "counts", "scanned", "truncated", "notice"],
@@ -357,6 +369,7 @@ def agent_check(workspace: Path) -> dict[str, Any]:
     result = check(workspace)
     review = result["needsReview"]
     clean = result["unchangedConsistent"]
+    unverified = {"unverified": result["unverified"]} if "unverified" in result else {}
     return {
         "needsReview": review[:CHECK_REVIEW_LIMIT],
         "needsReviewTotal": len(review),
@@ -370,6 +383,7 @@ def agent_check(workspace: Path) -> dict[str, Any]:
         "warnings": result["warnings"],
         "scanned": result["scanned"],
         "truncated": result["truncated"],
+        **unverified,
         "notice": UNTRUSTED_NOTICE,
     }
 

@@ -72,27 +72,12 @@ def _read_payload(stdin: TextIO) -> Any:
 
 def main(argv: Sequence[str]) -> int:
     """``hook user-prompt-submit|stop [--db PATH] [--project NAME] [--auto-extract]``; exit 0."""
+    from dsh_common.agent_hooks import hook_deadline  # noqa: PLC0415 - standard library only
+
     try:
-        if not argv or argv[0] not in _EVENTS:
-            return 0
-        from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
-
-        rest = [arg for arg in argv[1:] if arg != "--auto-extract"]
-        options = parse_agent_options(rest, allowed=("--db", "--project"))
-        payload = _read_payload(sys.stdin)
-        if not isinstance(payload, dict):
-            return 0
-        if argv[0] == "stop":
-            from dsh_knowledge.auto_extract import (  # noqa: PLC0415 - lazy: start-up time
-                auto_extract_enabled,
-                extract_after_turn,
-            )
-
-            if auto_extract_enabled("--auto-extract" in argv[1:]):
-                # Stop hooks print nothing: candidates wait silently for review.
-                extract_after_turn(payload, db=options.db, project=options.project)
-            return 0
-        output = user_prompt_submit(payload, db=options.db, project=options.project)
+        # The budget covers the work, not the write: a document is never cut mid-line.
+        with hook_deadline():
+            output = _run(argv)
         if output is not None:
             sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
             sys.stdout.flush()
@@ -102,3 +87,27 @@ def main(argv: Sequence[str]) -> int:
 
             traceback.print_exc()
     return 0
+
+
+def _run(argv: Sequence[str]) -> dict[str, Any] | None:
+    """The hook's work: the document to print, or None."""
+    if not argv or argv[0] not in _EVENTS:
+        return None
+    from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
+
+    rest = [arg for arg in argv[1:] if arg != "--auto-extract"]
+    options = parse_agent_options(rest, allowed=("--db", "--project"))
+    payload = _read_payload(sys.stdin)
+    if not isinstance(payload, dict):
+        return None
+    if argv[0] == "stop":
+        from dsh_knowledge.auto_extract import (  # noqa: PLC0415 - lazy: start-up time
+            auto_extract_enabled,
+            extract_after_turn,
+        )
+
+        if auto_extract_enabled("--auto-extract" in argv[1:]):
+            # Stop hooks print nothing: candidates wait silently for review.
+            extract_after_turn(payload, db=options.db, project=options.project)
+        return None
+    return user_prompt_submit(payload, db=options.db, project=options.project)
