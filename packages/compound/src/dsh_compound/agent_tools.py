@@ -399,7 +399,11 @@ def agent_capture(workspace: Path, arguments: dict[str, Any]) -> dict[str, Any]:
     from dsh_common.jsonio import dumps_bytes  # noqa: PLC0415
 
     # The same 32 KiB bound as a draft file, measured on the same JSON bytes.
-    if len(dumps_bytes(draft)) > LIMITS.draft_bytes:
+    try:
+        encoded = dumps_bytes(draft)
+    except TypeError as exc:  # an integer beyond 64 bits: no draft file could hold it either
+        raise InvalidDraftError(f"invalid draft: {exc}") from None
+    if len(encoded) > LIMITS.draft_bytes:
         raise DraftTooLargeError(f"the draft is larger than {LIMITS.draft_bytes} bytes")
     result = capture(workspace, draft, replace=replace)
     return {
