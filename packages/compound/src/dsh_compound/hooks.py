@@ -27,7 +27,7 @@ _STALE_FILES_SHOWN = 3
 
 
 def _workspace(payload: Mapping[str, Any]) -> Path | None:
-    """The project root of the session, or None when it holds no lessons at all."""
+    """The session's workspace (the rule every command uses), or None without lessons."""
     from dsh_compound.project_root import find_workspace  # noqa: PLC0415
 
     root = find_workspace(payload_cwd(payload))

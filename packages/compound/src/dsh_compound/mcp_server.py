@@ -9,8 +9,9 @@ Every call is answered that way, whatever its arguments hold: arguments nested t
 are ``invalid-arguments`` (see :mod:`dsh_common.mcp_guard`), and an unexpected failure is
 ``internal-error``, never a JSON-RPC protocol error.
 
-The workspace is fixed when the server starts (``--workspace`` or the agent's working
-directory, widened to the project root): an agent cannot point a tool at another folder.
+The workspace is fixed when the server starts: ``--workspace``, else the one every command
+picks (:func:`dsh_compound.project_root.find_workspace`) from the agent's working directory.
+An agent cannot point a tool at another folder.
 """
 
 from __future__ import annotations
@@ -80,5 +81,5 @@ def build_server(workspace: Path) -> Server[Any]:
 
 def serve(workspace: str | os.PathLike[str] | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
-    selected = Path(os.path.abspath(workspace)) if workspace else find_workspace(os.getcwd())
+    selected = Path(os.path.abspath(workspace)) if workspace else find_workspace()
     serve_stdio(build_server(selected))
