@@ -174,3 +174,30 @@ def test_a_corpus_within_the_budget_prints_exactly_what_it_did(tmp_path: Path) -
         ["needsReview", "unchangedConsistent", "counts", "warnings", "scanned", "truncated"]
     )
     assert report["warnings"] == []
+
+
+def test_the_mcp_check_says_what_it_left_unverified(more_than_the_budget: Path) -> None:
+    pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=str(BIN / "dsh-compound"), args=["mcp"], cwd=str(more_than_the_budget)
+    )
+    found: dict[str, Any] = {}
+
+    async def main() -> None:
+        with anyio.fail_after(120):
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("compound_check", {})
+                assert result.is_error is False, result.content
+                found.update(result.structured_content or {})
+
+    anyio.run(main)
+    assert found["unverified"]["count"] == 80 - RUN_HASH_BUDGET // SIZE
+    assert any("not verified" in warning for warning in found["warnings"])
