@@ -41,12 +41,19 @@ def test_an_endless_handler_is_cut_at_the_budget_silently(
     assert (code, out.getvalue()) == (0, "")
 
 
-def test_the_budget_is_disarmed_after_the_hook() -> None:
+def test_the_budget_is_disarmed_after_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    monkeypatch.setenv(BUDGET_ENVIRONMENT, "0.1")
+    before = signal.getsignal(signal.SIGALRM)
     out = io.StringIO()
-    assert run_hook("session-start", {"session-start": lambda p, a: "ok"}, stdout=out,
-                    stdin=io.BytesIO(b"{}")) == 0  # fmt: skip
-    time.sleep(0.05)  # a timer left armed would interrupt whatever runs next
+    handlers = {"session-start": lambda payload, args: "ok"}
+    assert run_hook("session-start", handlers, stdout=out, stdin=io.BytesIO(b"{}")) == 0
     assert "ok" in out.getvalue()
+    # A timer left armed would raise here (or kill the process) well within this sleep.
+    time.sleep(0.4)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == before
 
 
 @pytest.mark.parametrize(

@@ -176,15 +176,14 @@ def test_a_corpus_within_the_budget_prints_exactly_what_it_did(tmp_path: Path) -
     assert report["warnings"] == []
 
 
-def test_the_mcp_check_says_what_it_left_unverified(more_than_the_budget: Path) -> None:
+def mcp_check(root: Path) -> dict[str, Any]:
+    """``compound_check`` through a real MCP session with the installed server in ``root``."""
     pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
     import anyio
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(
-        command=str(BIN / "dsh-compound"), args=["mcp"], cwd=str(more_than_the_budget)
-    )
+    params = StdioServerParameters(command=str(BIN / "dsh-compound"), args=["mcp"], cwd=str(root))
     found: dict[str, Any] = {}
 
     async def main() -> None:
@@ -199,5 +198,17 @@ def test_the_mcp_check_says_what_it_left_unverified(more_than_the_budget: Path) 
                 found.update(result.structured_content or {})
 
     anyio.run(main)
+    return found
+
+
+def test_the_mcp_check_of_the_attack_corpus_hashes_each_file_once(
+    same_files_many_digests: Path,
+) -> None:
+    found = mcp_check(same_files_many_digests)  # would hash 128 GiB (fails on the timeout)
+    assert found["needsReviewTotal"] == found["scanned"] and "unverified" not in found
+
+
+def test_the_mcp_check_says_what_it_left_unverified(more_than_the_budget: Path) -> None:
+    found = mcp_check(more_than_the_budget)
     assert found["unverified"]["count"] == 80 - RUN_HASH_BUDGET // SIZE
     assert any("not verified" in warning for warning in found["warnings"])
