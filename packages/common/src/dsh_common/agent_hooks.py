@@ -13,7 +13,7 @@ standard library's ``json`` - no typer, no orjson, nothing the hook does not nee
 Stored text shown to a model is untrusted: :func:`escape_untrusted` makes sure it cannot
 close (or open) the block it is fenced in.
 
-Every hook runs under a wall-clock budget (:func:`hook_deadline`, 10 s unless
+Every hook runs under a wall-clock budget (:func:`hook_deadline`, 5 s unless
 ``DSH_HOOK_BUDGET_SECONDS`` says otherwise): whatever a payload or a repository makes a
 hook do, it gives up silently (exit 0, nothing printed) before the host would kill it.
 """
@@ -29,8 +29,10 @@ from typing import Any, BinaryIO, TextIO
 #: A payload larger than this is not a hook payload we understand; the hook stays silent.
 MAX_PAYLOAD_BYTES = 1024 * 1024
 
-#: Wall-clock seconds a hook may take before it gives up silently (see :func:`hook_deadline`).
-DEFAULT_BUDGET_SECONDS = 10.0
+#: Wall-clock seconds a hook may take before it gives up silently (see :func:`hook_deadline`):
+#: half the 10 s timeout ``setup`` registers with the hosts, so that even the C watchdog's
+#: hard stop (2 s later) and the interpreter's start and exit fit before the host kills us.
+DEFAULT_BUDGET_SECONDS = 5.0
 BUDGET_ENVIRONMENT = "DSH_HOOK_BUDGET_SECONDS"
 # After the budget, the timer fires again this often: code that swallowed the first
 # HookBudgetExceeded (a broad ``except Exception``) gets it again, and the third time the
