@@ -3,7 +3,7 @@
 Driven over raw stdio JSON-RPC against the installed servers, because the SDK's client
 cannot send what an attacker can: integers beyond 64 bits, ``1e400`` (infinity), ``NaN``,
 and arguments nested hundreds of levels deep. Each value goes into every argument of every
-tool (and into an argument no tool has). Every request must get an answer with its own id
+tool (and into an argument no tool has), as itself and inside an array and an object. Every request must get an answer with its own id
 that is a result, never a JSON-RPC error: a success, or ``isError`` with the product's
 error document (compound and memory: ``{"error": {"code", "message"}}``; knowledge: the
 refusal message).
@@ -131,9 +131,13 @@ def test_every_tool_answers_every_hostile_value(product: str, tmp_path: Path) ->
             names = [*tool["inputSchema"].get("properties", {}), "notAnArgument"]
             for argument in names:
                 for label, raw in HOSTILE.items():
-                    body = f'{{"name":"{tool["name"]}","arguments":{{"{argument}":{raw}}}}}'
-                    answer = session.request("tools/call", {}, raw=body)
-                    check_answer(product, answer, f"{tool['name']}.{argument} = {label}")
+                    # The value itself, and (for the scalars) one level down in an array
+                    # and in an object, where a tool's own validation looks last.
+                    shapes = [raw] if "deep" in label else [raw, f"[{raw}]", f'{{"k":{raw}}}']
+                    for shape in shapes:
+                        body = f'{{"name":"{tool["name"]}","arguments":{{"{argument}":{shape}}}}}'
+                        answer = session.request("tools/call", {}, raw=body)
+                        check_answer(product, answer, f"{tool['name']}.{argument} = {shape[:40]}")
         # The session is still usable afterwards.
         assert session.request("tools/list", {})["result"]["tools"] == tools
     finally:
