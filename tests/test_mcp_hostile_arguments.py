@@ -3,10 +3,10 @@
 Driven over raw stdio JSON-RPC against the installed servers, because the SDK's client
 cannot send what an attacker can: integers beyond 64 bits, ``1e400`` (infinity), ``NaN``,
 and arguments nested hundreds of levels deep. Each value goes into every argument of every
-tool (and into an argument no tool has), as itself and inside an array and an object. Every request must get an answer with its own id
-that is a result, never a JSON-RPC error: a success, or ``isError`` with the product's
-error document (compound and memory: ``{"error": {"code", "message"}}``; knowledge: the
-refusal message).
+tool (and into an argument no tool has), as itself and inside an array and an object.
+Every request must get an answer with its own id that is a result, never a JSON-RPC error:
+a success, or ``isError`` with the product's error document (compound and memory:
+``{"error": {"code", "message"}}``; knowledge: the refusal message).
 """
 
 from __future__ import annotations
