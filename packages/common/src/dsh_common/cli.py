@@ -319,21 +319,25 @@ def prepare_arguments(
     flag_values: Mapping[str, Mapping[str, str]] | None = None,
     local_options: Mapping[str, Collection[str]] | None = None,
     bare_help: bool = True,
+    command_options: Collection[str] = (),
 ) -> tuple[list[str], str | None]:
     """The argv rewrites of :func:`run_app`, exposed for launchers' fast paths.
 
-    Returns ``(arguments, format)``: ``--format`` removed, global options hoisted in front
-    of the subcommand, flag spellings expanded, ``--help`` added when no subcommand was
-    given. ``format`` is None when ``--format`` was not given.
+    Returns ``(arguments, format)``: ``--format`` removed, ``command_options`` written
+    before the subcommand moved after it, global options hoisted in front of the
+    subcommand, flag spellings expanded, ``--help`` added when no subcommand was given.
+    ``format`` is None when ``--format`` was not given.
     """
     from dsh_common.cli_args import (
         expand_flag_values,
         hoist_global_options,
+        sink_command_options,
         subcommand_index,
         take_format,
     )
 
     arguments, chosen = take_format(args)
+    arguments = sink_command_options(arguments, command_options, global_options)
     arguments = hoist_global_options(arguments, global_options, local_options)
     if flag_values:
         arguments = expand_flag_values(arguments, flag_values, global_options)
@@ -360,6 +364,7 @@ def run_app(
     path_options: Collection[str] = (),
     refuse_undecodable_values: bool = True,
     bare_help: bool = True,
+    command_options: Collection[str] = (),
 ) -> int:
     """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
 
@@ -374,12 +379,14 @@ def run_app(
     ``version`` enables ``--version``; ``flag_values`` maps a subcommand to
     ``{"--dry-run": "--apply"}`` for options that take ``true|false``; ``local_options``
     maps a subcommand to the global option names it defines itself (left in place after
-    it). ``--format text|json`` is always on; the bare command prints help unless
+    it). ``command_options`` names the value-taking options the app's commands define
+    themselves (``--workspace``) that may also be written before the subcommand.
+    ``--format text|json`` is always on; the bare command prints help unless
     ``bare_help`` is false (a single-command program such as ``dsh-memory-sync``, whose bare
     invocation is its main job).
     """
     raw = list(args) if args is not None else sys.argv[1:]
-    _describe_conventions(app, global_options, version is not None)
+    _describe_conventions(app, [*global_options, *command_options], version is not None)
     refused = undecodable_argument(
         raw,
         path_options=path_options,
@@ -395,6 +402,7 @@ def run_app(
         flag_values=flag_values,
         local_options=local_options,
         bare_help=bare_help,
+        command_options=command_options,
     )
     set_output_format(chosen or "json")
     if version is not None and _asks_version(arguments, global_options):

@@ -9,11 +9,15 @@ functions that use it - so that :func:`import_server` can tell a missing extra
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import io
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from dsh_common.errors import DshError
+from dsh_common.mcp_guard import clip_nesting
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -131,11 +135,61 @@ def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
+class _ClippedLines:
+    """The protocol's input lines, each through :func:`~dsh_common.mcp_guard.clip_nesting`
+    (what the SDK's reader iterates over)."""
+
+    def __init__(self, source: Any) -> None:
+        self._source = source
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        async for line in self._source:
+            yield clip_nesting(line)
+
+
+def _claim_stdin() -> tuple[Any, Callable[[], None]]:
+    """The protocol input on a private descriptor, fd 0 pointed at the null device (as the
+    SDK does for its own reader): a child we start can never read the client's messages."""
+    import anyio  # noqa: PLC0415 - the [mcp] extra's dependency, loaded with the server
+
+    try:
+        private = os.dup(0)
+    except OSError:
+        return anyio.wrap_file(sys.stdin), lambda: None
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+    except OSError:
+        pass  # fd 0 still carries the protocol; reading the duplicate is as safe as before
+    # closefd=False: a worker thread may still block on the descriptor after the transport
+    # exits, so it is never closed (and never recycled under that thread).
+    text = io.TextIOWrapper(
+        os.fdopen(private, "rb", closefd=False), encoding="utf-8", errors="replace"
+    )
+
+    def restore() -> None:
+        try:
+            os.dup2(private, 0)
+        except OSError:
+            pass
+
+    return anyio.wrap_file(text), restore
+
+
 async def _serve(server: Server[Any]) -> None:
     from mcp.server.stdio import stdio_server  # noqa: PLC0415
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    stdin, restore = _claim_stdin()
+    try:
+        lines: Any = _ClippedLines(stdin)
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        restore()
 
 
 def serve_stdio(server: Server[Any]) -> None:

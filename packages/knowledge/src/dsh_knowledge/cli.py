@@ -658,6 +658,10 @@ add_setup_command(
 )
 
 
+#: The scope options most commands define; written before the subcommand they still work.
+COMMAND_OPTIONS = ("--workspace", "--project")
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_knowledge import __version__
@@ -671,6 +675,8 @@ def main() -> None:
             global_options=("--db",),
             # These pass their own --db on to the hook or the MCP server.
             local_options={"hook": ("--db",), "mcp": ("--db",)},
+            # Defined by each command, also accepted before it: --workspace W search q.
+            command_options=COMMAND_OPTIONS,
             version=__version__,
         )
     )

@@ -55,7 +55,11 @@ def _fast(argv: list[str]) -> int | None:
             {**common, "--status": "str"}, lambda v: _run(v, "retrieve"), "query"
         ),
     }
-    return run_fast(argv, commands, global_options=("--db",))
+    # The same rewrites as the parser (dsh_knowledge.cli.COMMAND_OPTIONS, not imported:
+    # that module loads typer).
+    return run_fast(
+        argv, commands, global_options=("--db",), command_options=("--workspace", "--project")
+    )
 
 
 def _database(values: dict[str, Any]) -> Path:

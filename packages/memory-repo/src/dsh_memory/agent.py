@@ -33,13 +33,13 @@ import contextlib
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh_common.programs import resolve_program, safe_search_path
 from dsh_memory.errors import (
     AgentFailedError,
     AgentTimeoutError,
@@ -88,7 +88,8 @@ def child_environment(source: Mapping[str, str], run: AgentRun) -> dict[str, str
     """The allow-listed environment of the agent (values are copied, never logged)."""
     env = {name: source[name] for name in _PASS_THROUGH if source.get(name)}
     env.update({k: v for k, v in source.items() if k.startswith("LC_")})
-    env.setdefault("PATH", "/usr/bin:/bin")
+    # The agent (and whatever it starts) looks nothing up in its working directory.
+    env["PATH"] = safe_search_path(env.get("PATH") or "/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
     tmp = run.private / "agent-tmp"
     tmp.mkdir(mode=0o700, exist_ok=True)
@@ -106,9 +107,14 @@ def child_environment(source: Mapping[str, str], run: AgentRun) -> dict[str, str
 
 
 def _resolve(program: str, env: Mapping[str, str]) -> str:
-    found = shutil.which(program, path=env.get("PATH"))
+    # An absolute path from an absolute PATH entry: the agent starts in the staging folder,
+    # where a relative entry or name would mean something else again.
+    found = resolve_program(program, path=env.get("PATH") or "/usr/bin:/bin")
     if found is None:
-        raise SyncUnavailableError(f"the agent program {program!r} is not on PATH")
+        raise SyncUnavailableError(
+            f"the agent program {program!r} is not on PATH (give an absolute path or a "
+            "name; relative and empty PATH entries are never searched)"
+        )
     return found
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
@@ -333,9 +332,12 @@ def _decompress(raw: bytes) -> bytes:
         return zstandard.ZstdDecompressor().stream_reader(raw).read()
     except ImportError:
         pass
-    if shutil.which("zstd") is None:
+    from dsh_common.programs import resolve_program  # noqa: PLC0415 - only for zstd input
+
+    program = resolve_program("zstd")  # never a zstd in the working directory
+    if program is None:
         raise SystemExit("filter_session.py: zstd input needs the zstandard module or zstd")
-    return subprocess.run(["zstd", "-dc"], input=raw, capture_output=True, check=True).stdout
+    return subprocess.run([program, "-dc"], input=raw, capture_output=True, check=True).stdout
 
 
 def main(argv: list[str] | None = None) -> int:
