@@ -11,7 +11,7 @@
    overhead of hybrid ranking.
 3. Vectors for ``--records`` realistic notes (the knowledge and memory bench generators,
    half Chinese) built in a process pinned to one core: seconds and notes per second.
-4. Peak resident memory of those processes (``wait4``'s ``ru_maxrss``).
+4. Peak resident memory of those processes (``VmHWM``, read by each process itself).
 
     uv run --frozen python packages/common/bench/bench_embedding.py [--runs 15]
 """
@@ -67,18 +67,29 @@ def _generated_notes(count: int) -> list[str]:
     return distractors(count)
 
 
-def _run(code: str, env: dict[str, str], *args: str) -> tuple[float, int]:
-    """Wall ms and peak RSS (KiB) of one ``python -c code`` process."""
+# Appended to a process's code to report its own peak RSS: VmHWM belongs to the process's
+# address space since exec (a fork's ru_maxrss would include the parent's pages).
+_REPORT_RSS = (
+    "\nimport sys\nsys.stderr.write(next(line for line in open('/proc/self/status')"
+    " if line.startswith('VmHWM')))\n"
+)
+
+
+def _run(code: str, env: dict[str, str], *args: str) -> float:
+    """Wall ms of one ``python -c code`` process."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", code, *args], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    _, status, usage = os.wait4(process.pid, 0)
+    done = subprocess.run([sys.executable, "-c", code, *args], env=env, check=False,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     elapsed = (time.perf_counter() - started) * 1000
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        assert process.stderr is not None
-        raise SystemExit(f"benchmark process failed: {process.stderr.read().decode()}")
-    return elapsed, int(usage.ru_maxrss)
+    if done.returncode != 0:
+        raise SystemExit(f"benchmark process failed: {done.stderr.decode()}")
+    return elapsed
+
+
+def _peak_rss_mb(code: str, env: dict[str, str], *args: str) -> float:
+    done = subprocess.run([sys.executable, "-c", code + _REPORT_RSS, *args], env=env,
+                          check=True, capture_output=True, text=True)  # fmt: skip
+    return int(done.stderr.split()[-2]) / 1024
 
 
 def _p90(values: list[float]) -> float:
@@ -92,22 +103,21 @@ def whole_processes(runs: int, build_runs: int, vectors: Path, env: dict[str, st
         "`import numpy`": (NUMPY, ()),
         "model package's own loader + first encode": (PACKAGE_LOADER, ()),
         "dsh_common.embedding, weight cache mapped + first encode": (MAPPED, ()),
-        "hybrid hook work: mapped encode + 10,000 vectors + fuse": (HOOK, (str(vectors),)),
+        "hybrid hook work: mapped encode, map the stored vectors, fuse": (HOOK, (str(vectors),)),
     }
     times: dict[str, list[float]] = {name: [] for name in rows}
-    rss: dict[str, int] = {}
     _run(MAPPED, env)  # builds the cache once, and warms the page cache
     for _ in range(runs):
         for name, (code, args) in rows.items():
-            elapsed, peak = _run(code, env, *args)
-            times[name].append(elapsed)
-            rss[name] = max(rss.get(name, 0), peak)
+            times[name].append(_run(code, env, *args))
+    rss = {name: _peak_rss_mb(code, env, *args) for name, (code, args) in rows.items()}
     builds: list[float] = []
+    first_use = "first use: build the weight cache + first encode"
     for _ in range(build_runs):
         with tempfile.TemporaryDirectory() as home:
-            elapsed, peak = _run(MAPPED, {**env, "DSH_HOME": home})
-            builds.append(elapsed)
-            rss["first use: build the weight cache + first encode"] = peak
+            builds.append(_run(MAPPED, {**env, "DSH_HOME": home}))
+    with tempfile.TemporaryDirectory() as home:
+        rss[first_use] = _peak_rss_mb(MAPPED, {**env, "DSH_HOME": home})
     baseline = statistics.median(times["`python -c pass`"])
     print(f"\n### Whole processes ({runs} interleaved runs; cache build: {build_runs})\n")
     print("| process | median ms | p90 ms | x pass | peak RSS MB |")
@@ -115,12 +125,11 @@ def whole_processes(runs: int, build_runs: int, vectors: Path, env: dict[str, st
     for name, values in times.items():
         median = statistics.median(values)
         print(f"| {name} | {median:.1f} | {_p90(values):.1f} | {median / baseline:.1f} | "
-              f"{rss[name] / 1024:.0f} |")  # fmt: skip
+              f"{rss[name]:.0f} |")  # fmt: skip
     if builds:
         median = statistics.median(builds)
-        name = "first use: build the weight cache + first encode"
-        print(f"| {name} | {median:.0f} | {_p90(builds):.0f} | {median / baseline:.0f} | "
-              f"{rss[name] / 1024:.0f} |")  # fmt: skip
+        print(f"| {first_use} | {median:.0f} | {_p90(builds):.0f} | {median / baseline:.0f} | "
+              f"{rss[first_use]:.0f} |")  # fmt: skip
 
 
 def in_process(notes: list[str], matrix: Any) -> None:
@@ -175,7 +184,8 @@ BUILD = (
     "elapsed = time.perf_counter() - started\n"
     "import numpy as np\n"
     "np.save(sys.argv[2], matrix)\n"
-    "print(json.dumps({'seconds': elapsed}))\n"
+    "peak = next(l for l in open('/proc/self/status') if l.startswith('VmHWM')).split()[1]\n"
+    "print(json.dumps({'seconds': elapsed, 'rss_kib': int(peak)}))\n"
 )
 
 
@@ -183,13 +193,12 @@ def build(notes: list[str], out: Path, env: dict[str, str], workdir: Path) -> No
     source = workdir / "notes.json"
     source.write_text(json.dumps(notes, ensure_ascii=False), encoding="utf-8")
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-c", BUILD, str(source), str(out)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    _, status, usage = os.wait4(process.pid, 0)
-    assert process.stdout is not None and process.stderr is not None
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(process.stderr.read().decode())
-    seconds = json.loads(process.stdout.read())["seconds"]
+    done = subprocess.run([sys.executable, "-c", BUILD, str(source), str(out)], env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(done.stderr)
+    report = json.loads(done.stdout)
+    seconds = report["seconds"]
     chars = statistics.mean(len(n) for n in notes)
     print(f"\n### Building vectors on one core: {len(notes):,} notes "
           f"(mean {chars:.0f} characters, half Chinese)\n")  # fmt: skip
@@ -199,7 +208,7 @@ def build(notes: list[str], out: Path, env: dict[str, str], workdir: Path) -> No
     print(f"| notes per second | {len(notes) / seconds:.0f} |")
     print(f"| whole process (start, load, encode, save) | "
           f"{time.perf_counter() - started:.1f} s |")  # fmt: skip
-    print(f"| peak RSS | {usage.ru_maxrss / 1024:.0f} MB |")
+    print(f"| peak RSS | {report['rss_kib'] / 1024:.0f} MB |")
 
 
 def main() -> None:

@@ -165,23 +165,22 @@ def _aligned(offset: int) -> int:
     return -(-offset // _ALIGN) * _ALIGN
 
 
-def _render(arrays: dict[str, np.ndarray[Any, Any]], meta: dict[str, Any]) -> bytes:
+def _render(arrays: dict[str, np.ndarray[Any, Any]], meta: dict[str, Any]) -> bytearray:
     """MAGIC, the header's length, the JSON header, then each array at a 64-byte boundary.
 
     Array offsets are relative to the data section, which starts at the first aligned
-    offset after the header; so the header never depends on its own length.
+    offset after the header; so the header never depends on its own length. Arrays are
+    copied straight into the one output buffer (no intermediate bytes), which keeps the
+    one-off build's peak memory down.
     """
     entries: dict[str, dict[str, Any]] = {}
-    payloads: list[tuple[int, bytes]] = []
     offset = 0
     for name, value in arrays.items():
-        data = np.ascontiguousarray(value)
-        dtype = data.dtype.newbyteorder("<") if data.dtype.byteorder in "=|" else data.dtype
-        raw = data.astype(dtype, copy=False).tobytes()
-        entries[name] = {"dtype": dtype.str, "shape": list(data.shape), "offset": offset,
-                         "nbytes": len(raw)}  # fmt: skip
-        payloads.append((offset, raw))
-        offset = _aligned(offset + len(raw))
+        dtype = value.dtype.newbyteorder("<") if value.dtype.byteorder in "=|" else value.dtype
+        nbytes = int(value.size) * dtype.itemsize
+        entries[name] = {"dtype": dtype.str, "shape": list(value.shape), "offset": offset,
+                         "nbytes": nbytes}  # fmt: skip
+        offset = _aligned(offset + nbytes)
     header = {"format": FORMAT_VERSION, **meta, "arrays": entries, "dataBytes": offset}
     encoded = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
     start = _aligned(len(MAGIC) + _LENGTH.size + len(encoded))
@@ -189,9 +188,13 @@ def _render(arrays: dict[str, np.ndarray[Any, Any]], meta: dict[str, Any]) -> by
     out[: len(MAGIC)] = MAGIC
     out[len(MAGIC) : len(MAGIC) + _LENGTH.size] = _LENGTH.pack(len(encoded))
     out[len(MAGIC) + _LENGTH.size : len(MAGIC) + _LENGTH.size + len(encoded)] = encoded
-    for relative, raw in payloads:
-        out[start + relative : start + relative + len(raw)] = raw
-    return bytes(out)
+    for name, value in arrays.items():
+        entry = entries[name]
+        dtype = np.dtype(entry["dtype"])
+        target = np.frombuffer(out, dtype=dtype, count=int(value.size),
+                               offset=start + entry["offset"])  # fmt: skip
+        target[:] = value.reshape(-1)
+    return out  # not copied into bytes: ~90 MB less at the peak of the one-off build
 
 
 @dataclass
@@ -434,7 +437,7 @@ def _snapshot(backend: Any, tokenizer: Any) -> tuple[dict[str, Any], dict[str, A
     return arrays, meta
 
 
-def render_cache(backend: Any, tokenizer: Any, source: dict[str, Any]) -> bytes:
+def render_cache(backend: Any, tokenizer: Any, source: dict[str, Any]) -> bytearray:
     """The cache file's bytes for a backend and tokenizer the package's loader built."""
     arrays, meta = _snapshot(backend, tokenizer)
     return _render(arrays, {**meta, "source": source})
@@ -484,7 +487,7 @@ def restore(weights: MappedWeights, backend_class: Any, tokenizer_class: Any,
     return backend
 
 
-def install(path: Path, data: bytes) -> None:
+def install(path: Path, data: bytes | bytearray) -> None:
     """Write ``data`` to ``path`` atomically (0600), then remove older cache files."""
     from dsh_common.io import atomic_write  # noqa: PLC0415 - only when building
 
@@ -495,7 +498,7 @@ def install(path: Path, data: bytes) -> None:
         # the name, never write through it, and put a file of our own in its place.
         if stat.S_ISLNK(info.st_mode) or (stat.S_ISREG(info.st_mode) and info.st_nlink > 1):
             os.unlink(path)
-    atomic_write(path, data, mode=0o600)
+    atomic_write(path, data, mode=0o600)  # type: ignore[arg-type]  # a bytearray writes alike
     for other in path.parent.glob(f"{FILE_PREFIX}*{FILE_SUFFIX}"):
         if other.name != path.name:
             with contextlib.suppress(OSError):
