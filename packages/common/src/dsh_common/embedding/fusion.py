@@ -62,7 +62,6 @@ class SemanticIndex:
     languages: tuple[str, ...]
     positions: Mapping[str, int]
     language_codes: np.ndarray[Any, np.dtype[np.int8]]
-    key_array: np.ndarray[Any, Any]
 
     @classmethod
     def build(cls, keys: Sequence[str], matrix: Matrix, languages: Sequence[str]) -> SemanticIndex:
@@ -74,8 +73,7 @@ class SemanticIndex:
         if len(positions) != len(keys):
             raise InvalidVectorError("keys must be unique")
         codes = np.array([_language_code(language) for language in languages], dtype=np.int8)
-        return cls(tuple(keys), matrix, tuple(languages), positions, codes,
-                   np.array(keys, dtype=str))  # fmt: skip
+        return cls(tuple(keys), matrix, tuple(languages), positions, codes)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -225,7 +223,9 @@ def fuse(
     candidates[lexical_rows] = True
     rows = np.nonzero(candidates)[0]
     scores = np.round(z[rows] + lexical_points[rows], SCORE_DECIMALS)
-    order = np.lexsort((index.key_array[rows], lexical_rank[rows], -scores))
+    # Keys as an array only for the candidates: the tie-break needs no more.
+    candidate_keys = np.array([index.keys[row] for row in rows], dtype=str)
+    order = np.lexsort((candidate_keys, lexical_rank[rows], -scores))
     keep = len(order) if limit is None else min(len(order), limit)
     context = _Context(index, cosines, z, lexical_rank, lexical_points, lexical, best_lexical,
                        semantic_floor)  # fmt: skip

@@ -40,6 +40,8 @@ from dsh_common.embedding.identity import (
 
 __all__ = ["DIMENSION", "Encoder", "get_encoder", "load_encoder", "prepare_text"]
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: From this many texts in one call on, the vocabulary is turned into a dict first.
+BULK_TEXTS: Final = 64
 #: How many texts are encoded between two progress reports.
 PROGRESS_BATCH: Final = 256
 
@@ -86,6 +88,8 @@ class Encoder:
         """
         prepared = [prepare_text(text) for text in texts]
         total = len(prepared)
+        if total >= BULK_TEXTS:
+            self._use_vocabulary_dict()
         out = np.empty((total, DIMENSION), dtype=np.float32)
         # The lock: the package does not say its encoder is thread-safe.
         with self._lock, blas.single_thread():
@@ -94,6 +98,15 @@ class Encoder:
                 if progress is not None and ((row + 1) % PROGRESS_BATCH == 0 or row + 1 == total):
                     progress(row + 1, total)
         return out
+
+    def _use_vocabulary_dict(self) -> None:
+        """Swap the mapped vocabulary table for a dict before a bulk encode (same tokens)."""
+        tokenizer = self._backend.sp
+        prefixes = getattr(tokenizer, "_prefixes", None)
+        if isinstance(prefixes, weight_cache.MappedPrefixes):
+            with self._lock:
+                if tokenizer._prefixes is prefixes:
+                    tokenizer._prefixes = prefixes.to_dict()
 
 
 def prepare_text(text: str) -> str:

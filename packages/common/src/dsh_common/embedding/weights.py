@@ -337,6 +337,18 @@ class MappedPrefixes:
     def __len__(self) -> int:
         return len(self._values)
 
+    def to_dict(self) -> dict[str, int]:
+        """The whole table as the dict the package's own loader builds (~0.15 s).
+
+        A lookup in the mapped table costs a few times a dict lookup; for a bulk encode
+        (thousands of texts, ~100 lookups each) building the dict once is cheaper.
+        """
+        blob, offsets, values = bytes(self._blob), self._offsets, self._values
+        return {
+            blob[offsets[i] : offsets[i + 1]].decode("utf-8", "surrogatepass"): values[i]
+            for i in range(len(values))
+        }
+
 
 class MappedPieces(Sequence[str]):
     """The vocabulary's pieces, decoded on access (only ``out_type=str`` encodes read them)."""
