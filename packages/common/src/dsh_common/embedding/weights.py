@@ -13,7 +13,7 @@ what it built into one file, ``$DSH_HOME/cache/embedding/<key>.weights``:
 - the tokenizer's scores, its vocabulary pieces, and its prefix dict as an open-addressing
   hash table (CRC-32, linear probing) over UTF-8 keys, so a lookup reads a few bytes of the
   mapped file instead of building the dict;
-- the normaliser's character map, rebuilt from the tokenizer's own fields.
+- the normaliser's character map and lookup tables, as its constructor leaves them.
 
 Later processes ``mmap`` the file read-only and hand the package's own encoder and
 tokenizer classes these arrays: the forward pass and the Viterbi segmentation stay the
@@ -51,7 +51,7 @@ import numpy as np
 from dsh_common.errors import DshError, SymlinkRejectedError
 
 #: Bumped when the layout changes; part of the key, so old files are never misread.
-FORMAT_VERSION: Final = 1
+FORMAT_VERSION: Final = 2
 MAGIC: Final = b"DSH-EMBEDDING-WEIGHTS\n"
 _LENGTH = struct.Struct("<Q")
 _ALIGN = 64
@@ -89,7 +89,6 @@ NORMALIZER_ATTRIBUTES: Final = frozenset(
         "_two_byte",
     }
 )
-_ESCAPED_SPACE = b"\xe2\x96\x81"
 
 
 class WeightCacheError(DshError, OSError):
@@ -374,7 +373,10 @@ class MappedPieces(Sequence[str]):
 
 
 def _string_table(strings: Sequence[str]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+    return _bytes_table([s.encode("utf-8", "surrogatepass") for s in strings])
+
+
+def _bytes_table(encoded: Sequence[bytes]) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
     offsets = np.zeros(len(encoded) + 1, dtype="<u4")
     np.cumsum([len(e) for e in encoded], out=offsets[1:])
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
@@ -392,15 +394,6 @@ def _hash_table(keys: Sequence[str]) -> np.ndarray[Any, Any]:
             slot = (slot + 1) & mask
         slots[slot] = index
     return np.array(slots, dtype="<i4")
-
-
-def _charsmap(normalizer: Any) -> bytes:
-    units = normalizer._units
-    if units is None:
-        return b""
-    trie = struct.pack(f"<{len(units)}I", *units)
-    normalized: bytes = normalizer._normalized
-    return struct.pack("<I", len(trie)) + trie + normalized
 
 
 def _snapshot(backend: Any, tokenizer: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -433,7 +426,14 @@ def _snapshot(backend: Any, tokenizer: Any) -> tuple[dict[str, Any], dict[str, A
     arrays["prefix_slots"] = _hash_table(keys)
     arrays["piece_blob"], arrays["piece_offsets"] = _string_table(tokenizer._pieces)
     arrays["scores"] = np.frombuffer(tokenizer._scores.tobytes(), dtype=np.float32)
-    arrays["charsmap"] = np.frombuffer(_charsmap(normalizer), dtype=np.uint8)
+    units = normalizer._units
+    if units is not None:
+        arrays["normalizer_units"] = np.array(units, dtype="<u4")
+    arrays["normalizer_normalized"] = np.frombuffer(normalizer._normalized, dtype=np.uint8)
+    arrays["normalizer_ascii_blob"], arrays["normalizer_ascii_offsets"] = _bytes_table(
+        normalizer._ascii
+    )
+    arrays["normalizer_two_byte"] = np.array(sorted(normalizer._two_byte), dtype="<i4")
     meta = {
         "backend": {"scalars": scalars, "lists": lists},
         "tokenizer": {
@@ -441,9 +441,10 @@ def _snapshot(backend: Any, tokenizer: Any) -> tuple[dict[str, Any], dict[str, A
         }
         | {"_unk_score": float(tokenizer._unk_score)},
         "normalizer": {
+            "has_units": units is not None,
             "add_dummy_prefix": bool(normalizer._add_dummy_prefix),
             "remove_extra_whitespaces": bool(normalizer._remove_extra_whitespaces),
-            "escape_whitespaces": normalizer._space_symbol == _ESCAPED_SPACE,
+            "space_symbol": bytes(normalizer._space_symbol).hex(),
         },
     }
     return arrays, meta
@@ -464,7 +465,28 @@ def restore(weights: MappedWeights, backend_class: Any, tokenizer_class: Any,
     """
     header = weights.header
     settings = header["normalizer"]
-    charsmap = bytes(weights.raw("charsmap"))
+    # The normaliser's tables as its __init__ leaves them (its ASCII table alone takes a
+    # 128 x 256 loop, ~5 ms of every hook), read from the file instead.
+    normalizer = normalizer_class.__new__(normalizer_class)
+    ascii_offsets, ascii_blob = (
+        weights.ints("normalizer_ascii_offsets"),
+        weights.raw("normalizer_ascii_blob"),
+    )
+    normalizer.__dict__.update(
+        {
+            "_units": weights.ints("normalizer_units") if settings["has_units"] else None,
+            "_normalized": bytes(weights.raw("normalizer_normalized")),
+            "_add_dummy_prefix": settings["add_dummy_prefix"],
+            "_remove_extra_whitespaces": settings["remove_extra_whitespaces"],
+            "_space_symbol": bytes.fromhex(settings["space_symbol"]),
+            "_repl": {},
+            "_ascii": [
+                bytes(ascii_blob[ascii_offsets[i] : ascii_offsets[i + 1]])
+                for i in range(len(ascii_offsets) - 1)
+            ],
+            "_two_byte": frozenset(weights.ints("normalizer_two_byte")),
+        }
+    )
     tokenizer = tokenizer_class.__new__(tokenizer_class)
     fields = header["tokenizer"]
     tokenizer.__dict__.update(
@@ -477,12 +499,7 @@ def restore(weights: MappedWeights, backend_class: Any, tokenizer_class: Any,
             "_unk_score": fields["_unk_score"],
             "_max_len": fields["_max_len"],
             "_prefixes": MappedPrefixes(weights),
-            "_normalizer": normalizer_class(
-                charsmap or None,
-                add_dummy_prefix=settings["add_dummy_prefix"],
-                remove_extra_whitespaces=settings["remove_extra_whitespaces"],
-                escape_whitespaces=settings["escape_whitespaces"],
-            ),
+            "_normalizer": normalizer,
         }
     )
     backend = backend_class.__new__(backend_class)
