@@ -24,10 +24,10 @@ endif
 PYTEST_WORKERS ?= auto
 
 # Third-party wheels (for this interpreter and platform) that the offline install test needs:
-# filled once by `make setup` while the index is reachable; `make test` then needs no network.
+# filled once by `make setup` while the index is reachable; that test then needs no network.
 WHEELHOUSE := $(CURDIR)/.wheelhouse
 
-.PHONY: help setup wheelhouse dist demo readme-examples test check fmt lint types bench clean
+.PHONY: help setup wheelhouse dist demo readme-examples docs test check fmt lint types bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -63,8 +63,13 @@ dist: setup  ## build every wheel and sdist into dist/
 demo: setup  ## run the demo of the main job
 	$(UV) run --frozen python scripts/demo.py
 
-readme-examples: setup  ## re-run every README example and rewrite its output (the tests check them)
+readme-examples: setup  ## re-run every example of the READMEs and the docs/ pages and rewrite its output (the tests check them)
 	$(UV) run --frozen python scripts/readme_examples.py
+
+# Material for MkDocs prints a notice about MkDocs 2.0 on every build; it is not a warning
+# about these pages (a real warning fails the strict build).
+docs: setup  ## build the documentation site into site/ (strict: any warning fails)
+	NO_MKDOCS_2_WARNING=1 $(UV) run --frozen mkdocs build --strict --site-dir site
 
 test: setup  ## run every test (parallel)
 	$(UV) run --frozen pytest -n $(PYTEST_WORKERS) -q
@@ -86,4 +91,4 @@ bench: setup  ## run every package's benchmarks
 	@for script in packages/*/bench/bench_*.py bench/bench_*.py; do echo "== $$script"; $(UV) run --frozen python "$$script" || exit 1; done
 
 clean:  ## remove every generated file and environment
-	rm -rf .venv .tools .wheelhouse .pytest_cache .mypy_cache .ruff_cache dist build
+	rm -rf .venv .tools .wheelhouse .pytest_cache .mypy_cache .ruff_cache dist build site

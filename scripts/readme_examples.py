@@ -25,6 +25,9 @@ from run to run are normalised, the same way each time, so the check below is ex
     UUIDs                         -> 00000000-0000-4000-8000-00000000000N
     40- and 64-hex digests/ids    -> N repeated (1111…, 2222…), numbered by first appearance
 
+The pages of the documentation site (``docs/**/*.md``) are checked the same way: their
+examples are re-run, and a `$ ` command outside an example block is refused there too.
+
 `--check` rewrites nothing: it prints the difference and exits 1 when an example's output
 no longer matches what its command prints, or when a README shows a `$ ` command outside
 an example block.
@@ -52,6 +55,7 @@ ROOT = Path(__file__).resolve().parent.parent
 READMES = ("README.md", *(f"packages/{name}/README.md" for name in (
     "common", "compound", "memory-repo", "knowledge")))  # fmt: skip
 MARKER = "<!-- readme-example"
+SITE_PAGES = "docs"
 _END = "\x1fREADME-EXAMPLE-END"
 # Seconds one command may take (README_EXAMPLES_TIMEOUT overrides it, for the tests).
 COMMAND_TIMEOUT = float(os.environ.get("README_EXAMPLES_TIMEOUT", "120"))
@@ -329,9 +333,15 @@ def run_readme(relative: str) -> tuple[str, str]:
     return original, "\n".join(rebuilt)
 
 
+def documents() -> list[str]:
+    """Every document whose examples are checked: the READMEs, then the site's pages."""
+    pages = sorted((ROOT / SITE_PAGES).rglob("*.md"))
+    return [*READMES, *(page.relative_to(ROOT).as_posix() for page in pages)]
+
+
 def main(arguments: list[str]) -> int:
     check = "--check" in arguments
-    chosen = [a for a in arguments if not a.startswith("--")] or list(READMES)
+    chosen = [a for a in arguments if not a.startswith("--")] or documents()
     stale = 0
     for relative in chosen:
         before, after = run_readme(relative)

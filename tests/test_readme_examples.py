@@ -1,12 +1,14 @@
-"""The READMEs' example outputs are what their commands print now (`make readme-examples`).
+"""The examples' outputs in the READMEs and the site's pages (docs/) are what their commands
+print now (`make readme-examples`).
 
-The first test runs every example of every README in check mode; the others prove the
+The first test runs every example of every README and page in check mode; the others prove the
 checker itself catches what it must: a stale output, a `$ ` command outside an example,
 a command that fails without saying so, and values that change from run to run.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -35,6 +37,19 @@ def test_every_readme_has_examples_and_no_unchecked_command() -> None:
     for relative in ("README.md", "packages/compound/README.md",
                      "packages/memory-repo/README.md", "packages/knowledge/README.md"):  # fmt: skip
         assert "<!-- readme-example" in (ROOT / relative).read_text(encoding="utf-8"), relative
+
+
+def test_the_site_pages_are_checked_after_the_readmes() -> None:
+    spec = importlib.util.spec_from_file_location("readme_examples", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    checked = module.documents()
+    pages = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    assert checked == [*module.READMES, *pages]  # the READMEs first, as before
+    with_examples = [p for p in pages if "<!-- readme-example" in (ROOT / p).read_text("utf-8")]
+    assert "docs/compatibility/memory.md" in with_examples
 
 
 def test_a_stale_output_is_reported_then_rewritten(tmp_path: Path) -> None:

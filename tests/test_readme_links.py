@@ -14,14 +14,17 @@ DOCUMENTS = sorted(
     [
         ROOT / "README.md",
         *ROOT.glob("packages/*/README.md"),
-        *ROOT.glob("docs/*.md"),
+        *ROOT.glob("docs/**/*.md"),
         *ROOT.glob("packages/*/docs/*.md"),
     ]
 )
 EARLIER_TOOLS = (
     "https://github.com/seriousz158/dsh-memory",
     "https://github.com/Claven07/dsh-knowledge",
-    "https://github.com/deepseek-ai/deepseek-harness",  # the dsh-compound Node helper
+    "https://github.com/Nocteve/dsh-compound",  # the dsh-compound Node helper
+    # What the package READMEs still link for the Node helper (the public listing is the
+    # one above); docs/ and the root README link that one.
+    "https://github.com/deepseek-ai/deepseek-harness",
 )
 # A mention and its link may be a line apart ("the earlier tool, the dsh-compound Node
 # helper of [DeepSeek Harness](…)"), not a paragraph apart.
