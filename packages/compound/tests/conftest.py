@@ -42,7 +42,8 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def make_draft(**overrides: Any) -> dict[str, Any]:
-    """The spec's example draft, with fields replaced by ``overrides``."""
+    """The example draft of the contract (docs/compatibility/compound.md), with fields replaced by
+    ``overrides``."""
     draft: dict[str, Any] = {
         "id": "login-timeout",
         "title": "Login requests time out in the test environment",

@@ -376,7 +376,8 @@ def test_forged_verification_attestation_is_reported_on_every_read(workspace: Pa
 
     inspected = ok(run("inspect", "--workspace", ws, "--id", "forged"))
     assert inspected["metadata"]["verification"]["helperVerified"] is True
-    assert inspected["contentStatus"] == "consistent"  # the spec's meaning: body == rendering
+    # consistent: the body is the rendering (docs/compatibility/compound.md)
+    assert inspected["contentStatus"] == "consistent"
     assert inspected["warnings"] == [warning]
     assert "helperVerified" not in inspected["evidence"]  # never part of the evidence
 

@@ -1,4 +1,5 @@
-"""The exported limits are the spec's and cannot be changed at run time."""
+"""The exported limits are the contract's (docs/compatibility/compound.md, Limits) and cannot
+change at run time."""
 
 from __future__ import annotations
 

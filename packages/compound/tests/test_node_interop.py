@@ -16,7 +16,8 @@ NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not installed")
 GOLDEN = Path(__file__).parent / "golden" / "login-timeout.md"
 
-# The spec's recall tokenisation, written with Intl.Segmenter as the Node helper does.
+# The contract's recall tokenisation (docs/compatibility/compound.md, Recall), written with
+# Intl.Segmenter as the Node helper does.
 TERMS_SCRIPT = r"""
 const q = process.argv[1];
 const seg = new Intl.Segmenter("zh", {granularity: "word"});

@@ -1,5 +1,5 @@
 """Recall says how many records matched in all and what cut the answer, through real
-processes: ``total`` and ``resultsTruncated`` (cut by --limit) beside the spec's
+processes: ``total`` and ``resultsTruncated`` (cut by --limit) beside the contract's
 ``truncated`` (the scan stopped at the corpus limit), in JSON, text and the fast path."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_limit_cut_is_reported_apart_from_the_corpus_limit(
     assert [hit["id"] for hit in cut["results"]] == ["pool-alpha", "pool-bravo"]
     assert cut["total"] == 3
     assert cut["resultsTruncated"] is True
-    assert cut["truncated"] is False  # the spec's field: the scan was complete
+    assert cut["truncated"] is False  # the contract's field: the scan was complete
     assert cut["scanned"] == 4
 
     whole = json.loads(recall(three_lessons, "pool", "--limit", "5", module=module))

@@ -169,7 +169,8 @@ def test_result_has_the_spec_fields(workspace: Path, write_record: Any) -> None:
         "retrievalMethod",
         "scanned",
         "truncated",
-        # Not in the spec (added after it, for issue #12): a complete-answer count.
+        # Beyond the contract (docs/compatibility/compound.md, added after its fields): a
+        # complete-answer count.
         "total",
         "resultsTruncated",
     ]

@@ -83,7 +83,7 @@ def test_capture_refuses_a_draft_that_renders_over_64_kib_and_writes_nothing(
 ) -> None:
     draft = oversized_draft(workspace)
     draft_path = write_json(workspace / "draft.json", draft)
-    assert draft_path.stat().st_size <= LIMITS.draft_bytes  # a valid draft, by the spec
+    assert draft_path.stat().st_size <= LIMITS.draft_bytes  # a valid draft, by the contract
     result = run("capture", "--workspace", str(workspace), "--input", str(draft_path))
     failure = error(result)
     assert failure["code"] == "record-too-large"

@@ -166,4 +166,4 @@ def test_total_counts_the_matches_before_limit_and_truncated_says_so(
     assert (unqueried["count"], unqueried["total"], unqueried["truncated"]) == (3, 7, True)
     archive = context(root, scope="archive", use_index=use_index, record_use=False)
     assert (archive["count"], archive["total"], archive["truncated"]) == (1, 1, False)
-    assert list(whole)[:4] == ["query", "count", "records", "warnings"]  # the spec's first
+    assert list(whole)[:4] == ["query", "count", "records", "warnings"]  # the contract's first

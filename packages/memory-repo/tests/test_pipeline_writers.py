@@ -245,7 +245,7 @@ def active_run(root: Path) -> dict[str, Any] | None:
 def check_the_writer_runs_again(root: Path, scenario: Scenario, writer: str) -> None:
     """Stopped before the CAS, nothing was lost: the same writer now does the whole job -
     except a preview, which any commit since it was made (here the journal's) makes stale,
-    as the spec rules: ``live-memory-changed``."""
+    as the contract rules (docs/compatibility/memory.md, Previews): ``live-memory-changed``."""
     journaled = git(root, "log", "-1", "--format=%s").startswith("DPSK memory journal")
     again = run(scenario.argv)
     if writer == "preview" and journaled:

@@ -144,7 +144,8 @@ def test_a_second_preview_with_the_same_id_is_refused(
 def test_an_earlier_tool_preview_applies(
     memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
 ) -> None:
-    """A preview exactly as the earlier tool's sync-apply.py writes one (pinned bytes)."""
+    """A preview exactly as the earlier tool's sync-apply.py writes one
+    (docs/compatibility/memory.md, Previews)."""
     import hashlib
 
     head = run_git(memory_root, "rev-parse", "HEAD").strip()

@@ -50,7 +50,8 @@ def test_status_reports_invalid_metadata(
 
 
 def _earlier_preview(root: Path, preview_id: str, created: str, expires: str) -> None:
-    """A preview exactly as the earlier tool writes it (sync-apply.py prepare/write-preview)."""
+    """A preview exactly as the earlier tool writes it (sync-apply.py prepare/write-preview;
+    docs/compatibility/memory.md, Previews)."""
     directory = root / ".sync" / "previews" / preview_id
     (directory / "staging").mkdir(parents=True)
     manifest = {"schema_version": 1, "created_at": "2099-01-02T00:00:00Z",

@@ -3,7 +3,9 @@
 Success prints one JSON document to stdout and exits 0. A foreseeable failure prints
 ``{"error": {"code": "...", "message": "..."}}`` to stderr and exits 1 - including argument
 errors, which the argument parser would otherwise print as plain usage text with exit 2.
-Products whose spec fixes another error envelope pass their own ``render_error``.
+Products whose contract fixes another error envelope (dsh-memory's, docs/compatibility/memory.md)
+pass their own
+``render_error``.
 
 This module imports neither typer nor click at import time (the typer-free fast paths use
 it): it recognises Click's exceptions by class name, which works for Click itself and for
@@ -247,7 +249,8 @@ def one_query(
 
     Two different ones are refused with ``twice`` (``invalid-arguments``). A missing query
     is refused with ``required`` when given; without it, None is returned for the command's
-    own method to judge (dsh-memory answers with its spec's ``*-invalid-request``).
+    own method to judge (dsh-memory answers with a ``*-invalid-request`` code,
+    docs/compatibility/memory.md).
     """
     if positional is not None and option is not None and positional != option:
         raise DshError(twice, code=USAGE_ERROR_CODE)

@@ -27,7 +27,8 @@ class DshError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         """The ``{"code", "message"}`` object printed under ``"error"`` by the CLIs."""
-        # Exactly the two fields the specs name; ``details`` stays a Python-side extra.
+        # Exactly the two fields the contracts name (docs/compatibility/); ``details`` stays a
+        # Python-side extra.
         return {"code": self.code, "message": self.message}
 
 

@@ -200,7 +200,8 @@ def acquire_lock(
     """Create the lock file at ``path`` or raise LockHeldError naming its holder.
 
     ``owner_data`` replaces the default owner fields (a product whose on-disk lock format is
-    fixed by its spec passes its own). With ``wait_seconds`` > 0 the call retries with
+    fixed by its contract, docs/compatibility/, passes its own). With ``wait_seconds`` > 0 the call
+    retries with
     backoff (20 ms doubling to 200 ms) before giving up; it never removes the lock.
     """
     lock_path = Path(path)

@@ -1,6 +1,7 @@
 """Workspace canonicalisation and workspace-relative path validation.
 
-The rules are those of the dsh-compound spec ("Paths, writes, and updates"), shared by every
+The rules are those of dsh-compound's contract (docs/compatibility/compound.md, "Paths, writes and
+locks"), shared by every
 product: a path a user or an agent hands us is untrusted. It must name something *inside* the
 selected workspace, in a form that means the same thing on POSIX and Windows, and must not
 pass through a symbolic link at any existing component, even one that points back inside.

@@ -1,4 +1,5 @@
-"""Finding and reading records in the corpus, within the spec's bounds.
+"""Finding and reading records in the corpus, within the contract's bounds
+(docs/compatibility/compound.md).
 
 A scan lists the corpus directory's names, keeps the ``.md`` ones, sorts them, and reads
 at most 500 of them and at most 4 MiB of accepted record data. Each record is read with
@@ -37,7 +38,7 @@ RECORD_SUFFIX = ".md"
 
 
 class WarningList:
-    """Warnings capped at the spec's 20; the last slot says how many were left out."""
+    """Warnings capped at the contract's 20; the last slot says how many were left out."""
 
     def __init__(self, cap: int = LIMITS.warnings) -> None:
         self._cap = cap

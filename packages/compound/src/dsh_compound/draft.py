@@ -1,7 +1,8 @@
 """Draft input: reading the JSON file, validating IDs and fields.
 
 A draft is untrusted input (often written by an agent). Validation either returns a clean
-draft - the spec's fields only, in the spec's order, paths normalised to ``/`` - or raises
+draft - the contract's fields only, in its order (docs/compatibility/compound.md, Draft), paths
+normalised to ``/`` - or raises
 one error that lists every problem found, so an agent can fix its draft in one round.
 """
 
@@ -167,7 +168,7 @@ def _validated_relative_path(raw: str) -> str:
 def validate_draft(
     draft: object, *, workspace: common_paths.Workspace | None = None
 ) -> dict[str, Any]:
-    """Return the clean draft (spec fields only, spec order) or raise.
+    """Return the clean draft (the contract's fields only, in its order) or raise.
 
     Raises InvalidIdError for a bad ``id``, InvalidPathError for a bad path, and
     InvalidDraftError listing every other problem. Unknown fields are discarded.

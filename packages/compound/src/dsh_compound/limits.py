@@ -1,4 +1,4 @@
-"""Where records live and every bound the spec fixes.
+"""Where records live and every bound the contract fixes (docs/compatibility/compound.md, Limits).
 
 Text lengths are counted the way the earlier Node helper counts them: in JavaScript
 characters, i.e. UTF-16 code units. A CJK character is one unit; an emoji or a CJK
@@ -18,7 +18,7 @@ _MIB = 1024 * 1024
 
 
 class Limits:
-    """The spec's limits, read-only. Names are snake_case; ``as_dict`` gives them for JSON.
+    """The contract's limits, read-only. Names are snake_case; ``as_dict`` gives them for JSON.
 
     A plain slotted class rather than a dataclass: every command imports this module, and
     generating a 24-field dataclass costs a millisecond of start-up for nothing.

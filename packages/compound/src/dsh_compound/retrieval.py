@@ -32,7 +32,8 @@ from dsh_compound.limits import LIMITS, js_length
 from dsh_compound.record import self_reported_evidence, summary_of
 from dsh_compound.workspace import select_workspace
 
-#: Field weights per matching term, in the spec's order.
+#: Field weights per matching term, in the contract's order (docs/compatibility/compound.md,
+#: Recall).
 FIELD_WEIGHTS: tuple[tuple[str, int], ...] = (
     ("title", 8),
     ("tags", 10),
@@ -247,7 +248,8 @@ def recall(
 ) -> dict[str, Any]:
     """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``.
 
-    The spec's six fields come first and keep its meaning (``truncated``: the scan stopped
+    The contract's six fields (docs/compatibility/compound.md) come first and keep their meaning
+    (``truncated``: the scan stopped
     at the corpus limit). Two more say whether the answer is complete: ``total`` counts the
     scanned records that matched, before ``limit``; ``resultsTruncated`` is true when
     ``limit`` cut some of them off. When ``truncated`` is true, ``total`` is a lower bound.

@@ -70,7 +70,8 @@ def check(
     evidence is ``unchanged`` and content ``consistent`` are only counted and named under
     ``unchangedConsistent``. When the run's hashing budget left source files unverified,
     the result also has ``unverified: {count, paths, budgetBytes}`` and says so in
-    ``warnings``; a corpus within the budget gets exactly the spec's fields.
+    ``warnings``; a corpus within the budget gets exactly the contract's fields
+    (docs/compatibility/compound.md).
 
     ``only_paths`` (workspace-relative paths, as a commit or pull request touched them)
     keeps to the records that cite one of them or are one of them; the others are not

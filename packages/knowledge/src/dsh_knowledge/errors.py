@@ -1,7 +1,8 @@
 """Errors of dsh-knowledge: one root, one leaf per stable kebab-case code.
 
 The CLI prints ``{"error": {"code", "message"}}`` for every one of them. Messages reuse the
-wording of the earlier Node tool where it had one (see the facts file), so people moving
+wording of the earlier Node tool where it had one (docs/compatibility/knowledge.md), so people
+moving
 between the two tools read the same sentences. Leaves also inherit the builtin that fits.
 """
 

@@ -1,6 +1,7 @@
 """dsh-memory: a Git-backed memory repository for AI coding agents.
 
-The public entry point is :class:`MemoryService` (the spec's ``memory`` namespace); the
+The public entry point is :class:`MemoryService` (the ``memory`` namespace,
+docs/compatibility/memory.md); the
 ``dsh-memory`` command prints exactly its envelopes. Submodules are imported on use so the
 command starts fast.
 """

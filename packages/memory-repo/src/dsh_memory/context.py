@@ -66,7 +66,7 @@ def context(
     now: _dt.datetime | None = None,
     record_use: bool = True,
 ) -> dict[str, Any]:
-    """The spec's ``memory.context`` value: ``{query, count, records}``, plus ``warnings``,
+    """The contract's ``memory.context`` value: ``{query, count, records}``, plus ``warnings``,
     ``total`` (the records that matched - with a query, the search's ``count`` - before
     ``limit``) and ``truncated`` (``total`` is more than the records returned).
 
@@ -137,6 +137,6 @@ def context(
     warnings = search_index.invalid_record_warnings(
         root, checked_scope, use_index=use_index, index_fresh=retrieval["mode"] == "index"
     )
-    # total / truncated: as runs reports them (additive; the spec's fields come first).
+    # total / truncated: as runs reports them (additive; the contract's fields come first).
     return {"query": checked_query, "count": len(results), "records": results,
             "warnings": warnings, "total": total, "truncated": total > len(results)}  # fmt: skip

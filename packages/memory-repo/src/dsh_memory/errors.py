@@ -1,11 +1,10 @@
-"""Every foreseeable dsh-memory failure, one class per stable spec code.
+"""Every foreseeable dsh-memory failure, one class per stable code.
 
 The ``memory`` API never lets these escape: :class:`dsh_memory.service.MemoryService` turns
-each into the spec's ``{"ok": false, "error": {"code": ...}}`` envelope. Library callers
+each into the contract's ``{"ok": false, "error": {"code": ...}}`` envelope. Library callers
 that use the lower-level modules (``root``, ``transactions``, ``journal`` ...) catch them
-directly. Codes are the spec's (docs/spec memory-repo.md) and, where it is silent, the
-earlier tool's (memory-repo-facts.md); ``runs-invalid-request`` and ``init-failed`` are our
-own additions for inputs and operations the spec gives no code to.
+directly. Every code, the earlier tool's and our own additions for inputs and operations it
+gives no code to, is listed in docs/compatibility/memory.md (Error codes).
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from dsh_common.errors import DshError
 
 
 def render_error(code: str, message: str) -> dict[str, Any]:
-    """The spec's failed envelope with a message for people: what every dsh-memory front end
+    """The contract's failed envelope with a message for people: what every dsh-memory front end
     (command line, fast path, hook, ``mcp`` without its extra) prints on stderr."""
     return {"ok": False, "error": {"code": code, "message": message}}
 
@@ -149,7 +148,7 @@ class MigrationFailedError(MemoryRepoError, OSError):
 
 
 class RunsInvalidRequestError(MemoryRepoError, ValueError):
-    """``runs`` got a malformed limit or filter (our own code: the spec names none)."""
+    """``runs`` got a malformed limit or filter (our own code: the earlier tool names none)."""
 
     code = "runs-invalid-request"
 
@@ -226,7 +225,7 @@ class ContextFailedError(MemoryRepoError, RuntimeError):
 # -- partner section: front matter, search index, usage (append leaves below) -------------
 
 
-# Front matter (schema v0.4). Codes from memory-repo-facts.md §2.4 and the 0.8.3 changelog;
+# Front matter (schema v0.4). The earlier tool's codes (docs/compatibility/memory.md, Front matter);
 # appended by the search/front-matter owner.
 
 
@@ -256,8 +255,9 @@ class FlowStyleMetadataError(InvalidMetadataError):
 
 
 # -- the write path: sync staging, previews, edits, recovery, bundles ----------------------
-# Staging codes are the earlier tool's (sync-apply.py); the agent, edit, recover and bundle
-# codes are our own (documented in docs/sync-facts.md and the README).
+# Staging codes are the earlier tool's (docs/compatibility/memory.md, Staging limits); the agent,
+# edit, recover
+# and bundle codes are our own (docs/compatibility/memory.md, Error codes).
 
 
 class StagingInvalidError(MemoryRepoError, ValueError):

@@ -20,7 +20,7 @@ blank lines are skipped; block scalars (``|``, ``>``) and flow collections (``[a
 rejected. The block is found with the earlier tool's regular expression
 ``^---\\r?\\n([\\s\\S]*?)\\r?\\n---\\r?\\n?``, so CRLF files parse. A UTF-8 BOM is *not*
 skipped: the earlier tool treats a BOM-prefixed file as legacy, and so do we, so both tools
-classify every file the same way (memory-repo-facts.md §2.8).
+classify every file the same way (docs/compatibility/memory.md, Front matter).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ PROVENANCE_STRING_FIELDS = (
     "conflicts_with",
 )
 PROVENANCE_DATE_FIELDS = ("review_after", "expires_at")
-# Canonical render order (memory-repo-facts.md §2.4, extended with the later provenance fields
+# Canonical render order (docs/compatibility/memory.md, Front matter: the later provenance fields
 # in the order the earlier tool's renderer writes them).
 _OPTIONAL_RENDER_ORDER = (
     "source_hash",

@@ -1,6 +1,7 @@
 """``dsh-memory hook session-start``: the memory prompt section for Claude Code and Codex.
 
-The section is the spec's (static instructions plus the bounded ``summary.md`` snapshot
+The section is the contract's (docs/compatibility/memory.md: static instructions plus the bounded
+``summary.md`` snapshot
 under ``[DPSK MEMORY: UNTRUSTED CONTEXT]``), with the tool names the host actually has:
 ``setup`` registers the hook as ``hook session-start --mcp-server dsh-memory --host <host>``.
 Claude Code names MCP tools ``mcp__<server>__<tool>``, so the section names

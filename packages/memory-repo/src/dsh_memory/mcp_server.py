@@ -2,7 +2,8 @@
 
 The only module of this package that imports ``mcp`` (the optional ``[mcp]`` extra). The
 tools, their schemas and annotations come from :mod:`dsh_memory.tools`, unchanged: the
-results and bounds are the spec's, plus the untrusted-data notice. A tool's JSON result
+results and bounds are the contract's (docs/compatibility/memory.md), plus the untrusted-data
+notice. A tool's JSON result
 is sent both as ``structuredContent`` and as text; a failure (``{"error": "<code>"}``)
 becomes a tool error (``isError``) with ``{"error": {"code", "message"}}`` - every call,
 whatever its arguments hold: arguments nested too deeply are the tool's
@@ -36,7 +37,7 @@ from dsh_memory.tools import TOOL_DEFINITIONS, call_tool
 
 SERVER_NAME = "dsh-memory"
 SERVER_VERSION = "0.1.0"
-#: The error-code stem of each tool (the spec's ``search-*`` and ``context-*`` codes).
+#: The error-code stem of each tool (the contract's ``search-*`` and ``context-*`` codes).
 _TOOL_KINDS = {"memory_search": "search", "memory_context": "context"}
 
 

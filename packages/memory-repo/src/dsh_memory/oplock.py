@@ -137,7 +137,7 @@ def read_operation_lock(root: Path) -> dict[str, Any] | None:
 
 
 def public_lock(lock: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``health().operationLock``: the spec's five fields."""
+    """``health().operationLock``: the contract's five fields (docs/compatibility/memory.md)."""
     if lock is None:
         return None
     return {key: lock[key] for key in ("operation", "pid", "runId", "startedAt", "active")}

@@ -1,7 +1,7 @@
 """Metadata-only views of the payload: data files, legacy records, front matter validity.
 
 Nothing here returns a record body: status, health and legacyRecords report counts, paths,
-ids, dates and sizes only (the spec forbids memory documents in those answers).
+ids, dates and sizes only (the contract forbids memory documents in those answers).
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def read_preview(root: Path, preview_id: str) -> dict[str, Any] | None:
 
 
 def _listing(record: dict[str, Any]) -> dict[str, Any]:
-    """The spec's list item, field by field as preview.json holds it."""
+    """The contract's list item (docs/compatibility/memory.md, Previews), field by field as
+    preview.json holds it."""
     changed = record.get("changed_paths")
     candidates = record.get("candidate_sessions")
     return {
@@ -135,7 +136,7 @@ def pending_previews(
 
 
 def pending_preview(root: Path, preview_id: object) -> tuple[dict[str, Any], Path]:
-    """A preview that may be applied: its record and folder, or the spec's error."""
+    """A preview that may be applied: its record and folder, or the contract's error."""
     identifier = validate_preview_id(preview_id)
     directory = preview_directory(root, identifier)
     record = read_preview(root, identifier)

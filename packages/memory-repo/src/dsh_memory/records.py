@@ -32,7 +32,8 @@ SCOPES = {
     "archive": ("archive",),
     "all": RECORD_FOLDERS,
 }
-#: The staging limit for one payload file (sync-apply.py MAX_FILE_BYTES); larger files are
+#: The staging limit for one payload file (docs/compatibility/memory.md, Staging limits); larger
+#: files are
 #: not records search or context will read.
 MAX_RECORD_BYTES = 1024 * 1024
 

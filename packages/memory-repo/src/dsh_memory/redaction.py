@@ -8,7 +8,7 @@ source inlined in place of its import line, to ``<root>/scripts/filter_session.p
 implementation serves both the sync command and that script, so they can never disagree
 about what is redacted.
 
-Rules (the earlier tool's filter, docs/sync-facts.md, with the shared detector's shapes):
+Rules (the earlier tool's filter, docs/memory/sync.md, with the shared detector's shapes):
 
 - every string is redacted *before* it is truncated (a secret cut in half by truncation
   would otherwise escape the patterns): every secret

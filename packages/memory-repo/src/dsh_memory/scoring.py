@@ -9,7 +9,7 @@ Score of a record, the sum of its ``score_components``:
   one field (word ends on word boundaries) - an exact phrase comes before records that only
   share its words unless their ``bm25`` is more than 1.0 higher;
 - ``id`` (:data:`ID_WEIGHT`): the whole query occurs in the record id (``sec/redaction``,
-  or ``chunks`` for ``old/chunks``) - the spec's "id matches weigh most";
+  or ``chunks`` for ``old/chunks``) - the earlier tool's "id matches weigh most";
 - ``bm25`` (:data:`BM25_WEIGHT`): BM25F (k1 1.2, b 0.75 against the record's length: all
   its fields, as textbook BM25F) over the fields id x2, tags x1.5, created_by/source_hash
   and body, plus the type (a label: not length-normalised), with each term's idf

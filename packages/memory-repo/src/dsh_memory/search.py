@@ -148,7 +148,7 @@ def search(
     use_index: bool = True,
     now: _dt.datetime | None = None,
 ) -> dict[str, Any]:
-    """The spec's ``memory.search`` value: ``{query, count, results, retrieval}``.
+    """The contract's ``memory.search`` value: ``{query, count, results, retrieval}``.
 
     ``count`` is the number of matches before ``limit`` (as in the earlier tool);
     ``retrieval`` says whether the index served the query (``mode: "index"``) or a full

@@ -1,4 +1,5 @@
-"""The ``memory`` namespace: one method per spec method, each returning an envelope.
+"""The ``memory`` namespace: one method per contract method (docs/compatibility/memory.md), each
+returning an envelope.
 
 Every method answers ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": {"code":
 ...}}`` and never raises for a foreseeable failure. It resolves the memory root itself
@@ -7,7 +8,7 @@ configuration or the ``--root`` of the command line can), and inspects the layou
 anything else, so an unsafe repository is refused before any read or write.
 
 Method names are snake_case (``get_settings`` for ``memory.getSettings``);
-:meth:`MemoryService.call` dispatches the spec's camelCase names with a JSON-style
+:meth:`MemoryService.call` dispatches the contract's camelCase names with a JSON-style
 parameter object, for tool servers.
 """
 
@@ -24,7 +25,7 @@ from dsh_memory.root import Layout, inspect_layout, resolve_memory_root
 
 Envelope = dict[str, Any]
 
-#: The code a method reports for an unexpected failure (the spec's catch-all per method).
+#: The code a method reports for an unexpected failure (the contract's catch-all per method).
 _FALLBACK_CODES = {
     "init": "init-failed",
     "get_settings": "settings-unavailable",
@@ -74,7 +75,7 @@ _MISSING: Any = object()
 
 
 class MemoryService:
-    """The spec's ``memory.*`` methods over one memory root."""
+    """The contract's ``memory.*`` methods over one memory root."""
 
     def __init__(
         self,
@@ -128,7 +129,7 @@ class MemoryService:
         return inspect_layout(self.root)
 
     def call(self, method: str, params: Mapping[str, Any] | None = None) -> Envelope:
-        """Dispatch a spec method name (``"migrateLegacy"``) with its parameter object."""
+        """Dispatch a contract method name (``"migrateLegacy"``) with its parameter object."""
         spec = _METHODS.get(method)
         if spec is None:
             return self._failure("unknown-method", f"no memory method {method!r}")
@@ -141,7 +142,7 @@ class MemoryService:
     # -- repository ------------------------------------------------------------------------
 
     def init(self) -> Envelope:
-        """Create the repository (idempotent). Not a spec method: the host's installer."""
+        """Create the repository (idempotent). Not a contract method: the host's installer."""
         from dsh_memory.initialize import initialize_repository  # noqa: PLC0415
 
         return self._envelope("init", lambda: initialize_repository(self.root))
@@ -208,7 +209,7 @@ class MemoryService:
         from dsh_memory.rollback import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
 
         def action() -> Any:
-            if confirmation != ROLLBACK_CONFIRMATION:  # checked first, as the spec orders it
+            if confirmation != ROLLBACK_CONFIRMATION:  # checked first, as the contract orders it
                 raise errors.RollbackInvalidConfirmationError(
                     "rollback needs the exact confirmation ROLLBACK_MEMORY"
                 )

@@ -9,7 +9,7 @@ A sync run works in a private temporary folder (mode 0700, ``dsh-memory-sync-*``
 <private>/agent-home/   TMPDIR and scratch space of the agent
 ```
 
-The manifest is the earlier tool's (``stage-copy`` in its sync-apply.py), so a preview
+The manifest is the earlier tool's (docs/compatibility/memory.md, Previews), so a preview
 written by either tool can be applied by the other:
 ``{"schema_version": 1, "created_at", "head_sha", "entries": [{"path", "mode", "size",
 "sha256"}]}`` - every live payload file and README.md, compact JSON.

@@ -1,4 +1,5 @@
-"""The agent tools ``memory_search`` and ``memory_context`` (spec: Agent tools, v0.8.x).
+"""The agent tools ``memory_search`` and ``memory_context`` (docs/compatibility/memory.md, the
+``memory`` methods).
 
 Each tool takes the JSON arguments an agent sends and returns a JSON *string*: the value of
 ``memory.search`` / ``memory.context`` on success, ``{"error": "<code>"}`` on failure. They

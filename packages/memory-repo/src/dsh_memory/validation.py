@@ -1,6 +1,7 @@
 """What an agent (or a person) may change in memory, checked before anything is applied.
 
-The staging limits are the earlier tool's (sync-apply.py), with its codes:
+The staging limits are the earlier tool's (docs/compatibility/memory.md, Staging limits), with its
+codes:
 
 | rule | code |
 |---|---|

@@ -1,7 +1,8 @@
 """The settings page's server: static page files plus ``POST /api/memory/<method>``.
 
 Starlette (routing, requests, responses) under uvicorn (the HTTP server), both from the
-``[ui]`` extra. The API is exactly the spec's ``memory`` namespace: each call becomes
+``[ui]`` extra. The API is exactly the ``memory`` namespace (docs/compatibility/memory.md): each
+call becomes
 :meth:`MemoryService.call` on the root fixed when the server started; no endpoint takes a
 path, a Git argument or a file name, and the page files are held in memory from start-up
 (no request ever reaches the file system by name).
@@ -36,7 +37,7 @@ from dsh_memory.service import MemoryService
 from dsh_memory.ui.errors import UiInvalidRequestError, UiPortUnavailableError
 from dsh_memory.ui.security import SECURITY_HEADERS, RequestGuard, new_token
 
-#: The spec's ``memory`` namespace, and nothing else.
+#: The contract's ``memory`` namespace, and nothing else.
 METHODS = frozenset(
     {
         "getSettings",
