@@ -41,32 +41,30 @@ app = typer.Typer(
 _state: dict[str, Any] = {}
 
 
-def default_database_path() -> Path:
-    """``$DSH_HOME/knowledge/knowledge.sqlite``; ``~/.dsh`` when DSH_HOME is unset or blank."""
-    home = os.environ.get("DSH_HOME", "").strip()
-    base = Path(home) if home else Path.home() / ".dsh"
-    return base / "knowledge" / "knowledge.sqlite"
-
-
 @app.callback()
 def main_options(
     db: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--db",
-            help="SQLite file (default $DSH_HOME/knowledge/knowledge.sqlite, ~/.dsh when unset).",
+            help="SQLite file (default $DSH_KNOWLEDGE_DB, else "
+            "$DSH_HOME/knowledge/knowledge.sqlite, ~/.dsh when unset).",
         ),
     ] = None,
 ) -> None:
     """Local, evidence-backed project knowledge for coding agents."""
-    _state["db"] = db if db is not None else default_database_path()
+    from dsh_knowledge.store_location import resolve_database
+
+    # Resolved here, once, by the resolver the hook, the MCP server and setup use.
+    _state["db"] = resolve_database(db)
 
 
 def _repository() -> KnowledgeRepository:
     from dsh_knowledge.repository import KnowledgeRepository
     from dsh_knowledge.store import KnowledgeStore
+    from dsh_knowledge.store_location import resolve_database
 
-    store = KnowledgeStore(_state.get("db") or default_database_path())
+    store = KnowledgeStore(_state.get("db") or resolve_database())
     _state["store"] = store
     return KnowledgeRepository(store)
 
@@ -640,13 +638,19 @@ def hook_command(
 
 def _knowledge_integration() -> Integration:
     from dsh_common.agent_setup import Integration
+    from dsh_knowledge.store_location import is_default, resolve_database
 
+    # The database the CLI uses right now (--db, else $DSH_KNOWLEDGE_DB, else the default),
+    # written as an absolute --db into the server's and the hook's arguments, so the agent
+    # reads the store `add` writes whatever directory and environment the host starts in.
+    database = _state.get("db") or resolve_database()
+    db_args: tuple[str, ...] = () if is_default(database) else ("--db", database)
     return Integration(
         server="dsh-knowledge",
         program="dsh-knowledge",
-        mcp_args=("mcp",),
-        hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
-        env_names=("DSH_HOME", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT"),
+        mcp_args=("mcp", *db_args),
+        hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit", *db_args)),),
+        env_names=("DSH_HOME", "DSH_KNOWLEDGE_PROJECT"),
     )
 
 

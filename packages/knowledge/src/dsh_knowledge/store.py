@@ -32,6 +32,7 @@ from dsh_knowledge.errors import (
     ValidationError,
 )
 from dsh_knowledge.search_index import ensure_search_index, index_pending
+from dsh_knowledge.store_location import resolve_database
 
 SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
@@ -154,10 +155,14 @@ def _create_private(path: Path) -> None:
 
 
 class KnowledgeStore:
-    """An open knowledge database: ``KnowledgeStore(path)`` or ``KnowledgeStore(":memory:")``."""
+    """An open knowledge database: ``KnowledgeStore(path)`` or ``KnowledgeStore(":memory:")``.
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        raw = os.fspath(path)
+    ``KnowledgeStore()`` opens the database every front end resolves (``$DSH_KNOWLEDGE_DB``,
+    else ``$DSH_HOME/knowledge/knowledge.sqlite``; see :mod:`dsh_knowledge.store_location`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        raw = resolve_database() if path is None else os.fspath(path)
         if not raw.strip():
             raise ValidationError("Database path must not be empty.")
         if printable(raw) != raw:
