@@ -135,7 +135,10 @@ def test_injection_record_is_bounded_and_forgets_idle_sessions(store: KnowledgeS
     assert count == 0
 
 
-def test_injection_table_leaves_the_node_schema_alone(db_path: Path, store: KnowledgeStore) -> None:
+def test_injection_table_leaves_the_node_schema_alone(
+    db_path: Path, sqlite_store: KnowledgeStore
+) -> None:
+    store = sqlite_store
     record_injection(store, "s", ["a"])
     version = store.user_version
     store.close()

@@ -33,10 +33,7 @@ def auto_extract_enabled(flag: bool) -> bool:
 
 
 def _last_seq(store: KnowledgeStore, session_id: str) -> int:
-    exists = store.connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (PROGRESS_TABLE,)
-    ).fetchone()
-    if exists is None:
+    if not store.table_exists(PROGRESS_TABLE):
         return 0
     row = store.connection.execute(
         f"SELECT last_seq FROM {PROGRESS_TABLE} WHERE session_id = ?",  # noqa: S608 - constant
@@ -56,13 +53,14 @@ def _remember(store: KnowledgeStore, session_id: str, last_seq: int) -> None:
         )
         db.execute(
             f"INSERT INTO {table} (session_id, last_seq, seen_ms) VALUES (?, ?, ?) "  # noqa: S608
-            "ON CONFLICT (session_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq), "
+            f"ON CONFLICT (session_id) DO UPDATE SET last_seq = {store.greatest}("
+            f"{table}.last_seq, excluded.last_seq), "
             "seen_ms = excluded.seen_ms",
             (session_id, last_seq, int(time.time() * 1000)),
         )
         db.execute(
             f"DELETE FROM {table} WHERE session_id IN (SELECT session_id FROM {table} "  # noqa: S608
-            "ORDER BY seen_ms DESC LIMIT -1 OFFSET ?)",
+            f"ORDER BY seen_ms DESC LIMIT {store.no_limit} OFFSET ?)",
             (MAX_TRACKED_SESSIONS,),
         )
 

@@ -32,11 +32,7 @@ from dsh_knowledge.scoring import (
     score_row,
     time_key,
 )
-from dsh_knowledge.search_index import (
-    MAX_EXACT_SUBSTRING_TOKEN_LENGTH,
-    sync_search_index,
-    token_stream,
-)
+from dsh_knowledge.search_index import MAX_EXACT_SUBSTRING_TOKEN_LENGTH, token_stream
 from dsh_knowledge.tokenize import content_tokens, normalize_text
 
 __all__ = [
@@ -103,7 +99,7 @@ def _eligible_where(
 
 _EVIDENCE_COUNT = (
     "(SELECT count(*) FROM (SELECT 1 FROM knowledge_evidence e "
-    "WHERE e.knowledge_id = k.id LIMIT 3))"
+    "WHERE e.knowledge_id = k.id LIMIT 3) AS first_three)"
 )
 
 
@@ -175,8 +171,20 @@ def retrieve_relevant_knowledge(
     preferred = list(preferred_types or [])
     result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
     indexable = all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens)
-    if use_index and repository.store.index_ready and indexable:
-        sync_search_index(repository.store)
+    store = repository.store
+    if use_index and store.index_ready and indexable and store.kind == "postgresql":
+        from dsh_knowledge._pg_search import candidate_rows  # noqa: PLC0415 - PostgreSQL only
+
+        store.sync_search_index()
+        where, params = _eligible_where(workspace, project, type, status, "d")
+        with store.read() as db:
+            matches = candidate_rows(db, prepared, where, params)
+            selected = _select_matches(matches, prepared, project, preferred, result_limit)
+            items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+        if counts is not None:
+            counts["total"] = len(matches)
+    elif use_index and store.index_ready and indexable:
+        store.sync_search_index()
         where, params = _eligible_where(workspace, project, type, status, "d")
         with repository.store.read():
             search = IndexedSearch(repository, prepared)
@@ -196,26 +204,33 @@ def retrieve_relevant_knowledge(
             search.remember()
     else:
         where, params = _eligible_where(workspace, project, type, status, "k")
-        matches: list[Row] = []
+        matches = []
         for row in _scanned_rows(repository, where, params):
             row.match = match_text(prepared, row)
             if row.match[1] or row.match[2]:
                 matches.append(row)
         if counts is not None:
             counts["total"] = len(matches)
-        parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
-        newest = max((value for value in parsed if value is not None), default=None)
-        selected = _select(
-            ordered=False,
-            tiers=iter([matches]),
-            query=prepared,
-            project=project,
-            preferred=preferred,
-            newest=newest,
-            limit=result_limit,
-        )
+        selected = _select_matches(matches, prepared, project, preferred, result_limit)
         items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
     return [_result(row, items[row.item_id], len(prepared.tokens)) for row in selected]
+
+
+def _select_matches(
+    matches: list[Row], query: Query, project: str | None, preferred: list[str], limit: int
+) -> list[Row]:
+    """The full scan's walk over every matching row (freshness against the newest match)."""
+    parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
+    newest = max((value for value in parsed if value is not None), default=None)
+    return _select(
+        ordered=False,
+        tiers=iter([matches]),
+        query=query,
+        project=project,
+        preferred=preferred,
+        newest=newest,
+        limit=limit,
+    )
 
 
 def _select(
