@@ -88,7 +88,11 @@ class PostgresServer:
             # A hot standby: a base backup of the primary, started read-only (-R writes
             # standby.signal and the connection back to the primary).
             self._run("pg_basebackup", "-D", str(self.data), "-h", str(self.primary.socket_dir),
-                      "-U", "postgres", "-R", "--no-sync", "-X", "stream")  # fmt: skip
+                      "-U", "postgres", "-R", "--no-sync", "-X", "stream", "--checkpoint=fast")  # fmt: skip
+        self._start()
+        return self
+
+    def _start(self) -> None:
         options = (
             f"-c listen_addresses='' -c unix_socket_directories={self.socket_dir} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
@@ -97,24 +101,18 @@ class PostgresServer:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
                   "-t", "60", "-o", options, "start")  # fmt: skip
         self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
-        return self
+
+    def halt(self) -> None:
+        """Stop the server (fast shutdown) but keep its data: :meth:`resume` starts it again."""
+        self._signal_and_wait(signal.SIGINT)
+
+    def resume(self) -> None:
+        self._start()
 
     def restart(self) -> None:
         """Stop (fast) and start again on the same data and socket."""
-        self._signal_and_wait(signal.SIGINT)
-        options_file = self.data / "postmaster.opts"
-        options_file.unlink(missing_ok=True)
-        self.start_again()
-
-    def start_again(self) -> None:
-        options = (
-            f"-c listen_addresses='' -c unix_socket_directories={self.socket_dir} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=200 -c shared_buffers=32MB"
-        )
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                  "-t", "60", "-o", options, "start")  # fmt: skip
-        self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        self.halt()
+        self.resume()
 
     def _signal_and_wait(self, which: signal.Signals) -> None:
         if self.pid is None:

@@ -162,7 +162,13 @@ class SQLiteStore(KnowledgeStore):
 
     kind = "sqlite"
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        connect_timeout: float | None = None,
+    ) -> None:
         raw = resolve_database() if path is None else os.fspath(path)
         if not raw.strip():
             raise ValidationError("Database path must not be empty.")

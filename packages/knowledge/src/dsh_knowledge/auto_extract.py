@@ -77,18 +77,28 @@ def extract_after_turn(
     if not all(isinstance(value, str) and value.strip() for value in (session, path, cwd)):
         return None
     assert isinstance(session, str) and isinstance(path, str) and isinstance(cwd, str)  # noqa: S101
-    if not os.path.isabs(cwd) or not os.path.isfile(db) or not os.path.isfile(path):
+    if not os.path.isabs(cwd) or not os.path.isfile(path):
         return None
-    transcript = read_transcript(path)
-    store = KnowledgeStore(db)
+    from dsh_knowledge.hooks import open_existing_store  # noqa: PLC0415 - one door
+
+    store = open_existing_store(db)
+    if store is None:
+        return None
     try:
+        transcript = read_transcript(path)
         done = _last_seq(store, session)
         turns = [[m for m in turn if m.seq > done] for turn in transcript.turns]
         turns = [turn for turn in turns if turn]
         if not turns:
             return None
+        from dsh_knowledge.workspace_identity import workspace_identity  # noqa: PLC0415
+
         report = extract_candidates(
-            KnowledgeRepository(store), turns, session_id=session, workspace=cwd, project=project
+            KnowledgeRepository(store),
+            turns,
+            session_id=session,
+            workspace=workspace_identity(cwd) or cwd,
+            project=project,
         )
         _remember(store, session, max(m.seq for turn in turns for m in turn))
         return report

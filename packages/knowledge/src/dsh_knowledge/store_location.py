@@ -21,6 +21,8 @@ __all__ = [
     "DB_ENV",
     "default_database_path",
     "display_location",
+    "has_password",
+    "is_default",
     "is_postgres_url",
     "redact_url",
     "resolve_database",
@@ -66,8 +68,8 @@ def redact_url(url: str) -> str:
 
 
 def has_password(url: str) -> bool:
-    """Whether ``url`` carries a password (userinfo or query string)."""
-    return redact_url(url) != url
+    """Whether ``url`` is a PostgreSQL URL carrying a password (userinfo or query string)."""
+    return is_postgres_url(url) and redact_url(url) != url
 
 
 def display_location(location: str) -> str:
