@@ -88,7 +88,8 @@ class PostgresServer:
             # A hot standby: a base backup of the primary, started read-only (-R writes
             # standby.signal and the connection back to the primary).
             self._run("pg_basebackup", "-D", str(self.data), "-h", str(self.primary.socket_dir),
-                      "-U", "postgres", "-R", "--no-sync", "-X", "stream", "--checkpoint=fast")  # fmt: skip
+                      "-U", "postgres", "-R", "--no-sync", "-X", "stream",
+                      "--checkpoint=fast")  # fmt: skip
         self._start()
         return self
 

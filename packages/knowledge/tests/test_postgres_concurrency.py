@@ -65,7 +65,7 @@ def _together(script: str, argvs: list[list[str]]) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for argv in argvs
     ]
     for process in processes:  # release them as close together as the pipes allow
