@@ -1,14 +1,17 @@
-"""One psycopg connection behind the small DB-API subset the repository layer speaks.
+"""One PostgreSQL connection behind the small DB-API subset the repository layer speaks.
 
 The repository writes portable SQL with ``?`` placeholders (SQLite's); here each statement is
 translated once (``?`` -> ``%s``, ``%`` -> ``%%``) and cached. The connection runs in
 autocommit mode and :class:`PgConnection` issues ``BEGIN`` / ``COMMIT`` itself, as the SQLite
 backend does, so a statement outside a transaction commits on its own.
 
-Every psycopg error is translated where it happens (:mod:`dsh_knowledge._pg_errors`): no
-psycopg exception reaches the layers above. A connection that broke while idle (the server
-restarted since the last command of a long-lived MCP server) is replaced and the statement
-sent again; inside a transaction the loss is reported, and the store's write loop decides.
+The driver is psycopg, except in the prompt hook, which uses the ctypes libpq client of
+:mod:`dsh_knowledge._libpq` (``light=True``: psycopg's import alone would cost the hook more
+than its whole budget). Every driver error is translated where it happens
+(:mod:`dsh_knowledge._pg_errors`): no driver exception reaches the layers above. A
+connection that broke while idle (the server restarted since the last command of a
+long-lived MCP server) is replaced and the statement sent again; inside a transaction the
+loss is reported, and the store's write loop decides.
 
 ``prepare_threshold=None``: no server-side prepared statements, so a PgBouncer in
 transaction mode in front of the server works.
@@ -38,21 +41,47 @@ def sql_for_psycopg(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
 
-def _import_psycopg() -> Any:
+class _Driver:
+    """What PgConnection needs of a driver: psycopg, or the hook's ctypes libpq client."""
+
+    def __init__(self, module: Any, conninfo_to_dict: Any) -> None:
+        self.module = module
+        self.connect = module.connect
+        self.Error = module.Error
+        self.OperationalError = module.OperationalError
+        self.DataError = module.DataError
+        self.ProgrammingError = module.ProgrammingError
+        self.conninfo_to_dict = conninfo_to_dict
+
+
+def _driver(light: bool) -> _Driver:
+    if light:
+        from dsh_knowledge import _libpq  # noqa: PLC0415
+
+        if _libpq.enabled():
+            return _Driver(_libpq, _libpq.conninfo_to_dict)
     try:
         import psycopg  # noqa: PLC0415 - optional extra, loaded only for a URL
+        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
     except ImportError as error:
         raise PostgresDriverMissingError(
             "A PostgreSQL database needs the optional extra: pip install 'dsh-knowledge[postgres]'."
         ) from error
-    return psycopg
+    return _Driver(psycopg, conninfo_to_dict)
 
 
 class PgConnection:
-    """A psycopg connection with ``execute``/``executemany`` over ``?`` SQL."""
+    """A PostgreSQL connection with ``execute``/``executemany`` over ``?`` SQL."""
 
-    def __init__(self, url: str, display: str, *, connect_timeout: float | None = None) -> None:
-        self._psycopg = _import_psycopg()
+    def __init__(
+        self,
+        url: str,
+        display: str,
+        *,
+        connect_timeout: float | None = None,
+        light: bool = False,
+    ) -> None:
+        self._driver = _driver(light)
         self._url = url
         self.display = display
         self._timeout = connect_timeout
@@ -63,9 +92,7 @@ class PgConnection:
     # --- connecting ---------------------------------------------------------------------
 
     def _options(self) -> dict[str, Any]:
-        from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
-
-        given = conninfo_to_dict(self._url)
+        given = self._driver.conninfo_to_dict(self._url)
         options: dict[str, Any] = {"autocommit": True, "prepare_threshold": None}
         if "connect_timeout" not in given and not os.environ.get("PGCONNECT_TIMEOUT"):
             timeout = self._timeout if self._timeout is not None else DEFAULT_CONNECT_TIMEOUT
@@ -75,22 +102,20 @@ class PgConnection:
         return options
 
     def _connect(self) -> None:
-        psycopg = self._psycopg
+        driver = self._driver
         try:
             options = self._options()
-        except psycopg.ProgrammingError as error:  # not a URL libpq can parse
+        except driver.ProgrammingError as error:  # not a URL libpq can parse
             from dsh_knowledge.errors import ValidationError  # noqa: PLC0415
 
             raise ValidationError(
                 f"Not a PostgreSQL URL libpq can read: {self.display} ({error})"
             ) from None
         try:
-            self._conn = psycopg.connect(self._url, **options)
-        except psycopg.Error as error:
-            from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
-
+            self._conn = driver.connect(self._url, **options)
+        except driver.Error as error:
             # from None: the driver's exception chain holds nothing the message does not say.
-            raise connect_error(error, self.display, conninfo_to_dict(self._url)) from None
+            raise connect_error(error, self.display, driver.conninfo_to_dict(self._url)) from None
 
     def _usable(self) -> bool:
         return self._conn is not None and not self._conn.closed and not self._conn.broken
@@ -98,7 +123,7 @@ class PgConnection:
     # --- statements ---------------------------------------------------------------------
 
     def _run(self, method: str, sql: str, params: Any) -> Any:
-        psycopg = self._psycopg
+        driver = self._driver
         if not self._usable():
             if self._transaction:
                 self._transaction = False
@@ -111,10 +136,10 @@ class PgConnection:
             cursor = self._conn.cursor()
             try:
                 getattr(cursor, method)(sql_for_psycopg(sql), params)
-            except psycopg.Error as error:
+            except driver.Error as error:
                 if self._transaction and self._conn.broken:
                     self._transaction = False
-                translated = translate(error, self.display)
+                translated = translate(error, self.display, driver)
                 if (
                     attempt == 0
                     and isinstance(translated, ConnectionLostError)
@@ -147,12 +172,12 @@ class PgConnection:
         self._transaction = True
 
     def commit(self) -> None:
-        psycopg = self._psycopg
+        driver = self._driver
         try:
             self._conn.execute("COMMIT")
-        except psycopg.Error as error:
+        except driver.Error as error:
             self._transaction = False
-            translated = translate(error, self.display, during_commit=True)
+            translated = translate(error, self.display, driver, during_commit=True)
             if translated is error:
                 raise
             raise translated from None
@@ -165,7 +190,7 @@ class PgConnection:
             return
         try:
             self._conn.execute("ROLLBACK")
-        except self._psycopg.Error:
+        except self._driver.Error:
             pass
 
     def close(self) -> None:
@@ -174,11 +199,16 @@ class PgConnection:
 
     @property
     def driver_error(self) -> type[BaseException]:
-        """psycopg's root exception class (for the few callers that must name it)."""
-        error: type[BaseException] = self._psycopg.Error
+        """The driver's root exception class (for the few callers that must name it)."""
+        error: type[BaseException] = self._driver.Error
         return error
 
     @property
+    def driver_name(self) -> str:
+        """``psycopg`` or ``libpq`` (the hook's ctypes client)."""
+        return "libpq" if self._driver.module.__name__.endswith("_libpq") else "psycopg"
+
+    @property
     def raw(self) -> Any:
-        """The psycopg connection itself (tests and the benchmark use it)."""
+        """The driver's connection itself (tests and the benchmark use it)."""
         return self._conn

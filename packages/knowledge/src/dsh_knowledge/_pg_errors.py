@@ -76,10 +76,14 @@ def connect_error(error: BaseException, display: str, conninfo: dict[str, Any]) 
     )
 
 
-def translate(error: BaseException, display: str, *, during_commit: bool = False) -> BaseException:
-    """The documented error for a psycopg failure, or ``error`` itself when it is a bug."""
-    import psycopg  # noqa: PLC0415 - only ever called once psycopg is loaded
+def translate(
+    error: BaseException, display: str, driver: Any, *, during_commit: bool = False
+) -> BaseException:
+    """The documented error for a driver failure, or ``error`` itself when it is a bug.
 
+    ``driver`` is psycopg or :mod:`dsh_knowledge._libpq` (both name their error classes
+    alike).
+    """
     state = getattr(error, "sqlstate", None) or ""
     where = f"The knowledge database {display}"
     detail = _reason(error)
@@ -100,13 +104,13 @@ def translate(error: BaseException, display: str, *, during_commit: bool = False
         return ValidationError(f"A value is larger than PostgreSQL can store or index ({detail}).")
     if state in {"42501", "42P01", "3D000", "28000", "28P01"}:
         return StorageError(f"{where} could not be used: {detail}")
-    if isinstance(error, psycopg.OperationalError) and (
+    if isinstance(error, driver.OperationalError) and (
         not state or state.startswith(_UNAVAILABLE_CLASSES)
     ):
         return ConnectionLostError(
             f"{where} became unavailable: {detail}", during_commit=during_commit
         )
-    if isinstance(error, psycopg.DataError) and "NUL" in str(error):
+    if isinstance(error, driver.DataError) and "NUL" in str(error):
         # Raised by psycopg before sending: PostgreSQL text cannot hold U+0000.
         return ValidationError("Text must not contain NUL (U+0000) characters on PostgreSQL.")
     return error

@@ -153,11 +153,31 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
+#: Tables every migrated database has (agent bookkeeping included).
+SCHEMA_TABLES = frozenset(
+    {
+        "knowledge",
+        "knowledge_evidence",
+        "knowledge_search_doc",
+        "knowledge_search_pending",
+        "knowledge_search_vocab",
+        "dshpy_session_injections",
+        "dshpy_extraction_progress",
+    }
+)
+
+
 def schema_version(store: PostgresStore) -> int | None:
-    """The applied version, or None when the database has no knowledge schema yet."""
+    """The applied version, or None when the database has no knowledge schema yet.
+
+    The same round trip checks the database's encoding (:meth:`PostgresStore.check_encoding`).
+    """
     db = store.connection
-    row = db.execute("SELECT to_regclass(?) IS NOT NULL", (VERSION_TABLE,)).fetchone()
-    if not row[0]:
+    row = db.execute(
+        "SELECT current_setting('server_encoding'), to_regclass(?) IS NOT NULL", (VERSION_TABLE,)
+    ).fetchone()
+    store.check_encoding(str(row[0]))
+    if not row[1]:
         return None
     row = db.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}").fetchone()  # noqa: S608 - constant
     return int(row[0])

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from dsh_knowledge._pg_connection import PgConnection
 from dsh_knowledge._pg_errors import ConnectionLostError, LockTimeoutError, RetryableError
-from dsh_knowledge._pg_schema import migrate
+from dsh_knowledge._pg_schema import SCHEMA_TABLES, migrate
 from dsh_knowledge._pg_search import index_pending
 from dsh_knowledge._storage_errors import printable
 from dsh_knowledge._store_base import KnowledgeStore
@@ -57,6 +57,7 @@ class PostgresStore(KnowledgeStore):
         *,
         create: bool = True,
         connect_timeout: float | None = None,
+        light_driver: bool = False,
     ) -> None:
         url = resolve_database() if path is None else os.fspath(path)
         if "\x00" in url or printable(url) != url:
@@ -67,20 +68,22 @@ class PostgresStore(KnowledgeStore):
         self.path = redact_url(url)
         self.search_cache = {}
         self.index_ready = True
-        self.connection = PgConnection(url, self.path, connect_timeout=connect_timeout)
+        # light_driver: the hook's ctypes libpq client instead of psycopg (start-up time).
+        self.connection = PgConnection(
+            url, self.path, connect_timeout=connect_timeout, light=light_driver
+        )
         try:
-            self._check_encoding()
             migrate(self, create=create)
         except BaseException:
             self.connection.close()
             raise
 
-    def _check_encoding(self) -> None:
-        row = self.connection.execute("SELECT current_setting('server_encoding')").fetchone()
-        if str(row[0]).upper() not in {"UTF8", "UTF-8"}:
+    def check_encoding(self, encoding: str) -> None:
+        """Refuse a database that cannot hold any text (SQL_ASCII, LATIN1...)."""
+        if encoding.upper() not in {"UTF8", "UTF-8"}:
             raise StorageError(
-                f"The knowledge database {self.path} uses the encoding {row[0]}; dsh-knowledge "
-                "needs a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8')."
+                f"The knowledge database {self.path} uses the encoding {encoding}; "
+                "dsh-knowledge needs a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8')."
             )
 
     # --- transactions -------------------------------------------------------------------
@@ -170,6 +173,8 @@ class PostgresStore(KnowledgeStore):
         )
 
     def table_exists(self, name: str) -> bool:
+        if name in SCHEMA_TABLES:  # part of the migrated schema, which the open checked
+            return True
         row = self.connection.execute("SELECT to_regclass(?) IS NOT NULL", (name,)).fetchone()
         return bool(row[0])
 

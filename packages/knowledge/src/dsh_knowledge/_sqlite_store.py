@@ -167,7 +167,8 @@ class SQLiteStore(KnowledgeStore):
         path: str | os.PathLike[str] | None = None,
         *,
         create: bool = True,
-        connect_timeout: float | None = None,
+        connect_timeout: float | None = None,  # PostgreSQL's: a file opens at once
+        light_driver: bool = False,  # PostgreSQL's
     ) -> None:
         raw = resolve_database() if path is None else os.fspath(path)
         if not raw.strip():

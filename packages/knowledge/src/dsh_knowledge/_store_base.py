@@ -38,6 +38,8 @@ class KnowledgeStore:
     ``KnowledgeStore()`` opens the database every front end resolves (``$DSH_KNOWLEDGE_DB``,
     else ``$DSH_HOME/knowledge/knowledge.sqlite``; see :mod:`dsh_knowledge.store_location`).
     ``create=False`` refuses to create a database or its schema (the hooks never do).
+    PostgreSQL only: ``connect_timeout`` (seconds, unless the URL or ``PGCONNECT_TIMEOUT``
+    says) and ``light_driver`` (the prompt hook's ctypes libpq client, not psycopg).
     """
 
     #: "sqlite" or "postgresql".

@@ -47,10 +47,11 @@ def _remember(store: KnowledgeStore, session_id: str, last_seq: int) -> None:
 
     def work() -> None:
         db = store.connection
-        db.execute(
-            f"CREATE TABLE IF NOT EXISTS {table} (session_id TEXT PRIMARY KEY NOT NULL, "
-            "last_seq INTEGER NOT NULL, seen_ms INTEGER NOT NULL)"
-        )
+        if store.kind == "sqlite":  # PostgreSQL: created by the schema's migrations
+            db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (session_id TEXT PRIMARY KEY NOT NULL, "
+                "last_seq INTEGER NOT NULL, seen_ms INTEGER NOT NULL)"
+            )
         db.execute(
             f"INSERT INTO {table} (session_id, last_seq, seen_ms) VALUES (?, ?, ?) "  # noqa: S608
             f"ON CONFLICT (session_id) DO UPDATE SET last_seq = {store.greatest}("

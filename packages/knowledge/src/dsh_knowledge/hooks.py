@@ -55,9 +55,12 @@ def open_existing_store(db: str | os.PathLike[str]) -> KnowledgeStore | None:
     location = os.fspath(db)
     if not is_postgres_url(location) and not os.path.isfile(location):
         return None
-    from dsh_knowledge.store import KnowledgeStore  # noqa: PLC0415 - lazy: start-up time
+    # The interface module, not dsh_knowledge.store: a URL then never loads the SQLite backend.
+    from dsh_knowledge._store_base import KnowledgeStore  # noqa: PLC0415 - lazy: start-up time
 
-    return KnowledgeStore(location, create=False, connect_timeout=HOOK_CONNECT_TIMEOUT)
+    return KnowledgeStore(
+        location, create=False, connect_timeout=HOOK_CONNECT_TIMEOUT, light_driver=True
+    )
 
 
 def user_prompt_submit(

@@ -73,7 +73,8 @@ def record_injection(
 
     def work() -> None:
         db = store.connection
-        db.execute(_CREATE)
+        if store.kind == "sqlite":  # PostgreSQL: created by the schema's migrations
+            db.execute(_CREATE)
         cutoff = moment - SESSION_IDLE_SECONDS * 1000
         # Idle sessions go first, so a resumed-after-a-day session starts afresh.
         db.execute(
