@@ -109,9 +109,7 @@ def test_import_copies_every_item_exactly_and_skips_what_is_there(
     assert ok("--db", target, "list")["total"] == 6
 
 
-def test_one_bad_item_imports_nothing(
-    tmp_path: Path, postgres_databases: DatabaseFactory
-) -> None:
+def test_one_bad_item_imports_nothing(tmp_path: Path, postgres_databases: DatabaseFactory) -> None:
     source = str(tmp_path / "source.sqlite")
     _seed(source)
     # PostgreSQL text cannot hold NUL; SQLite's can: that item cannot be copied.

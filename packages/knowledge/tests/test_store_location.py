@@ -166,3 +166,60 @@ def test_setup_with_the_default_database_writes_no_db_option(tmp_path: Path) -> 
        env={}, cwd=project)  # fmt: skip
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
     assert server["args"] == ["mcp"]
+
+
+# --- PostgreSQL URLs ------------------------------------------------------------------------
+
+
+def test_a_url_is_resolved_as_given_and_shown_without_its_password(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dsh_knowledge.store_location import display_location, has_password, redact_url
+
+    url = "postgresql://team:pa/ss@word@db.internal:6432/kb?sslmode=require"
+    monkeypatch.setenv("DSH_KNOWLEDGE_DB", url)
+    assert resolve_database() == url  # never made into a path
+    assert resolve_database("postgres://db.internal/kb") == "postgres://db.internal/kb"
+    assert redact_url(url) == "postgresql://team:***@db.internal:6432/kb?sslmode=require"
+    assert redact_url("postgresql:///kb?host=/run/pg&password=hunter2") == (
+        "postgresql:///kb?host=/run/pg&password=***"
+    )
+    assert display_location("/srv/k.sqlite") == "/srv/k.sqlite"
+    assert has_password(url) and not has_password("postgresql://team@db.internal/kb")
+    assert not has_password("/tmp/odd://name@x")  # a path is never a URL
+
+
+def test_setup_writes_a_url_but_never_a_password(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    url = "postgresql://team@db.internal/kb?sslmode=require"
+    ok("setup", "claude-code", "--scope", "project", "--project-dir", str(project),
+       env={"DSH_KNOWLEDGE_DB": url}, cwd=project)  # fmt: skip
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
+    assert server["args"] == ["mcp", "--db", url]
+
+    secret = "postgresql://team:hunter2@db.internal/kb"
+    other = tmp_path / "other"
+    other.mkdir()
+    for env, args in (({"DSH_KNOWLEDGE_DB": secret}, []), ({}, ["--db", secret])):
+        done = cli(*args, "setup", "claude-code", "--scope", "project", "--project-dir",
+                   str(other), "--dry-run", env=env, cwd=other)  # fmt: skip
+        assert done.returncode == 1 and done.stdout == ""
+        error = json.loads(done.stderr)["error"]
+        assert error["code"] == "invalid-input" and "~/.pgpass" in error["message"]
+        assert "hunter2" not in done.stderr
+        assert "postgresql://team:***@db.internal/kb" in error["message"]
+    assert list(other.iterdir()) == []
+
+
+def test_an_undecodable_url_is_refused_without_echoing_its_password(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [command(), "--db", os.fsdecode(b"postgresql://me:hunter2@db/kb\xff"), "list"],
+        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1 and "hunter2" not in done.stdout + done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid-path"
+    assert error["message"] == (
+        "--db 'postgresql://me:***@db/kb\\xff' is not valid UTF-8; nothing was changed."
+    )

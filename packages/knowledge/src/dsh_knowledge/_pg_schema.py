@@ -176,7 +176,9 @@ def schema_version(store: PostgresStore) -> int | None:
     row = db.execute(
         "SELECT current_setting('server_encoding'), to_regclass(?) IS NOT NULL", (VERSION_TABLE,)
     ).fetchone()
-    store.check_encoding(str(row[0]))
+    # Under SQL_ASCII the driver hands text back as bytes.
+    encoding = row[0].decode("ascii", "replace") if isinstance(row[0], bytes) else str(row[0])
+    store.check_encoding(encoding)
     if not row[1]:
         return None
     row = db.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}").fetchone()  # noqa: S608 - constant

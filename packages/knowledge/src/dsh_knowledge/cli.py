@@ -728,10 +728,37 @@ add_setup_command(
 COMMAND_OPTIONS = ("--workspace", "--project")
 
 
+def _undecodable_url_with_password(arguments: list[str]) -> str | None:
+    """The refusal of an undecodable URL holding a password, shown without the password.
+
+    (The general undecodable-argument refusal echoes the value; a password must not be.)
+    """
+    from dsh_common.cli import is_undecodable
+    from dsh_knowledge._storage_errors import printable
+    from dsh_knowledge.store_location import has_password, redact_url
+
+    previous = ""
+    for argument in arguments:
+        name, equals, value = argument.partition("=")
+        option, shown = (name, value) if equals and name.startswith("--") else (previous, argument)
+        previous = argument
+        if is_undecodable(argument) and has_password(shown):
+            where = f"{option} " if option.startswith("--") else ""
+            return (
+                f"{where}'{printable(redact_url(shown))}' is not valid UTF-8; nothing was changed."
+            )
+    return None
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_knowledge import __version__
 
+    refused = _undecodable_url_with_password(sys.argv[1:])
+    if refused is not None:
+        from dsh_common.cli import emit_error
+
+        sys.exit(emit_error("invalid-path", refused))
     # Undecodable arguments are refused before anything is opened (issue 8, point 12).
     sys.exit(
         run_app(
