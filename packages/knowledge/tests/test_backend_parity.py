@@ -84,8 +84,9 @@ def _scenario(location: str, repo: Path) -> list[Any]:
         f = step("add", lambda: r.create(type="decision", content="Retries use exponential "
                  "backoff with jitter for the payment service.", scope={"workspace": ws,
                  "project": "pay"}))  # fmt: skip
-        step("add-other", lambda: r.create(type="fact", content="The API listens on port 9090.",
-                                          scope={"workspace": other, "project": "pay"}))  # fmt: skip
+        elsewhere = {"workspace": other, "project": "pay"}
+        step("add-other", lambda: r.create(type="fact", content="The API listens on 9090.",
+                                          scope=elsewhere))  # fmt: skip
         step("bad-type", lambda: r.create(type="rumour", content="x", scope={"workspace": ws}))
         step("blank", lambda: r.create(type="fact", content="  ", scope={"workspace": ws}))
         for item in (a, b, c, d, f):
@@ -119,11 +120,12 @@ def _scenario(location: str, repo: Path) -> list[Any]:
                 r, q, workspace=ws, counts=c, **o))  # fmt: skip
             out.append(["counts", counts])
         step("review", lambda: review_candidates(r, workspace=ws, repo_dir=repo))
-        step("extract", lambda: extract_candidates(r, [[UserMessage(1, "We decided to use "
-             "Redis for the session cache."), UserMessage(2, "The backend must never log "
-             "request bodies.")]], session_id="s-1", workspace=ws).to_json())  # fmt: skip
-        step("extract-again", lambda: extract_candidates(r, [[UserMessage(3, "We decided to use "
-             "Redis for the session cache.")]], session_id="s-1", workspace=ws).to_json())  # fmt: skip
+        redis = "We decided to use Redis for the session cache."
+        turn = [UserMessage(1, redis), UserMessage(2, "The backend must never log bodies.")]
+        step("extract", lambda: extract_candidates(
+            r, [turn], session_id="s-1", workspace=ws).to_json())  # fmt: skip
+        step("extract-again", lambda: extract_candidates(
+            r, [[UserMessage(3, redis)]], session_id="s-1", workspace=ws).to_json())  # fmt: skip
         step("set-status", lambda: set_status(r, [d["id"], "missing"], "archived"))
         step("health", lambda: check_health([r.require(a["id"])], repo, include_guidance=True))
         context = ToolContext(repository=r, workspace=ws, project="pay", session_id="mcp-1")

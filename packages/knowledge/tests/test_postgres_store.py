@@ -100,7 +100,7 @@ def _chinese_store(url: str) -> KnowledgeRepository:
         + [
             {"type": "fact", "content": f"filler note {n}", "scope": {"workspace": WS}}
             for n in range(300)
-        ]  # fmt: skip
+        ]
     )
     return repository
 
@@ -145,7 +145,7 @@ def test_under_a_c_character_type_chinese_results_stay_the_same(
                     [
                         r["knowledge"]["content"]
                         for r in retrieve_relevant_knowledge(repository, query, workspace=WS)
-                    ]  # fmt: skip
+                    ]
                     for query in ("连接池超时", "支付服务", "kafka 消息", "数据库 kubernetes")
                 ]
             )
@@ -175,7 +175,7 @@ def test_the_hooks_bookkeeping_is_skipped_not_waited_for_when_locked(pg: str) ->
                 outcome.append(
                     build_context(
                         "queue workers", repository=repository, workspace=WS, session_id="s1"
-                    )  # fmt: skip
+                    )
                 )
                 done.set()
 

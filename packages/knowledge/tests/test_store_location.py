@@ -198,7 +198,7 @@ def test_setup_writes_a_url_but_never_a_password(tmp_path: Path) -> None:
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
     assert server["args"] == ["mcp", "--db", url]
 
-    secret = "postgresql://team:hunter2@db.internal/kb"
+    secret = "postgresql://team:hunter2@db.internal/kb"  # noqa: S105 - the refused example
     other = tmp_path / "other"
     other.mkdir()
     for env, args in (({"DSH_KNOWLEDGE_DB": secret}, []), ({}, ["--db", secret])):
