@@ -92,7 +92,11 @@ _SEARCH_INDEX = (
   type TEXT COLLATE "C" NOT NULL,
   created_at TEXT COLLATE "C" NOT NULL,
   updated_at TEXT COLLATE "C" NOT NULL,
-  evidence_count INTEGER NOT NULL
+  evidence_count INTEGER NOT NULL,
+  -- the timestamps as the ranking reads them (ms since the epoch; NULL: not parseable),
+  -- parsed by our Python code at indexing, so SQL orders exactly as scoring.py does
+  created_ms BIGINT,
+  updated_ms BIGINT
 )""",
     "CREATE INDEX knowledge_search_doc_toks ON knowledge_search_doc USING gin (toks gin_trgm_ops)",
     "CREATE INDEX knowledge_search_doc_workspace ON knowledge_search_doc USING hash (workspace)",

@@ -12,18 +12,20 @@ the database's character type is UTF-8 (``C.UTF-8``, ``en_US.UTF-8``...): under 
 character is not alphanumeric to ``pg_trgm`` and the index can only scan everything (the
 results stay the same; only the speed differs).
 
-Which items match, and how, is then decided by the very Python code the full scan runs
-(:func:`dsh_knowledge.scoring.match_text` over the stored token stream and normalised
-text); scoring and ordering are Python too, so PostgreSQL cannot rank differently.
+How each hit matches is computed from the same ``LIKE`` tests and its rank order from the
+scoring rules, with timestamps parsed by our Python code at indexing
+(:mod:`dsh_knowledge._pg_ranked`); the score and explanation of every row read are then
+computed by :mod:`dsh_knowledge.scoring`, and a property test holds the whole to the full
+scan's output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_knowledge._store_base import escape_like
-from dsh_knowledge.scoring import Query, Row, match_text
+from dsh_knowledge.models import parse_timestamp_ms
+from dsh_knowledge.scoring import Query
 from dsh_knowledge.search_index import (
     MAX_EXACT_SUBSTRING_TOKEN_LENGTH,
     MIN_PARTIAL_TOKEN_LENGTH,
@@ -35,22 +37,19 @@ from dsh_knowledge.tokenize import content_tokens, normalize_text
 if TYPE_CHECKING:
     from dsh_knowledge._pg_connection import PgConnection
 
-__all__ = ["candidate_rows", "index_pending"]
+__all__ = ["index_pending", "token_patterns"]
 
 _CHUNK = 500
 _DOC_COLUMNS = (
-    "id, toks, norm, workspace, project, status, creation_origin, type, created_at, "
-    "updated_at, evidence_count"
-)
+    "id", "toks", "norm", "workspace", "project", "status", "creation_origin", "type",
+    "created_at", "updated_at", "evidence_count", "created_ms", "updated_ms",
+)  # fmt: skip
+_DOC_TYPES = ("text",) * 10 + ("int", "bigint", "bigint")
 _UPSERT_DOCS = (
-    f"INSERT INTO knowledge_search_doc ({_DOC_COLUMNS}) "  # noqa: S608 - fixed names
-    "SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], "
-    "?::text[], ?::text[], ?::text[], ?::text[], ?::int[]) "
-    "ON CONFLICT (id) DO UPDATE SET toks = excluded.toks, norm = excluded.norm, "
-    "workspace = excluded.workspace, project = excluded.project, status = excluded.status, "
-    "creation_origin = excluded.creation_origin, type = excluded.type, "
-    "created_at = excluded.created_at, updated_at = excluded.updated_at, "
-    "evidence_count = excluded.evidence_count"
+    f"INSERT INTO knowledge_search_doc ({', '.join(_DOC_COLUMNS)}) "  # noqa: S608 - fixed names
+    f"SELECT * FROM unnest({', '.join(f'?::{kind}[]' for kind in _DOC_TYPES)}) "
+    "ON CONFLICT (id) DO UPDATE SET "
+    + ", ".join(f"{column} = excluded.{column}" for column in _DOC_COLUMNS[1:])
 )
 
 
@@ -76,12 +75,16 @@ def index_pending(db: PgConnection) -> int:
             "DELETE FROM knowledge_search_doc WHERE id = ANY(?) AND NOT (id = ANY(?))",
             (chunk, present),
         )
-        columns: list[list[Any]] = [[] for _ in range(11)]
+        columns: list[list[Any]] = [[] for _ in _DOC_COLUMNS]
         terms: set[str] = set()
         for item_id, content, *metadata in rows:
             tokens = content_tokens(content)
             terms.update(t for t in tokens if 2 <= len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH)
-            values = [item_id, token_stream(tokens), f" {normalize_text(content)} ", *metadata]
+            created, updated = metadata[5], metadata[6]
+            values = [
+                item_id, token_stream(tokens), f" {normalize_text(content)} ", *metadata,
+                parse_timestamp_ms(created), parse_timestamp_ms(updated),
+            ]  # fmt: skip
             for column, value in zip(columns, values, strict=True):
                 column.append(value)
         if rows:
@@ -96,8 +99,11 @@ def index_pending(db: PgConnection) -> int:
     return len(pending)
 
 
-def _patterns(db: PgConnection, query: Query) -> list[str]:
-    """The LIKE patterns whose union is every item some query token matches."""
+def token_patterns(db: PgConnection, query: Query) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """Per query token, the literal needles of its match in a token stream: the exact one
+    (``" q "``) and the partial ones (``"q"`` and ``" s "`` for every substring ``s`` that is
+    somebody's token; none below 4 characters, where only the exact token counts); and the
+    LIKE patterns whose union is every item some query token matches (for the index)."""
     wanted = {
         piece
         for token in query.tokens
@@ -112,39 +118,18 @@ def _patterns(db: PgConnection, query: Query) -> list[str]:
                 "SELECT term FROM knowledge_search_vocab WHERE term = ANY(?)", (sorted(wanted),)
             )
         }
-    patterns: dict[str, None] = {}
+    every: dict[str, None] = {}
+    per_token: list[tuple[str, list[str]]] = []
     for token in query.tokens:
-        escaped = escape_like(token)
-        if len(token) < MIN_PARTIAL_TOKEN_LENGTH:
-            patterns[f"% {escaped} %"] = None  # only an exact token counts
-            continue
-        patterns[f"%{escaped}%"] = None  # the token inside a token (or equal to one)
-        for piece in inner_substrings(token):
-            if piece in known:
-                patterns[f"% {escape_like(piece)} %"] = None  # a whole token inside it
-    return list(patterns)
-
-
-def candidate_rows(db: PgConnection, query: Query, where: str, params: Sequence[Any]) -> list[Row]:
-    """Every eligible item matching some query token, with its match, unscored.
-
-    ``where`` is the eligibility over alias ``d`` (the index's copy of the item's scope,
-    status, origin and type). Every query token must be at most
-    :data:`MAX_EXACT_SUBSTRING_TOKEN_LENGTH` characters (the caller scans otherwise).
-    """
-    patterns = _patterns(db, query)
-    cursor = db.execute(
-        "SELECT d.id, d.type, d.project, d.status, d.created_at, d.updated_at, "  # noqa: S608 - fixed clauses
-        f"d.evidence_count, d.toks, d.norm FROM knowledge_search_doc d WHERE {where} "
-        "AND d.toks LIKE ANY(?)",
-        [*params, patterns],
-    )
-    rows: list[Row] = []
-    for item_id, kind, project, status, created, updated, count, stream, norm in cursor:
-        tokens = stream[1:-1].split(" ") if len(stream) > 2 else []
-        row = Row(item_id, kind, project, status, created, updated, count, tokens, stream,
-                  norm[1:-1])  # fmt: skip
-        row.match = match_text(query, row)
-        if row.match[1] or row.match[2]:
-            rows.append(row)
-    return rows
+        partial: list[str] = []
+        if len(token) >= MIN_PARTIAL_TOKEN_LENGTH:
+            # The token inside a token (or equal to one), and every whole token inside it.
+            partial = [
+                token,
+                *(f" {piece} " for piece in inner_substrings(token) if piece in known),
+            ]
+        per_token.append((f" {token} ", partial))
+        every.update(
+            dict.fromkeys(f"%{escape_like(needle)}%" for needle in partial or [f" {token} "])
+        )
+    return per_token, list(every)

@@ -173,16 +173,26 @@ def retrieve_relevant_knowledge(
     indexable = all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens)
     store = repository.store
     if use_index and store.index_ready and indexable and store.kind == "postgresql":
-        from dsh_knowledge._pg_search import candidate_rows  # noqa: PLC0415 - PostgreSQL only
+        from dsh_knowledge._pg_ranked import RankedSearch  # noqa: PLC0415 - PostgreSQL only
 
         store.sync_search_index()
         where, params = _eligible_where(workspace, project, type, status, "d")
         with store.read() as db:
-            matches = candidate_rows(db, prepared, where, params)
-            selected = _select_matches(matches, prepared, project, preferred, result_limit)
+            ranked = RankedSearch(db, prepared)
+            newest, tiers, ordered = ranked.rows(where, params, project, preferred)
+            selected = _select(
+                ordered=ordered,
+                tiers=tiers,
+                query=prepared,
+                project=project,
+                preferred=preferred,
+                newest=newest,
+                limit=result_limit,
+            )
+            ranked.close()
             items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
         if counts is not None:
-            counts["total"] = len(matches)
+            counts["total"] = ranked.total
     elif use_index and store.index_ready and indexable:
         store.sync_search_index()
         where, params = _eligible_where(workspace, project, type, status, "d")
