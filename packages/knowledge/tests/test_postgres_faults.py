@@ -267,3 +267,28 @@ def test_the_mcp_server_answers_tool_errors_and_survives_a_restart(
 
     session(["--db", url, "--workspace", "/w"], body, {})
     assert seen == {"done": True}
+
+
+def test_a_connection_lost_inside_a_write_reruns_the_whole_transaction_once(
+    server: PostgresServer,
+) -> None:
+    from dsh_knowledge.store import KnowledgeStore
+
+    url = server.url(fresh_database(server))
+    runs: list[int] = []
+    with KnowledgeStore(url) as store:
+        db = store.connection
+
+        def work() -> None:
+            runs.append(1)
+            db.execute("INSERT INTO dshpy_extraction_progress VALUES ('first', 1, 1)")
+            if len(runs) == 1:
+                server.restart()  # the open transaction dies with the server
+            db.execute("INSERT INTO dshpy_extraction_progress VALUES ('second', 2, 2)")
+
+        store.write(work)
+        rows = db.execute(
+            "SELECT session_id FROM dshpy_extraction_progress ORDER BY session_id"
+        ).fetchall()
+    assert len(runs) == 2  # rerun from the start on a new connection
+    assert [row[0] for row in rows] == ["first", "second"]  # once each, both or neither

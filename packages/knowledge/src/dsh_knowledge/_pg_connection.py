@@ -137,16 +137,14 @@ class PgConnection:
             try:
                 getattr(cursor, method)(sql_for_psycopg(sql), params)
             except driver.Error as error:
-                if self._transaction and self._conn.broken:
-                    self._transaction = False
+                lost, inside = self._conn.broken, self._transaction
+                if lost and inside:
+                    self._transaction = False  # the server rolled it back; the caller reruns
                 translated = translate(error, self.display, driver)
-                if (
-                    attempt == 0
-                    and isinstance(translated, ConnectionLostError)
-                    and not self._transaction
-                    and self._conn.broken
-                ):
-                    # Idle connection lost (server restarted): one fresh connection.
+                idle = lost and not inside
+                if attempt == 0 and idle and isinstance(translated, ConnectionLostError):
+                    # Idle connection lost (server restarted): one fresh connection. Inside a
+                    # transaction the loss goes up: only the whole transaction may run again.
                     self._connect()
                     continue
                 if translated is error:
