@@ -65,14 +65,18 @@ class RankedSearch:
         tests: list[str] = []
         values: list[Any] = [f" {self.query.normalized} "]  # the phrase
         for bit, (exact, partial) in enumerate(per_token):
-            # One code per token and hit: 2 exact, 1 partial, 0 none - each needle searched
-            # at most once (strpos: a literal substring, as the LIKE patterns of the index).
-            test = "CASE WHEN strpos(d.toks, ?) > 0 THEN 2"
-            values.append(exact)
+            # One code per token and hit: 2 exact, 1 partial, 0 none, each needle searched at
+            # most once (strpos: a literal substring, as the LIKE patterns of the index). The
+            # partial needles come first: "q" contains the exact " q ", and most hits lack
+            # most tokens, so one search usually settles it.
             if partial:
-                test += " WHEN " + " OR ".join("strpos(d.toks, ?) > 0" for _ in partial) + " THEN 1"
-                values.extend(partial)
-            tests.append(f"{test} ELSE 0 END AS t{bit}")
+                anywhere = " OR ".join("strpos(d.toks, ?) > 0" for _ in partial)
+                test = f"CASE WHEN NOT ({anywhere}) THEN 0 WHEN strpos(d.toks, ?) > 0 THEN 2 ELSE 1"
+                values.extend([*partial, exact])
+            else:  # shorter than 4 characters: only the exact token counts
+                test = "CASE WHEN strpos(d.toks, ?) > 0 THEN 2 ELSE 0"
+                values.append(exact)
+            tests.append(f"{test} END AS t{bit}")
         bits = range(len(tokens))
         exact_mask = " + ".join(f"{1 << b} * (h.t{b} / 2)" for b in bits)
         match_mask = " + ".join(f"{1 << b} * ((h.t{b} + 1) / 2)" for b in bits)
