@@ -34,6 +34,11 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh-home"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(git_config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # A developer's own store, scope or driver choice must not reach the tests.
+    for name in ("DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE",
+                 "DSH_KNOWLEDGE_SESSION_ID", "DSH_KNOWLEDGE_LIBPQ", "DSH_KNOWLEDGE_AUTO_EXTRACT",
+                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture

@@ -1,10 +1,12 @@
 """Deterministic ranked retrieval (M2): the earlier tool's integer scoring, explained.
 
-Two candidate paths produce identical output (a property test holds them to it):
-``use_index=True`` asks the FTS5 trigram index (:mod:`dsh_knowledge.search_index`,
-:mod:`dsh_knowledge._indexed_search`) for the items where some query token matches;
-``use_index=False`` is the earlier tool's plain scan of every active item in scope. Both
-feed the same matching and scoring code (:mod:`dsh_knowledge.scoring`).
+Two candidate paths produce identical output (property tests hold them to it):
+``use_index=True`` asks the store's index for the items where some query token matches -
+SQLite's FTS5 trigram index (:mod:`dsh_knowledge.search_index`,
+:mod:`dsh_knowledge._indexed_search`) or PostgreSQL's pg_trgm index
+(:mod:`dsh_knowledge._pg_search`, :mod:`dsh_knowledge._pg_ranked`); ``use_index=False`` is
+the earlier tool's plain scan of every active item in scope, on either backend. All feed the
+same matching and scoring code (:mod:`dsh_knowledge.scoring`).
 """
 
 from __future__ import annotations
