@@ -82,8 +82,17 @@ def translate(
     """The documented error for a driver failure, or ``error`` itself when it is a bug.
 
     ``driver`` is psycopg or :mod:`dsh_knowledge._libpq` (both name their error classes
-    alike).
+    alike). The translation keeps the server's code as ``sqlstate``.
     """
+    translated = _translate(error, display, driver, during_commit)
+    if translated is not error:
+        translated.sqlstate = getattr(error, "sqlstate", None)  # type: ignore[attr-defined]
+    return translated
+
+
+def _translate(
+    error: BaseException, display: str, driver: Any, during_commit: bool
+) -> BaseException:
     state = getattr(error, "sqlstate", None) or ""
     where = f"The knowledge database {display}"
     detail = _reason(error)

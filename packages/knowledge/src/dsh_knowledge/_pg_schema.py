@@ -177,16 +177,19 @@ def schema_version(store: PostgresStore) -> int | None:
     The same round trip checks the database's encoding (:meth:`PostgresStore.check_encoding`).
     """
     db = store.connection
-    row = db.execute(
-        "SELECT current_setting('server_encoding'), to_regclass(?) IS NOT NULL", (VERSION_TABLE,)
-    ).fetchone()
+    try:  # one round trip for a database that has the schema (every open but the first)
+        row = db.execute(
+            "SELECT current_setting('server_encoding'), "  # noqa: S608 - constant
+            f"(SELECT coalesce(max(version), 0) FROM {VERSION_TABLE})"
+        ).fetchone()
+    except StorageError as error:
+        if getattr(error, "sqlstate", None) != "42P01":  # undefined_table: no schema yet
+            raise
+        row = (db.execute("SELECT current_setting('server_encoding')").fetchone()[0], None)
     # Under SQL_ASCII the driver hands text back as bytes.
     encoding = row[0].decode("ascii", "replace") if isinstance(row[0], bytes) else str(row[0])
     store.check_encoding(encoding)
-    if not row[1]:
-        return None
-    row = db.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}").fetchone()  # noqa: S608 - constant
-    return int(row[0])
+    return None if row[1] is None else int(row[1])
 
 
 def migrate(store: PostgresStore, *, create: bool) -> None:

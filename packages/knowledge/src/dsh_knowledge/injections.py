@@ -82,12 +82,16 @@ def record_injection(
             "GROUP BY session_id HAVING max(injected_ms) < ?)",
             (cutoff,),
         )
-        db.executemany(
-            f"INSERT INTO {table} (session_id, knowledge_id, injected_ms) VALUES (?, ?, ?) "  # noqa: S608
-            "ON CONFLICT (session_id, knowledge_id) "
-            "DO UPDATE SET injected_ms = excluded.injected_ms",
-            [(session_id, knowledge_id, moment) for knowledge_id in wanted],
-        )
+        # One statement per 300 ids (one round trip to a server, not one per id).
+        for start in range(0, len(wanted), 300):
+            chunk = wanted[start : start + 300]
+            db.execute(
+                f"INSERT INTO {table} (session_id, knowledge_id, injected_ms) VALUES "  # noqa: S608
+                + ", ".join("(?, ?, ?)" for _ in chunk)
+                + " ON CONFLICT (session_id, knowledge_id) "
+                "DO UPDATE SET injected_ms = excluded.injected_ms",
+                [value for knowledge_id in chunk for value in (session_id, knowledge_id, moment)],
+            )
         db.execute(
             f"DELETE FROM {table} WHERE session_id = ? AND knowledge_id NOT IN ("  # noqa: S608
             f"SELECT knowledge_id FROM {table} WHERE session_id = ? "
