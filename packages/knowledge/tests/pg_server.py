@@ -8,7 +8,8 @@ UTF-8 database cluster (``C.UTF-8``: trigrams of Chinese text need a UTF-8 chara
 leaves no server behind as long as the caller stops it in a ``finally``.
 
 ``DSH_TEST_POSTGRES_URL`` points the tests at an external server instead: its URL must let
-us create and drop databases.
+us create and drop databases (and, for one test, a role). The fault tests (restarts, a hot
+standby, password authentication) always start servers of their own.
 """
 
 from __future__ import annotations
@@ -166,10 +167,14 @@ class DatabaseFactory:
         self.prefix = f"dsh_{os.getpid()}_{uuid.uuid4().hex[:6]}"
         self.template = f"{self.prefix}_template"
         self.created: list[str] = []
-        self.admin.execute(
-            f"CREATE DATABASE \"{self.template}\" TEMPLATE template0 ENCODING 'UTF8' "
-            "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
-        )
+        # C.UTF-8 where the server has it (Debian, ours); else the server's own UTF-8 locale.
+        self.locale = " LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
+        create = f"CREATE DATABASE \"{self.template}\" TEMPLATE template0 ENCODING 'UTF8'"
+        try:
+            self.admin.execute(create + self.locale)
+        except psycopg.Error:
+            self.locale = ""
+            self.admin.execute(create)
         self.created.append(self.template)
         self.counter = 0
 
@@ -178,7 +183,7 @@ class DatabaseFactory:
         self.counter += 1
         name = f"{self.prefix}_{self.counter}"
         template = self.template if from_template else "template0"
-        extra = "" if from_template else " ENCODING 'UTF8' LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'"
+        extra = "" if from_template else " ENCODING 'UTF8'" + self.locale
         self.admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"{extra}')
         self.created.append(name)
         return self.url_for(name)

@@ -13,6 +13,7 @@ import json
 import subprocess
 import threading
 import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -25,7 +26,7 @@ from dsh_knowledge.store import KnowledgeStore
 
 from .agent_helpers import command
 from .backend_helpers import external_write
-from .pg_server import DatabaseFactory, with_database
+from .pg_server import DatabaseFactory
 
 pytest.importorskip("psycopg", reason="the PostgreSQL tier needs dsh-knowledge[postgres]")
 
@@ -195,10 +196,9 @@ def test_missing_pg_trgm_rights_explain_what_to_run(postgres_databases: Database
     name = f"{postgres_databases.prefix}_{uuid.uuid4().hex[:8]}"
     admin = postgres_databases.admin
     admin.execute(f'CREATE ROLE "{role}" LOGIN')
-    admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\' '
-                  "LC_COLLATE 'C.UTF-8' LC_CTYPE 'C.UTF-8'")  # fmt: skip
+    admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\''
+                  + postgres_databases.locale)  # fmt: skip
     postgres_databases.created.append(name)
-    url = with_database(postgres_databases.url_for(name), name)
     # The role may use the public schema but not create extensions in this database.
     admin_url = postgres_databases.url_for(name)
     import psycopg
@@ -206,7 +206,8 @@ def test_missing_pg_trgm_rights_explain_what_to_run(postgres_databases: Database
     with psycopg.connect(admin_url, autocommit=True) as owner:
         owner.execute(f'GRANT CREATE, USAGE ON SCHEMA public TO "{role}"')
         owner.execute(f'REVOKE CREATE ON DATABASE "{name}" FROM PUBLIC')
-    plain = url.replace("postgresql://postgres@", f"postgresql://{role}@")
+    parts = urlsplit(admin_url)
+    plain = urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rpartition('@')[2]}"))
     with pytest.raises(MigrationError) as caught:
         KnowledgeStore(plain)
     assert caught.value.code == "migration-failed"
