@@ -149,6 +149,28 @@ def test_pip_install_find_links_dist_offline(package_dir: Path, dist: Path, tmp_
     _check_installed(venv, env, package_dir, tmp_path)
 
 
+def test_knowledge_without_the_postgres_extra_stays_light_and_names_it(
+    dist: Path, tmp_path: Path
+) -> None:
+    # The core install pulls in no PostgreSQL driver; a URL then says which extra to install.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "dsh-knowledge")
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
+        check=True, capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert not {p["name"] for p in json.loads(listed.stdout)} & {"psycopg", "psycopg-binary"}
+    done = subprocess.run(
+        [str(venv / "bin" / "dsh-knowledge"), "--db", "postgresql://team@127.0.0.1:1/kb", "list"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "postgres-unavailable"
+    assert "dsh-knowledge[postgres]" in error["message"]
+
+
 def test_pip_install_from_the_sdists_offline(dist: Path, tmp_path: Path) -> None:
     # The sdists build too: hatchling comes from the wheelhouse, nothing from the index.
     env = _clean_env(tmp_path)

@@ -88,7 +88,8 @@ def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for name in ("DSH_HOME", "DSH_MEMORY_ROOT", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT"):
+    for name in ("DSH_HOME", "DSH_MEMORY_ROOT", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT",
+                 "DSH_KNOWLEDGE_WORKSPACE"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     monkeypatch.setenv("DISABLE_AUTOUPDATER", "1")

@@ -1,7 +1,15 @@
-"""Shared fixtures: every test runs with HOME, DSH_HOME and git's config inside tmp_path."""
+"""Shared fixtures: every test runs with HOME, DSH_HOME and git's config inside tmp_path.
+
+``db`` is the database a test works on, once per backend (the ``backend`` parameter): an
+SQLite file, and a fresh database on a real PostgreSQL server (one server per test worker,
+started from Debian's ``postgresql`` by :mod:`pg_server`, or ``$DSH_TEST_POSTGRES_URL``).
+``store`` and ``repository`` open it, so every test that uses them runs on both. Tests of
+the SQLite file itself use ``db_path`` and stay SQLite-only.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,6 +18,10 @@ import pytest
 
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import KnowledgeStore
+
+from .pg_server import DatabaseFactory, PostgresServer, binaries, external_url, with_database
+
+BACKENDS = ("sqlite", "postgres")
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +34,11 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh-home"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(git_config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    # A developer's own store, scope or driver choice must not reach the tests.
+    for name in ("DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE",
+                 "DSH_KNOWLEDGE_SESSION_ID", "DSH_KNOWLEDGE_LIBPQ", "DSH_KNOWLEDGE_AUTO_EXTRACT",
+                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -30,8 +47,62 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path) -> Iterator[KnowledgeStore]:
+def sqlite_store(db_path: Path) -> Iterator[KnowledgeStore]:
+    """An SQLite store, for tests of the file itself (pragmas, the Node tool's schema)."""
     opened = KnowledgeStore(db_path)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_databases() -> Iterator[DatabaseFactory]:
+    """Fresh PostgreSQL databases: ours (one server per worker, stopped at the end of the
+    session) or the external server ``$DSH_TEST_POSTGRES_URL`` names."""
+    if importlib.util.find_spec("psycopg") is None:
+        pytest.skip("the PostgreSQL tier needs psycopg: install dsh-knowledge[postgres]")
+    external = external_url()
+    if external is not None:
+        factory = DatabaseFactory(external, lambda name: with_database(external, name))
+        try:
+            yield factory
+        finally:
+            factory.close(drop=True)
+        return
+    found = binaries()
+    if found is None:
+        pytest.skip(
+            "the PostgreSQL tier needs Debian's postgresql package "
+            "(apt-get install postgresql postgresql-contrib) or DSH_TEST_POSTGRES_URL"
+        )
+    server = PostgresServer(found)
+    try:
+        server.start()
+        factory = DatabaseFactory(server.url(), server.url)
+        try:
+            yield factory
+        finally:
+            factory.close(drop=False)  # the whole server goes away below
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def db(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The test's database, as ``--db`` and ``KnowledgeStore`` take it: a path or a URL."""
+    if backend == "sqlite":
+        return str(tmp_path / "data" / "knowledge.sqlite")
+    factory: DatabaseFactory = request.getfixturevalue("postgres_databases")
+    return factory.create()
+
+
+@pytest.fixture
+def store(db: str) -> Iterator[KnowledgeStore]:
+    opened = KnowledgeStore(db)
     yield opened
     opened.close()
 

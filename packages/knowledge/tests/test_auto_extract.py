@@ -40,7 +40,7 @@ def stop(
     )
 
 
-def items(db: Path) -> list[dict[str, Any]]:
+def items(db: str | Path) -> list[dict[str, Any]]:
     store = KnowledgeStore(db)
     try:
         return KnowledgeRepository(store).list()
@@ -48,8 +48,7 @@ def items(db: Path) -> list[dict[str, Any]]:
         store.close()
 
 
-def test_stop_hook_extracts_only_when_opted_in_and_only_new_turns(tmp_path: Path) -> None:
-    db = tmp_path / "k.sqlite"
+def test_stop_hook_extracts_only_when_opted_in_and_only_new_turns(tmp_path: Path, db: str) -> None:
     KnowledgeStore(db).close()
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(user_line("We decided to use Redis for the session cache.") + "\n")

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from .backend_helpers import external_write
 
-def run(*args: str, db: Path | None = None) -> subprocess.CompletedProcess[str]:
+
+def run(*args: str, db: str | Path | None = None) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-m", "dsh_knowledge.cli"]
     if db is not None:
         argv += ["--db", str(db)]
@@ -21,31 +23,26 @@ def run(*args: str, db: Path | None = None) -> subprocess.CompletedProcess[str]:
     )
 
 
-def ok(*args: str, db: Path | None = None) -> Any:
+def ok(*args: str, db: str | Path | None = None) -> Any:
     result = run(*args, db=db)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
-def error(*args: str, db: Path | None = None) -> dict[str, str]:
+def error(*args: str, db: str | Path | None = None) -> dict[str, str]:
     result = run(*args, db=db)
     assert result.returncode == 1
     assert result.stdout == ""
     return dict(json.loads(result.stderr)["error"])
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "cli" / "knowledge.sqlite"
-
-
-def add(db: Path, content: str, *extra: str) -> dict[str, Any]:
+def add(db: str, content: str, *extra: str) -> dict[str, Any]:
     return dict(
         ok("add", "--workspace", "/w", "--type", "fact", "--content", content, *extra, db=db)
     )
 
 
-def test_add_prints_the_created_item_with_default_evidence_timestamp(db: Path) -> None:
+def test_add_prints_the_created_item_with_default_evidence_timestamp(db: str) -> None:
     evidence = '{"type": "file", "source": "src/router.ts", "locator": "L10"}'
     item = add(db, "Use ResponseRouter", "--project", "api", "--evidence", evidence)
     assert item["scope"] == {"workspace": "/w", "project": "api"}
@@ -67,20 +64,20 @@ def test_blank_dsh_home_falls_back_to_home_dot_dsh(
     assert (tmp_path / "home" / ".dsh" / "knowledge" / "knowledge.sqlite").is_file()
 
 
-def test_add_rejects_bad_evidence_json(db: Path) -> None:
+def test_add_rejects_bad_evidence_json(db: str) -> None:
     assert error("add", "--workspace", "/w", "--type", "fact", "--content", "x",
                  "--evidence", "{nope", db=db)["code"] == "invalid-json"  # fmt: skip
     assert error("add", "--workspace", "/w", "--type", "fact", "--content", "x",
                  "--evidence", "[1]", db=db)["code"] == "invalid-input"  # fmt: skip
 
 
-def test_add_rejects_an_invalid_type_without_writing(db: Path) -> None:
+def test_add_rejects_an_invalid_type_without_writing(db: str) -> None:
     assert error("add", "--workspace", "/w", "--type", "opinion", "--content", "x",
                  db=db)["code"] == "invalid-input"  # fmt: skip
     assert ok("list", db=db)["items"] == []
 
 
-def test_get_verify_archive(db: Path) -> None:
+def test_get_verify_archive(db: str) -> None:
     item = add(db, "lifecycle")
     assert ok("get", item["id"], db=db) == item
     assert ok("verify", item["id"], db=db)["status"] == "verified"
@@ -88,14 +85,14 @@ def test_get_verify_archive(db: Path) -> None:
 
 
 @pytest.mark.parametrize("command", ["get", "verify", "archive"])
-def test_unknown_id_is_not_found(db: Path, command: str) -> None:
+def test_unknown_id_is_not_found(db: str, command: str) -> None:
     assert error(command, "missing-id", db=db) == {
         "code": "not-found",
         "message": "Knowledge item not found: missing-id",
     }
 
 
-def test_supersede(db: Path) -> None:
+def test_supersede(db: str) -> None:
     old, new = add(db, "old rule"), add(db, "new rule")
     ok("verify", old["id"], db=db)
     ok("verify", new["id"], db=db)
@@ -104,12 +101,12 @@ def test_supersede(db: Path) -> None:
     assert result["replacementId"] == new["id"]
 
 
-def test_supersede_of_a_candidate_is_an_invalid_transition(db: Path) -> None:
+def test_supersede_of_a_candidate_is_an_invalid_transition(db: str) -> None:
     old, new = add(db, "old rule"), add(db, "new rule")
     assert error("supersede", old["id"], "--by", new["id"], db=db)["code"] == "invalid-transition"
 
 
-def test_list_filters(db: Path) -> None:
+def test_list_filters(db: str) -> None:
     wide = add(db, "wide")
     scoped = add(db, "scoped", "--project", "api")
     assert [i["id"] for i in ok("list", "--workspace-wide", db=db)["items"]] == [wide["id"]]
@@ -119,16 +116,16 @@ def test_list_filters(db: Path) -> None:
     assert ok("list", "--status", "verified", "--type", "fact", db=db)["items"] == []
 
 
-def test_list_project_and_workspace_wide_conflict(db: Path) -> None:
+def test_list_project_and_workspace_wide_conflict(db: str) -> None:
     assert error("list", "--project", "a", "--workspace-wide", db=db)["code"] == "invalid-input"
 
 
-def test_list_bad_limit_is_an_error(db: Path) -> None:
+def test_list_bad_limit_is_an_error(db: str) -> None:
     assert error("list", "--limit", "0", db=db)["code"] == "invalid-input"
     assert error("list", "--limit", "many", db=db)["code"] == "invalid-arguments"
 
 
-def test_search_is_literal(db: Path) -> None:
+def test_search_is_literal(db: str) -> None:
     hit = add(db, "coverage 100% on main")
     add(db, "coverage 1000 on main")
     assert [i["id"] for i in ok("search", "100%", "--workspace", "/w", db=db)["items"]] == [
@@ -136,7 +133,7 @@ def test_search_is_literal(db: Path) -> None:
     ]
 
 
-def test_retrieve_ranks_with_explanations(db: Path) -> None:
+def test_retrieve_ranks_with_explanations(db: str) -> None:
     item = add(db, "连接池耗尽导致超时")
     add(db, "unrelated text")
     ok("verify", item["id"], db=db)
@@ -148,7 +145,7 @@ def test_retrieve_ranks_with_explanations(db: Path) -> None:
     assert ranked["explanation"]["contributions"]["type"] == 10
 
 
-def test_retrieve_requires_a_query(db: Path) -> None:
+def test_retrieve_requires_a_query(db: str) -> None:
     # The workspace defaults to the current directory's (see test_cli_defaults.py).
     assert error("retrieve", db=db)["code"] == "invalid-arguments"
 
@@ -171,14 +168,14 @@ def repo(tmp_path: Path) -> tuple[Path, str]:
     return repo, head
 
 
-def _provenanced(db: Path, head: str) -> dict[str, Any]:
+def _provenanced(db: str, head: str) -> dict[str, Any]:
     evidence = json.dumps(
         {"type": "file", "source": "app.py", "gitProvenance": {"commit": head, "path": "app.py"}}
     )
     return add(db, "app prints hi", "--evidence", evidence)
 
 
-def test_freshness_reports_current_then_stale(db: Path, repo: tuple[Path, str]) -> None:
+def test_freshness_reports_current_then_stale(db: str, repo: tuple[Path, str]) -> None:
     directory, head = repo
     item = _provenanced(db, head)
     report = ok("freshness", item["id"], "--repo", str(directory), db=db)
@@ -214,11 +211,11 @@ def test_add_with_repo_captures_provenance_for_clean_committed_files(
     assert "provenanceCapture" not in stored
 
 
-def test_freshness_unknown_id_is_not_found(db: Path, repo: tuple[Path, str]) -> None:
+def test_freshness_unknown_id_is_not_found(db: str, repo: tuple[Path, str]) -> None:
     assert error("freshness", "nope", "--repo", str(repo[0]), db=db)["code"] == "not-found"
 
 
-def test_health_with_guidance(db: Path, repo: tuple[Path, str]) -> None:
+def test_health_with_guidance(db: str, repo: tuple[Path, str]) -> None:
     directory, head = repo
     first = _provenanced(db, head)
     second = add(db, "no evidence at all")
@@ -228,25 +225,30 @@ def test_health_with_guidance(db: Path, repo: tuple[Path, str]) -> None:
     assert all("guidance" in r for r in result["results"])
 
 
-def test_health_without_guidance_has_no_guidance(db: Path, repo: tuple[Path, str]) -> None:
+def test_health_without_guidance_has_no_guidance(db: str, repo: tuple[Path, str]) -> None:
     directory, head = repo
     item = _provenanced(db, head)
     [result] = ok("health", item["id"], "--repo", str(directory), db=db)["results"]
     assert "guidance" not in result
 
 
-def test_health_needs_at_least_one_id(db: Path, repo: tuple[Path, str]) -> None:
+def test_health_needs_at_least_one_id(db: str, repo: tuple[Path, str]) -> None:
     assert error("health", "--repo", str(repo[0]), db=db)["code"] == "invalid-arguments"
 
 
-def test_newer_database_is_refused_by_every_command(db: Path) -> None:
-    import sqlite3
-
+def test_newer_database_is_refused_by_every_command(db: str, backend: str) -> None:
     add(db, "exists")
-    connection = sqlite3.connect(db)
-    connection.execute("PRAGMA user_version = 9")
-    connection.commit()
-    connection.close()
+    if backend == "sqlite":
+        external_write(db, ("PRAGMA user_version = 9", ()))
+    else:
+        external_write(
+            db,
+            (
+                "INSERT INTO dshpy_schema_migrations (version, name, applied_at) "
+                "VALUES (9, 'from-the-future', '2030-01-01T00:00:00.000Z')",
+                (),
+            ),
+        )
     assert error("list", db=db)["code"] == "schema-too-new"
 
 

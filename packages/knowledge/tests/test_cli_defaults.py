@@ -16,7 +16,7 @@ import pytest
 
 
 def run(
-    *args: str, db: Path, cwd: Path | None = None, data: str | None = None
+    *args: str, db: str | Path, cwd: Path | None = None, data: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dsh_knowledge.cli", *args, "--db", str(db)],  # --db after
@@ -24,22 +24,17 @@ def run(
     )  # fmt: skip
 
 
-def ok(*args: str, db: Path, cwd: Path | None = None, data: str | None = None) -> Any:
+def ok(*args: str, db: str | Path, cwd: Path | None = None, data: str | None = None) -> Any:
     done = run(*args, db=db, cwd=cwd, data=data)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
-def error(*args: str, db: Path, cwd: Path | None = None) -> dict[str, str]:
+def error(*args: str, db: str | Path, cwd: Path | None = None) -> dict[str, str]:
     done = run(*args, db=db, cwd=cwd)
     assert done.returncode == 1, done.stdout
     assert done.stdout == ""
     return dict(json.loads(done.stderr)["error"])
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "data" / "knowledge.sqlite"
 
 
 @pytest.fixture
@@ -69,7 +64,7 @@ def test_workspace_dot_is_stored_canonical_and_matched_any_spelling(
     assert named["scope"]["workspace"] == "acme-monorepo"
 
 
-def test_workspace_and_repo_default_to_the_git_top_level(db: Path, project: Path) -> None:
+def test_workspace_and_repo_default_to_the_git_top_level(db: str, project: Path) -> None:
     evidence = json.dumps({"type": "file", "source": "app.py"})
     item = ok("add", "--type", "fact", "--content", "the port is 8080", "--evidence", evidence,
               db=db, cwd=project / "src")  # fmt: skip
@@ -85,7 +80,7 @@ def test_workspace_and_repo_default_to_the_git_top_level(db: Path, project: Path
     assert health["results"][0]["knowledgeId"] == item["id"]
 
 
-def test_retrieve_warns_when_the_knowledge_is_stored_higher_up(db: Path, project: Path) -> None:
+def test_retrieve_warns_when_the_knowledge_is_stored_higher_up(db: str, project: Path) -> None:
     ok("add", "--workspace", str(project), "--type", "fact", "--content", "port 8080", db=db)
     found = ok("retrieve", "port", "--workspace", str(project / "src"), db=db)
     assert found["results"] == []
@@ -95,7 +90,7 @@ def test_retrieve_warns_when_the_knowledge_is_stored_higher_up(db: Path, project
     ]
 
 
-def test_query_spellings_total_and_truncated(db: Path, project: Path) -> None:
+def test_query_spellings_total_and_truncated(db: str, project: Path) -> None:
     for n in range(3):
         ok("add", "--workspace", str(project), "--type", "fact", "--content", f"port {n}", db=db)
     searched = ok("search", "--query", "port", "--limit", "2", db=db)
@@ -114,7 +109,7 @@ def test_query_spellings_total_and_truncated(db: Path, project: Path) -> None:
     assert both["code"] == "invalid-arguments"
 
 
-def test_review_counts_every_candidate_and_takes_workspace_dot(db: Path, project: Path) -> None:
+def test_review_counts_every_candidate_and_takes_workspace_dot(db: str, project: Path) -> None:
     for n in range(3):
         ok("add", "--workspace", str(project), "--type", "fact", "--content", f"port {n}", db=db)
     verified = ok("add", "--workspace", str(project), "--type", "fact", "--content", "x", db=db)
@@ -127,7 +122,7 @@ def test_review_counts_every_candidate_and_takes_workspace_dot(db: Path, project
     assert error("review", "--limit", "0", db=db)["code"] == "invalid-input"
 
 
-def test_update_content_and_type(db: Path, project: Path) -> None:
+def test_update_content_and_type(db: str, project: Path) -> None:
     item = ok("add", "--workspace", str(project), "--type", "fact", "--content", "old", db=db)
     changed = ok("update", item["id"], "--content", "new text", "--type", "decision", db=db)
     assert (changed["content"], changed["type"]) == ("new text", "decision")
@@ -137,7 +132,7 @@ def test_update_content_and_type(db: Path, project: Path) -> None:
     assert ok("get", item["id"], db=db)["type"] == "decision"
 
 
-def test_add_jsonl_is_one_transaction(db: Path, project: Path, tmp_path: Path) -> None:
+def test_add_jsonl_is_one_transaction(db: str, project: Path, tmp_path: Path) -> None:
     lines = [{"type": "fact", "content": f"fact {n}"} for n in range(50)]
     good = tmp_path / "items.jsonl"
     good.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
@@ -160,7 +155,7 @@ def test_add_jsonl_is_one_transaction(db: Path, project: Path, tmp_path: Path) -
     assert piped["created"] == 1
 
 
-def test_health_all_in_batches_with_progress(db: Path, project: Path) -> None:
+def test_health_all_in_batches_with_progress(db: str, project: Path) -> None:
     for n in range(20):
         ok("add", "--workspace", str(project), "--type", "fact", "--content", f"f{n}", db=db)
     done = run("health", "--all", "--workspace", str(project), db=db)
@@ -173,13 +168,13 @@ def test_health_all_in_batches_with_progress(db: Path, project: Path) -> None:
     assert error("health", db=db)["code"] == "invalid-arguments"
 
 
-def test_database_is_private(db: Path) -> None:
-    ok("list", db=db)
-    assert stat.S_IMODE(db.stat().st_mode) == 0o600
-    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+def test_database_is_private(db_path: Path) -> None:
+    ok("list", db=db_path)
+    assert stat.S_IMODE(db_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db_path.parent.stat().st_mode) == 0o700
 
 
-def test_supersede_refusal_speaks_cli(db: Path, project: Path) -> None:
+def test_supersede_refusal_speaks_cli(db: str, project: Path) -> None:
     old = ok("add", "--workspace", str(project), "--type", "fact", "--content", "a", db=db)
     new = ok("add", "--workspace", str(project), "--type", "fact", "--content", "b", db=db)
     ok("verify", new["id"], db=db)
@@ -188,7 +183,8 @@ def test_supersede_refusal_speaks_cli(db: Path, project: Path) -> None:
     assert "dsh-knowledge verify" in refused["message"]
 
 
-def test_version_bare_and_examples(db: Path) -> None:
+def test_version_bare_and_examples(db_path: Path) -> None:
+    db = db_path
     assert ok("--version", db=db) == {"name": "dsh-knowledge", "version": "0.1.0"}
     bare = subprocess.run([sys.executable, "-m", "dsh_knowledge.cli"], capture_output=True,
                           text=True, timeout=60)  # fmt: skip
@@ -200,7 +196,7 @@ def test_version_bare_and_examples(db: Path) -> None:
         assert "Example" in helped.stdout, command
 
 
-def test_list_says_how_many_match_its_filters_in_all(db: Path, project: Path) -> None:
+def test_list_says_how_many_match_its_filters_in_all(db: str, project: Path) -> None:
     for n in range(3):
         ok("add", "--workspace", str(project), "--type", "fact", "--content", f"port {n}", db=db)
     ok("add", "--workspace", str(project), "--type", "decision", "--content", "use tabs", db=db)

@@ -101,14 +101,14 @@ def test_automatic_candidates_stay_out(repository: KnowledgeRepository) -> None:
     assert build_context("build cargo", repository=repository, workspace=WS)[1] == [verified]
 
 
-def test_session_dedup_across_connections(db_path: Path) -> None:
-    first = KnowledgeStore(db_path)
+def test_session_dedup_across_connections(db: str) -> None:
+    first = KnowledgeStore(db)
     repository = KnowledgeRepository(first)
     a = add(repository, "queue workers retry three times")
     _, ids = build_context("queue workers", repository=repository, workspace=WS, session_id="s1")
     assert ids == [a]
     first.close()
-    second = KnowledgeStore(db_path)  # a new process would open the file afresh
+    second = KnowledgeStore(db)  # a new process would open the store afresh
     repository = KnowledgeRepository(second)
     assert build_context("queue workers", repository=repository, workspace=WS, session_id="s1") == (
         None,
@@ -135,7 +135,10 @@ def test_injection_record_is_bounded_and_forgets_idle_sessions(store: KnowledgeS
     assert count == 0
 
 
-def test_injection_table_leaves_the_node_schema_alone(db_path: Path, store: KnowledgeStore) -> None:
+def test_injection_table_leaves_the_node_schema_alone(
+    db_path: Path, sqlite_store: KnowledgeStore
+) -> None:
+    store = sqlite_store
     record_injection(store, "s", ["a"])
     version = store.user_version
     store.close()

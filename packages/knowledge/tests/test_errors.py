@@ -20,6 +20,8 @@ EXPECTED_CODES = {
     "database-corrupt",
     "migration-failed",
     "database-busy",
+    "storage-unavailable",
+    "postgres-unavailable",
     "invalid-git-provenance",
     "invalid-health-batch",
     "invalid-health-guidance-input",

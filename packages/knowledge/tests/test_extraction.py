@@ -243,8 +243,7 @@ def test_reads_dsh_session_logs(tmp_path: Path) -> None:
     ]
 
 
-def test_extract_and_review_commands(tmp_path: Path) -> None:
-    db = tmp_path / "k.sqlite"
+def test_extract_and_review_commands(tmp_path: Path, db: str) -> None:
     transcript = write_lines(tmp_path / "t.jsonl", claude_lines("/work/app"))
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -282,8 +281,7 @@ def test_extract_and_review_commands(tmp_path: Path) -> None:
     )
 
 
-def test_extract_stores_a_directory_workspace_canonically(tmp_path: Path) -> None:
-    db = tmp_path / "k.sqlite"
+def test_extract_stores_a_directory_workspace_canonically(tmp_path: Path, db: str) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     transcript = write_lines(tmp_path / "t.jsonl", claude_lines("/work/app"))

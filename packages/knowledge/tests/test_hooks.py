@@ -57,10 +57,10 @@ def run_hook(
 
 
 @pytest.fixture
-def seeded(tmp_path: Path, db_path: Path) -> tuple[Path, str]:
+def seeded(tmp_path: Path, db: str) -> tuple[Path, str]:
     workspace = tmp_path / "proj"
     workspace.mkdir()
-    store = KnowledgeStore(db_path)
+    store = KnowledgeStore(db)
     repository = KnowledgeRepository(store)
     item = repository.create(
         type="decision",
@@ -73,12 +73,10 @@ def seeded(tmp_path: Path, db_path: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize("payload", [claude_payload, codex_payload])
-def test_hook_injects_relevant_knowledge(
-    seeded: tuple[Path, str], db_path: Path, payload: Any
-) -> None:
+def test_hook_injects_relevant_knowledge(seeded: tuple[Path, str], db: str, payload: Any) -> None:
     workspace, _ = seeded
     result = run_hook(
-        json.dumps(payload(workspace, "How do provider calls get routed?")), "--db", str(db_path)
+        json.dumps(payload(workspace, "How do provider calls get routed?")), "--db", db
     )
     assert result.returncode == 0 and result.stderr == ""
     output = json.loads(result.stdout)
@@ -91,10 +89,10 @@ def test_hook_injects_relevant_knowledge(
     assert "Status: verified" in context
 
 
-def test_hook_dedups_per_session_across_processes(seeded: tuple[Path, str], db_path: Path) -> None:
+def test_hook_dedups_per_session_across_processes(seeded: tuple[Path, str], db: str) -> None:
     workspace, _ = seeded
     stdin = json.dumps(claude_payload(workspace, "provider calls routing"))
-    env = {"DSH_KNOWLEDGE_DB": str(db_path)}
+    env = {"DSH_KNOWLEDGE_DB": db}
     assert run_hook(stdin, env=env).stdout != ""
     again = run_hook(stdin, env=env)
     assert again.returncode == 0 and again.stdout == ""
@@ -102,9 +100,9 @@ def test_hook_dedups_per_session_across_processes(seeded: tuple[Path, str], db_p
     assert run_hook(other, env=env).stdout != ""
 
 
-def test_hook_uses_project_from_environment(tmp_path: Path, db_path: Path) -> None:
+def test_hook_uses_project_from_environment(tmp_path: Path, db: str) -> None:
     workspace = tmp_path / "proj"
-    store = KnowledgeStore(db_path)
+    store = KnowledgeStore(db)
     KnowledgeRepository(store).create(
         type="fact",
         content="Billing exports run nightly.",
@@ -112,8 +110,8 @@ def test_hook_uses_project_from_environment(tmp_path: Path, db_path: Path) -> No
     )
     store.close()
     stdin = json.dumps(codex_payload(workspace, "when do billing exports run"))
-    assert run_hook(stdin, "--db", str(db_path)).stdout == ""  # no project: workspace-wide only
-    with_project = run_hook(stdin, "--db", str(db_path), env={"DSH_KNOWLEDGE_PROJECT": "billing"})
+    assert run_hook(stdin, "--db", db).stdout == ""  # no project: workspace-wide only
+    with_project = run_hook(stdin, "--db", db, env={"DSH_KNOWLEDGE_PROJECT": "billing"})
     assert "Billing exports run nightly." in with_project.stdout
 
 
@@ -128,14 +126,14 @@ def test_hook_uses_project_from_environment(tmp_path: Path, db_path: Path) -> No
         json.dumps({"cwd": "/", "prompt": 42}),
     ],
 )
-def test_hook_is_silent_on_bad_payloads(stdin: str, db_path: Path, seeded: Any) -> None:
-    result = run_hook(stdin, "--db", str(db_path))
+def test_hook_is_silent_on_bad_payloads(stdin: str, db: str, seeded: Any) -> None:
+    result = run_hook(stdin, "--db", db)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
-def test_hook_is_silent_when_nothing_is_relevant(seeded: tuple[Path, str], db_path: Path) -> None:
+def test_hook_is_silent_when_nothing_is_relevant(seeded: tuple[Path, str], db: str) -> None:
     workspace, _ = seeded
-    result = run_hook(json.dumps(claude_payload(workspace, "zebra giraffe")), "--db", str(db_path))
+    result = run_hook(json.dumps(claude_payload(workspace, "zebra giraffe")), "--db", db)
     assert (result.returncode, result.stdout) == (0, "")
 
 
@@ -150,7 +148,7 @@ def test_hook_never_creates_or_needs_a_store(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
-def test_hook_ignores_unknown_events_and_options(db_path: Path) -> None:
+def test_hook_ignores_unknown_events_and_options() -> None:
     for args in (["session-start"], ["user-prompt-submit", "--bogus", "x"]):
         result = subprocess.run(
             [command(), "hook", *args], input="{}", capture_output=True, text=True, check=False
@@ -172,8 +170,8 @@ def test_hook_does_not_import_typer_or_mcp() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_hook_ignores_an_oversized_payload(seeded: tuple[Path, str], db_path: Path) -> None:
+def test_hook_ignores_an_oversized_payload(seeded: tuple[Path, str], db: str) -> None:
     workspace, _ = seeded
     payload = claude_payload(workspace, "provider calls routing " + "x" * (1024 * 1024))
-    result = run_hook(json.dumps(payload), "--db", str(db_path))
+    result = run_hook(json.dumps(payload), "--db", db)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")

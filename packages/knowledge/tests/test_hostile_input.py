@@ -47,7 +47,7 @@ def fails(*args: str | bytes) -> dict[str, str]:
     return error
 
 
-def add(db: Path, content: str, *extra: str) -> dict[str, Any]:
+def add(db: str | Path, content: str, *extra: str) -> dict[str, Any]:
     item: dict[str, Any] = ok(
         "--db", str(db), "add", "--workspace", "/w", "--type", "fact", "--content", content, *extra
     )
@@ -59,7 +59,15 @@ def digest(path: Path) -> str:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def seeded(db: str) -> str:
+    """A store on either backend holding one item."""
+    add(db, "The seed item.")
+    return db
+
+
+@pytest.fixture
+def seeded_file(tmp_path: Path) -> Path:
+    """An SQLite file holding one item (for what only a file can suffer)."""
     path = tmp_path / "kb" / "knowledge.sqlite"
     add(path, "The seed item.")
     return path
@@ -68,30 +76,30 @@ def db(tmp_path: Path) -> Path:
 # --- point 11: full matches ------------------------------------------------------------------
 
 
-def test_commit_of_39_hex_and_a_newline_is_invalid_provenance(db: Path) -> None:
+def test_commit_of_39_hex_and_a_newline_is_invalid_provenance(seeded: str) -> None:
     evidence = {"type": "file", "source": "a.py", "gitProvenance": {"commit": "a" * 39 + "\n"}}
     evidence["gitProvenance"]["path"] = "a.py"
     error = fails(
-        "--db", str(db), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
+        "--db", str(seeded), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
         "--evidence", json.dumps(evidence),
     )  # fmt: skip
     assert error["code"] == "invalid-git-provenance"
-    assert len(ok("--db", str(db), "list")["items"]) == 1
+    assert len(ok("--db", str(seeded), "list")["items"]) == 1
 
 
 @pytest.mark.parametrize(
     "timestamp", ["2026-11-30T12:00:00.000Z\n", "\uff12\uff10\uff12\uff16-11-30T12:00:00.000Z"]
 )
 def test_timestamp_with_trailing_newline_or_non_ascii_digits_is_invalid(
-    db: Path, timestamp: str
+    seeded: str, timestamp: str
 ) -> None:
     evidence = json.dumps({"type": "session", "source": "s-1", "timestamp": timestamp})
     error = fails(
-        "--db", str(db), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
+        "--db", str(seeded), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
         "--evidence", evidence,
     )  # fmt: skip
     assert error["code"] == "invalid-input"
-    assert len(ok("--db", str(db), "list")["items"]) == 1
+    assert len(ok("--db", str(seeded), "list")["items"]) == 1
 
 
 # --- point 12: arguments that are not UTF-8 ----------------------------------------------------
@@ -135,10 +143,10 @@ def _tree(root: Path) -> list[tuple[str, str]]:
     ],
 )  # fmt: skip
 def test_undecodable_arguments_are_refused_with_bytes_escaped_and_nothing_changes(
-    db: Path, tmp_path: Path, argv: list[bytes], code: str, shown: str
+    seeded_file: Path, tmp_path: Path, argv: list[bytes], code: str, shown: str
 ) -> None:
     base = os.fsencode(tmp_path)
-    real = [a.replace(b"@db", os.fsencode(db)).replace(b"@", base) for a in argv]
+    real = [a.replace(b"@db", os.fsencode(seeded_file)).replace(b"@", base) for a in argv]
     before = _tree(tmp_path)
     error = fails(*real)
     assert error["code"] == code
@@ -149,23 +157,23 @@ def test_undecodable_arguments_are_refused_with_bytes_escaped_and_nothing_change
 # --- point 13: foreseeable failures ------------------------------------------------------------
 
 
-def test_search_of_more_than_50000_characters_is_answered(db: Path) -> None:
+def test_search_of_more_than_50000_characters_is_answered(seeded: str) -> None:
     long_text = "Ab" * 30_000
-    item = add(db, f"prefix {long_text} suffix")
-    found = ok("--db", str(db), "search", long_text)["items"]
+    item = add(seeded, f"prefix {long_text} suffix")
+    found = ok("--db", str(seeded), "search", long_text)["items"]
     assert [i["id"] for i in found] == [item["id"]]
     # Still literal and ASCII-case-insensitive, as the LIKE search is for short queries.
-    assert [i["id"] for i in ok("--db", str(db), "search", long_text.upper())["items"]] == [
+    assert [i["id"] for i in ok("--db", str(seeded), "search", long_text.upper())["items"]] == [
         item["id"]
     ]
-    assert ok("--db", str(db), "search", "%" * 50_001)["items"] == []
+    assert ok("--db", str(seeded), "search", "%" * 50_001)["items"] == []
 
 
-def test_a_limit_larger_than_sqlite_can_bind_lists_everything(db: Path) -> None:
-    add(db, "Second item.")
-    assert len(ok("--db", str(db), "list", "--limit", str(10**23))["items"]) == 2
-    assert len(ok("--db", str(db), "search", "item", "--limit", str(10**23))["items"]) == 2
-    assert fails("--db", str(db), "list", "--limit", "1e23")["code"] == "invalid-arguments"
+def test_a_limit_larger_than_sqlite_can_bind_lists_everything(seeded: str) -> None:
+    add(seeded, "Second item.")
+    assert len(ok("--db", str(seeded), "list", "--limit", str(10**23))["items"]) == 2
+    assert len(ok("--db", str(seeded), "search", "item", "--limit", str(10**23))["items"]) == 2
+    assert fails("--db", str(seeded), "list", "--limit", "1e23")["code"] == "invalid-arguments"
 
 
 def _damaged_copy(db: Path, tmp_path: Path) -> Path:
@@ -197,8 +205,8 @@ def _damaged_copy(db: Path, tmp_path: Path) -> Path:
     return damaged
 
 
-def test_damaged_database_page_is_database_corrupt(db: Path, tmp_path: Path) -> None:
-    damaged = _damaged_copy(db, tmp_path)
+def test_damaged_database_page_is_database_corrupt(seeded_file: Path, tmp_path: Path) -> None:
+    damaged = _damaged_copy(seeded_file, tmp_path)
     error = fails(
         "--db", str(damaged), "add", "--workspace", "/w", "--type", "fact", "--content", "new"
     )
@@ -226,22 +234,34 @@ def _make_writable(path: Path) -> None:
     path.chmod(0o644)
 
 
-def test_add_on_a_read_only_database_is_storage_error_and_reads_still_work(db: Path) -> None:
-    connection = sqlite3.connect(db)
+def test_add_on_a_read_only_database_is_storage_error_and_reads_still_work(
+    seeded_file: Path,
+) -> None:
+    connection = sqlite3.connect(seeded_file)
     connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     connection.close()
-    before = digest(db)
-    _make_read_only(db)
+    before = digest(seeded_file)
+    _make_read_only(seeded_file)
     try:
         error = fails(
-            "--db", str(db), "add", "--workspace", "/w", "--type", "fact", "--content", "new"
+            "--db",
+            str(seeded_file),
+            "add",
+            "--workspace",
+            "/w",
+            "--type",
+            "fact",
+            "--content",
+            "new",
         )
         assert error["code"] == "storage-error"
         assert "read-only" in error["message"]
-        assert [i["content"] for i in ok("--db", str(db), "list")["items"]] == ["The seed item."]
-        assert digest(db) == before
+        assert [i["content"] for i in ok("--db", str(seeded_file), "list")["items"]] == [
+            "The seed item."
+        ]
+        assert digest(seeded_file) == before
     finally:
-        _make_writable(db)
+        _make_writable(seeded_file)
 
 
 _DISK_FULL_DRIVER = r"""
@@ -323,13 +343,13 @@ def test_library_database_path_with_undecodable_bytes_is_invalid_input(tmp_path:
     ],
 )
 def test_library_text_with_lone_surrogates_is_invalid_input_and_stores_nothing(
-    db: Path, change: dict[str, Any]
+    seeded: str, change: dict[str, Any]
 ) -> None:
     from dsh_knowledge.errors import ValidationError
 
     spec: dict[str, Any] = {"type": "fact", "content": "x", "scope": {"workspace": "/w"}}
     spec.update(change)
-    with KnowledgeStore(db) as store:
+    with KnowledgeStore(seeded) as store:
         repository = KnowledgeRepository(store)
         with pytest.raises(ValidationError, match="undecodable"):
             repository.create(**spec)

@@ -14,17 +14,16 @@ from dsh_knowledge.tools import ToolContext, call_tool
 from .agent_helpers import command, git, make_repo
 
 
-def run(db: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(db: str | Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [command(), "--db", str(db), *args], capture_output=True, text=True, check=False, cwd=cwd
     )
 
 
-def test_capture_after_commit_moves_updated_at(tmp_path: Path) -> None:
+def test_capture_after_commit_moves_updated_at(tmp_path: Path, db: str) -> None:
     workspace = make_repo(tmp_path / "ws", {"README.md": "hi\n"})
     (workspace / "src").mkdir()
     (workspace / "src/new.py").write_text("VALUE = 1\n")  # written, not committed yet
-    db = tmp_path / "k.sqlite"
     store = KnowledgeStore(db)
     context = ToolContext(repository=KnowledgeRepository(store), workspace=str(workspace))
     added: dict[str, Any] = call_tool(

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import sqlite3
 from typing import Any
 
 import pytest
@@ -17,6 +16,8 @@ from dsh_knowledge.errors import (
 )
 from dsh_knowledge.models import KNOWLEDGE_STATUSES, parse_timestamp_ms
 from dsh_knowledge.repository import KnowledgeRepository, escape_like
+
+from .backend_helpers import integrity_errors
 
 WS = {"workspace": "/work/payments"}
 WS_P = {"workspace": "/work/payments", "project": "payments"}
@@ -348,7 +349,7 @@ def test_scope_can_change_outside_a_replacement(repository: KnowledgeRepository)
 
 def test_database_checks_back_the_lifecycle(repository: KnowledgeRepository) -> None:
     item = _add(repository)
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(integrity_errors()):
         repository.store.connection.execute(
             "UPDATE knowledge SET status = 'superseded' WHERE id = ?", (item["id"],)
         )

@@ -1,8 +1,8 @@
-"""The FTS5 index narrows candidates but never changes retrieval results."""
+"""The search index (SQLite FTS5, PostgreSQL pg_trgm) narrows candidates but never changes
+retrieval results."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,8 @@ from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.retrieval import retrieve_relevant_knowledge
 from dsh_knowledge.search_index import match_expression
 from dsh_knowledge.store import KnowledgeStore
+
+from .backend_helpers import external_write
 
 WS = "/w"
 # Words chosen to collide: shared prefixes/infixes (partial matches both ways), 2- and
@@ -122,30 +124,29 @@ def test_indexed_retrieval_equals_full_scan(  # noqa: PLR0917 - one parameter pe
 
 
 def test_rows_written_by_another_tool_are_indexed_before_retrieval(
-    repository: KnowledgeRepository, db_path: Path
+    repository: KnowledgeRepository, db: str
 ) -> None:
-    # Exactly what the Node tool does: plain INSERTs through its own connection.
-    other = sqlite3.connect(db_path)
-    other.execute(
-        "INSERT INTO knowledge (id, type, content, workspace, project, status, created_at,"
-        " updated_at) VALUES ('node-1', 'fact', 'Written by Node: rate limiter', ?, NULL,"
-        " 'candidate', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')",
-        (WS,),
+    # Exactly what the Node tool (or psql) does: plain INSERTs through its own connection.
+    external_write(
+        db,
+        (
+            "INSERT INTO knowledge (id, type, content, workspace, project, status, created_at,"
+            " updated_at) VALUES ('node-1', 'fact', 'Written by Node: rate limiter', ?, NULL,"
+            " 'candidate', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:00.000Z')",
+            (WS,),
+        ),
     )
-    other.commit()
-    other.close()
     results = retrieve_relevant_knowledge(repository, "rate limiter", workspace=WS)
     assert [r["knowledge"]["id"] for r in results] == ["node-1"]
 
 
 def test_content_changed_by_another_tool_is_reindexed(
-    repository: KnowledgeRepository, db_path: Path
+    repository: KnowledgeRepository, db: str
 ) -> None:
     item = repository.create(type="fact", content="old wording", scope={"workspace": WS})
-    other = sqlite3.connect(db_path)
-    other.execute("UPDATE knowledge SET content = 'fresh wording' WHERE id = ?", (item["id"],))
-    other.commit()
-    other.close()
+    external_write(
+        db, ("UPDATE knowledge SET content = 'fresh wording' WHERE id = ?", (item["id"],))
+    )
     assert retrieve_relevant_knowledge(repository, "old", workspace=WS) == []
     assert len(retrieve_relevant_knowledge(repository, "fresh", workspace=WS)) == 1
 
@@ -215,21 +216,12 @@ def test_indexed_retrieval_equals_full_scan_with_thousands_of_hits(
             assert indexed_counts["total"] > 30  # thousands matched; 30 were asked for
 
 
-def _external(db_path: Path, *statements: tuple[str, tuple[Any, ...]]) -> None:
-    other = sqlite3.connect(db_path)
-    other.execute("PRAGMA foreign_keys = ON")
-    for sql, params in statements:
-        other.execute(sql, params)
-    other.commit()
-    other.close()
-
-
 def test_evidence_and_status_written_by_another_tool_reach_the_ranking(
-    repository: KnowledgeRepository, db_path: Path
+    repository: KnowledgeRepository, db: str
 ) -> None:
     item = repository.create(type="fact", content="ranking metadata copy", scope={"workspace": WS})
-    _external(
-        db_path,
+    external_write(
+        db,
         ("UPDATE knowledge SET status = 'verified' WHERE id = ?", (item["id"],)),
         (
             "INSERT INTO knowledge_evidence (knowledge_id, ordinal, type, source, timestamp)"
@@ -245,10 +237,10 @@ def test_evidence_and_status_written_by_another_tool_reach_the_ranking(
 
 
 def test_rows_deleted_by_another_tool_leave_the_index(
-    repository: KnowledgeRepository, db_path: Path
+    repository: KnowledgeRepository, db: str
 ) -> None:
     item = repository.create(type="fact", content="soon deleted", scope={"workspace": WS})
-    _external(db_path, ("DELETE FROM knowledge WHERE id = ?", (item["id"],)))
+    external_write(db, ("DELETE FROM knowledge WHERE id = ?", (item["id"],)))
     assert retrieve_relevant_knowledge(repository, "deleted", workspace=WS) == []
     count = repository.store.connection.execute(
         "SELECT count(*) FROM knowledge_search_doc"

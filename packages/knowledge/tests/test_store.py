@@ -61,7 +61,8 @@ def test_new_database_has_the_node_tool_schema(tmp_path: Path, node_database: No
     assert _schema(ours) == _schema(node)
 
 
-def test_store_sets_wal_foreign_keys_and_busy_timeout(store: KnowledgeStore) -> None:
+def test_store_sets_wal_foreign_keys_and_busy_timeout(sqlite_store: KnowledgeStore) -> None:
+    store = sqlite_store
     db = store.connection
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -263,7 +264,9 @@ def _origin_index(path: Path) -> tuple[list[str], str]:
         connection.close()
 
 
-def test_origin_index_has_the_node_tool_column_order(store: KnowledgeStore, db_path: Path) -> None:
+def test_origin_index_has_the_node_tool_column_order(
+    sqlite_store: KnowledgeStore, db_path: Path
+) -> None:
     assert _origin_index(db_path)[0] == ["workspace", "project", "status", "creation_origin"]
 
 

@@ -1,7 +1,8 @@
 """How an agent process (MCP server, hook) finds its store, project, workspace and session.
 
 Database: ``--db``, else ``$DSH_KNOWLEDGE_DB``, else ``$DSH_HOME/knowledge/knowledge.sqlite``
-(``~/.dsh`` when DSH_HOME is unset). Project: ``--project``, else ``$DSH_KNOWLEDGE_PROJECT``,
+(``~/.dsh`` when DSH_HOME is unset), resolved by :mod:`dsh_knowledge.store_location` as every
+other front end resolves it. Project: ``--project``, else ``$DSH_KNOWLEDGE_PROJECT``,
 else none (workspace-wide knowledge only). Workspace: the hook payload's ``cwd``, or the MCP
 server's working directory unless ``--workspace`` is given. Session id (MCP only; the hook
 reads it from the payload): ``--session-id``, else ``$DSH_KNOWLEDGE_SESSION_ID``.
@@ -14,19 +15,18 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from dsh_knowledge.errors import ValidationError
+from dsh_knowledge.store_location import DB_ENV, default_database_path, resolve_database
 
 __all__ = [
+    "DB_ENV",
     "AgentOptions",
     "default_database_path",
     "parse_agent_options",
-    "resolve_database_path",
     "resolve_project",
 ]
 
-DB_ENV = "DSH_KNOWLEDGE_DB"
 PROJECT_ENV = "DSH_KNOWLEDGE_PROJECT"
 SESSION_ENV = "DSH_KNOWLEDGE_SESSION_ID"
 
@@ -38,20 +38,6 @@ def _env(name: str) -> str | None:
     return value if value.strip() else None
 
 
-def default_database_path() -> Path:
-    """``$DSH_HOME/knowledge/knowledge.sqlite``; ``~/.dsh`` when DSH_HOME is unset or blank."""
-    home = _env("DSH_HOME")
-    base = Path(home) if home else Path.home() / ".dsh"
-    return base / "knowledge" / "knowledge.sqlite"
-
-
-def resolve_database_path(explicit: str | None) -> Path:
-    if explicit is not None and explicit.strip():
-        return Path(explicit)
-    from_env = _env(DB_ENV)
-    return Path(from_env) if from_env else default_database_path()
-
-
 def resolve_project(explicit: str | None) -> str | None:
     if explicit is not None and explicit.strip():
         return explicit
@@ -60,7 +46,7 @@ def resolve_project(explicit: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class AgentOptions:
-    db: Path
+    db: str  # the resolved database (see dsh_knowledge.store_location)
     project: str | None
     workspace: str | None
     session_id: str | None
@@ -89,7 +75,7 @@ def parse_agent_options(argv: Sequence[str], *, allowed: Sequence[str] = _OPTION
         values[name] = value
         index += 1
     return AgentOptions(
-        db=resolve_database_path(values.get("--db")),
+        db=resolve_database(values.get("--db")),
         project=resolve_project(values.get("--project")),
         workspace=values.get("--workspace"),
         session_id=values.get("--session-id") or _env(SESSION_ENV),

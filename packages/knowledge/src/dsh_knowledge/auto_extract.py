@@ -33,10 +33,7 @@ def auto_extract_enabled(flag: bool) -> bool:
 
 
 def _last_seq(store: KnowledgeStore, session_id: str) -> int:
-    exists = store.connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (PROGRESS_TABLE,)
-    ).fetchone()
-    if exists is None:
+    if not store.table_exists(PROGRESS_TABLE):
         return 0
     row = store.connection.execute(
         f"SELECT last_seq FROM {PROGRESS_TABLE} WHERE session_id = ?",  # noqa: S608 - constant
@@ -50,19 +47,21 @@ def _remember(store: KnowledgeStore, session_id: str, last_seq: int) -> None:
 
     def work() -> None:
         db = store.connection
-        db.execute(
-            f"CREATE TABLE IF NOT EXISTS {table} (session_id TEXT PRIMARY KEY NOT NULL, "
-            "last_seq INTEGER NOT NULL, seen_ms INTEGER NOT NULL)"
-        )
+        if store.kind == "sqlite":  # PostgreSQL: created by the schema's migrations
+            db.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} (session_id TEXT PRIMARY KEY NOT NULL, "
+                "last_seq INTEGER NOT NULL, seen_ms INTEGER NOT NULL)"
+            )
         db.execute(
             f"INSERT INTO {table} (session_id, last_seq, seen_ms) VALUES (?, ?, ?) "  # noqa: S608
-            "ON CONFLICT (session_id) DO UPDATE SET last_seq = max(last_seq, excluded.last_seq), "
+            f"ON CONFLICT (session_id) DO UPDATE SET last_seq = {store.greatest}("
+            f"{table}.last_seq, excluded.last_seq), "
             "seen_ms = excluded.seen_ms",
             (session_id, last_seq, int(time.time() * 1000)),
         )
         db.execute(
             f"DELETE FROM {table} WHERE session_id IN (SELECT session_id FROM {table} "  # noqa: S608
-            "ORDER BY seen_ms DESC LIMIT -1 OFFSET ?)",
+            f"ORDER BY seen_ms DESC LIMIT {store.no_limit} OFFSET ?)",
             (MAX_TRACKED_SESSIONS,),
         )
 
@@ -79,18 +78,28 @@ def extract_after_turn(
     if not all(isinstance(value, str) and value.strip() for value in (session, path, cwd)):
         return None
     assert isinstance(session, str) and isinstance(path, str) and isinstance(cwd, str)  # noqa: S101
-    if not os.path.isabs(cwd) or not os.path.isfile(db) or not os.path.isfile(path):
+    if not os.path.isabs(cwd) or not os.path.isfile(path):
         return None
-    transcript = read_transcript(path)
-    store = KnowledgeStore(db)
+    from dsh_knowledge.hooks import open_existing_store  # noqa: PLC0415 - one door
+
+    store = open_existing_store(db)
+    if store is None:
+        return None
     try:
+        transcript = read_transcript(path)
         done = _last_seq(store, session)
         turns = [[m for m in turn if m.seq > done] for turn in transcript.turns]
         turns = [turn for turn in turns if turn]
         if not turns:
             return None
+        from dsh_knowledge.workspace_identity import workspace_identity  # noqa: PLC0415
+
         report = extract_candidates(
-            KnowledgeRepository(store), turns, session_id=session, workspace=cwd, project=project
+            KnowledgeRepository(store),
+            turns,
+            session_id=session,
+            workspace=workspace_identity(cwd) or cwd,
+            project=project,
         )
         _remember(store, session, max(m.seq for turn in turns for m in turn))
         return report

@@ -7,7 +7,6 @@ Library modules are imported inside the commands so that ``--help`` starts fast.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -18,12 +17,13 @@ from dsh_common.cli import add_setup_command, emit_json, run_app
 
 # The command line's spelling rules live beside the fast path's (no typer there).
 from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
+from dsh_knowledge.cli_results import local_checkout
 from dsh_knowledge.cli_results import missing as _missing
 from dsh_knowledge.cli_results import one_query as _one_query
 from dsh_knowledge.cli_results import scope_workspace as _scope_workspace
 
 #: Options whose value is a path: undecodable bytes there are invalid-path.
-PATH_OPTIONS = ("--db", "--repo", "--workspace")
+PATH_OPTIONS = ("--db", "--repo", "--workspace", "--from")
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
@@ -41,32 +41,30 @@ app = typer.Typer(
 _state: dict[str, Any] = {}
 
 
-def default_database_path() -> Path:
-    """``$DSH_HOME/knowledge/knowledge.sqlite``; ``~/.dsh`` when DSH_HOME is unset or blank."""
-    home = os.environ.get("DSH_HOME", "").strip()
-    base = Path(home) if home else Path.home() / ".dsh"
-    return base / "knowledge" / "knowledge.sqlite"
-
-
 @app.callback()
 def main_options(
     db: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--db",
-            help="SQLite file (default $DSH_HOME/knowledge/knowledge.sqlite, ~/.dsh when unset).",
+            help="SQLite file or postgresql:// URL (default $DSH_KNOWLEDGE_DB, else "
+            "$DSH_HOME/knowledge/knowledge.sqlite, ~/.dsh when unset).",
         ),
     ] = None,
 ) -> None:
     """Local, evidence-backed project knowledge for coding agents."""
-    _state["db"] = db if db is not None else default_database_path()
+    from dsh_knowledge.store_location import resolve_database
+
+    # Resolved here, once, by the resolver the hook, the MCP server and setup use.
+    _state["db"] = resolve_database(db)
 
 
 def _repository() -> KnowledgeRepository:
     from dsh_knowledge.repository import KnowledgeRepository
     from dsh_knowledge.store import KnowledgeStore
+    from dsh_knowledge.store_location import resolve_database
 
-    store = KnowledgeStore(_state.get("db") or default_database_path())
+    store = KnowledgeStore(_state.get("db") or resolve_database())
     _state["store"] = store
     return KnowledgeRepository(store)
 
@@ -134,6 +132,7 @@ def add(
     from dsh_common.jsonio import loads
     from dsh_knowledge.models import now_timestamp
 
+    named = workspace is None  # the default: a configured workspace identity may name it
     workspace = _scope_workspace(workspace)
     if jsonl is not None:
         from dsh_knowledge.bulk import add_jsonl
@@ -164,8 +163,10 @@ def add(
     if repo is None and records:
         from dsh_common.locate import git_top_level
 
-        if git_top_level(workspace) == Path(workspace):
-            repo = workspace
+        # A workspace identity is a name: the files are in the local checkout.
+        local = local_checkout(workspace) if named else workspace
+        if git_top_level(local) == Path(local):
+            repo = local
     if repo is not None:
         from dsh_knowledge.provenance import attach_git_provenance
 
@@ -388,7 +389,9 @@ def freshness(
     from dsh_knowledge.freshness import check_freshness
 
     if repo is None:
-        repo = Path(_scope_workspace(None))
+        from dsh_knowledge.workspace_identity import checkout_root
+
+        repo = Path(checkout_root())
 
     try:
         item = _repository().require(item_id)
@@ -435,7 +438,12 @@ def health(
         scope = _scope_workspace(workspace)
         try:
             emit_json(
-                health_all(_repository(), scope, repo or Path(scope), include_guidance=guidance)
+                health_all(
+                    _repository(),
+                    scope,
+                    repo or Path(local_checkout(scope)),
+                    include_guidance=guidance,
+                )
             )
         finally:
             _close()
@@ -449,7 +457,7 @@ def health(
     finally:
         _close()
     stored = str(items[0]["scope"]["workspace"])
-    where = repo if repo is not None else Path(stored if os.path.isdir(stored) else ".").resolve()
+    where = repo if repo is not None else Path(local_checkout(stored)).resolve()
     emit_json({"results": check_health(items, where, include_guidance=guidance)})
 
 
@@ -536,8 +544,13 @@ def extract(
     if not scope_workspace:
         _usage("The transcript names no working directory; pass --workspace.")
     assert session is not None and scope_workspace is not None  # noqa: S101 - _usage raised
+    identity = None
+    if workspace is None:  # the session's checkout may carry a workspace identity
+        from dsh_knowledge.workspace_identity import workspace_identity
+
+        identity = workspace_identity(scope_workspace)
     # Stored as add stores it: a directory by its canonical path ("." is no scope).
-    scope_workspace = _scope_workspace(scope_workspace)
+    scope_workspace = identity or _scope_workspace(scope_workspace)
     try:
         report = extract_candidates(
             _repository(),
@@ -579,6 +592,34 @@ def provenance(
     emit_json({"results": results})
 
 
+@app.command(
+    name="import",
+    epilog="\b\nExamples:\n"
+    "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
+    "knowledge.sqlite --dry-run\n"
+    "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
+    "knowledge.sqlite",
+)
+def import_command(
+    source: Annotated[
+        str,
+        typer.Option("--from", help="The store to copy from: an SQLite file or a PostgreSQL URL."),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would be copied; write nothing.")
+    ] = False,
+) -> None:
+    """Copy every item of another store into this one (ids, evidence, status, supersede
+    links, provenance and timestamps kept; ids already here are skipped), in one
+    transaction."""
+    from dsh_knowledge.transfer import import_store
+
+    try:
+        emit_json(import_store(_repository(), source, dry_run=dry_run))
+    finally:
+        _close()
+
+
 # --- agent delivery (the launcher routes these before typer loads; listed here for --help) ---
 
 
@@ -587,7 +628,10 @@ def provenance(
 )
 def mcp_command(
     db: Annotated[
-        str | None, typer.Option("--db", help="SQLite file (else $DSH_KNOWLEDGE_DB, else default).")
+        str | None,
+        typer.Option(
+            "--db", help="SQLite file or postgresql:// URL (else $DSH_KNOWLEDGE_DB, else default)."
+        ),
     ] = None,
     project: Annotated[
         str | None, typer.Option("--project", help="Default project (else $DSH_KNOWLEDGE_PROJECT).")
@@ -622,7 +666,9 @@ def mcp_command(
 )
 def hook_command(
     event: Annotated[str, typer.Argument(help="user-prompt-submit or stop")],
-    db: Annotated[str | None, typer.Option("--db", help="SQLite file.")] = None,
+    db: Annotated[
+        str | None, typer.Option("--db", help="SQLite file or postgresql:// URL.")
+    ] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
     auto_extract: Annotated[
         bool, typer.Option("--auto-extract", help="stop: extract candidates (opt-in).")
@@ -640,13 +686,33 @@ def hook_command(
 
 def _knowledge_integration() -> Integration:
     from dsh_common.agent_setup import Integration
+    from dsh_knowledge.store_location import (
+        display_location,
+        has_password,
+        is_default,
+        resolve_database,
+    )
 
+    # The database the CLI uses right now (--db, else $DSH_KNOWLEDGE_DB, else the default),
+    # written as an absolute --db into the server's and the hook's arguments, so the agent
+    # reads the store `add` writes whatever directory and environment the host starts in.
+    database = _state.get("db") or resolve_database()
+    if has_password(database):
+        from dsh_knowledge.errors import ValidationError
+
+        # Agent config files are often committed (project scope) or synced: no secrets there.
+        raise ValidationError(
+            "setup does not write a password into agent configuration files: keep it in "
+            "~/.pgpass (or PGPASSFILE) and give the URL without it: "
+            f"{display_location(database)}"
+        )
+    db_args: tuple[str, ...] = () if is_default(database) else ("--db", database)
     return Integration(
         server="dsh-knowledge",
         program="dsh-knowledge",
-        mcp_args=("mcp",),
-        hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
-        env_names=("DSH_HOME", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT"),
+        mcp_args=("mcp", *db_args),
+        hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit", *db_args)),),
+        env_names=("DSH_HOME", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE"),
     )
 
 
@@ -662,10 +728,37 @@ add_setup_command(
 COMMAND_OPTIONS = ("--workspace", "--project")
 
 
+def _undecodable_url_with_password(arguments: list[str]) -> str | None:
+    """The refusal of an undecodable URL holding a password, shown without the password.
+
+    (The general undecodable-argument refusal echoes the value; a password must not be.)
+    """
+    from dsh_common.cli import is_undecodable
+    from dsh_knowledge._storage_errors import printable
+    from dsh_knowledge.store_location import has_password, redact_url
+
+    previous = ""
+    for argument in arguments:
+        name, equals, value = argument.partition("=")
+        option, shown = (name, value) if equals and name.startswith("--") else (previous, argument)
+        previous = argument
+        if is_undecodable(argument) and has_password(shown):
+            where = f"{option} " if option.startswith("--") else ""
+            return (
+                f"{where}'{printable(redact_url(shown))}' is not valid UTF-8; nothing was changed."
+            )
+    return None
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_knowledge import __version__
 
+    refused = _undecodable_url_with_password(sys.argv[1:])
+    if refused is not None:
+        from dsh_common.cli import emit_error
+
+        sys.exit(emit_error("invalid-path", refused))
     # Undecodable arguments are refused before anything is opened (issue 8, point 12).
     sys.exit(
         run_app(

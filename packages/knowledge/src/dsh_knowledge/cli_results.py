@@ -25,12 +25,28 @@ def missing(message: str) -> None:
 def scope_workspace(value: str | None) -> str:
     """--workspace as stored and matched: a directory's canonical absolute path.
 
-    Omitted, it is the git top level of the current directory (else the directory), so
-    ``--workspace .``, a trailing slash and the default all name the same scope.
+    Omitted, it is the checkout's workspace identity (``$DSH_KNOWLEDGE_WORKSPACE``, or the
+    repository's committed ``.dsh-knowledge.toml``; see :mod:`dsh_knowledge.workspace_identity`)
+    when one is configured, else the git top level of the current directory (else the
+    directory), so ``--workspace .``, a trailing slash and the default name the same scope.
     """
     from dsh_common.locate import canonical_directory, default_workspace  # noqa: PLC0415
 
-    return default_workspace() if value is None else canonical_directory(value)
+    if value is not None:
+        return canonical_directory(value)
+    from dsh_knowledge.workspace_identity import workspace_identity  # noqa: PLC0415
+
+    return workspace_identity() or default_workspace()
+
+
+def local_checkout(workspace: str) -> str:
+    """Where files are read for ``workspace`` (provenance, freshness, health): the
+    workspace itself when it is a directory, else the current checkout's top level."""
+    import os  # noqa: PLC0415
+
+    from dsh_knowledge.workspace_identity import checkout_root  # noqa: PLC0415
+
+    return workspace if os.path.isdir(workspace) else checkout_root()
 
 
 def filter_workspace(value: str | None) -> str | None:

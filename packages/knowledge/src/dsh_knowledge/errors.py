@@ -54,9 +54,23 @@ class SchemaTooNewError(KnowledgeError, RuntimeError):
 
 
 class StorageError(KnowledgeError, OSError):
-    """The SQLite file could not be opened, read or written (read-only, disk full, I/O)."""
+    """The database could not be opened, read or written (read-only, disk full, I/O)."""
 
     code = "storage-error"
+
+
+class StorageUnavailableError(StorageError):
+    """The PostgreSQL server could not be reached or refused us (down, unreachable, wrong
+    password, connection lost); the message names host and port, never a password."""
+
+    code = "storage-unavailable"
+
+
+class PostgresDriverMissingError(StorageError):
+    """A PostgreSQL URL was given but the optional extra ``dsh-knowledge[postgres]`` is not
+    installed."""
+
+    code = "postgres-unavailable"
 
 
 class DatabaseCorruptError(StorageError):

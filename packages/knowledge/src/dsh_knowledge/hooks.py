@@ -3,11 +3,14 @@
 The hook reads the host's JSON payload on stdin (``prompt``, ``cwd``, ``session_id`` - both
 hosts send these; Claude Code adds ``transcript_path``, ``prompt_id``, ``permission_mode``,
 Codex ``model``, ``turn_id``), retrieves knowledge for the prompt in the workspace ``cwd``
+(or the checkout's workspace identity, :mod:`dsh_knowledge.workspace_identity`)
 and prints ``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
 "additionalContext": "<dsh-knowledge>…"}}``.
 
 It must never block or slow an agent's prompt: it prints nothing and exits 0 when nothing is
-relevant, when the database does not exist (it is never created here), or on any error.
+relevant, when the database does not exist (it is never created here; on PostgreSQL: holds
+no knowledge schema), or on any error - a PostgreSQL server that is down, unreachable
+(``HOOK_CONNECT_TIMEOUT``), read-only or refusing the password included.
 ``DSH_DEBUG=1`` writes the error to stderr, still with exit 0. This module imports neither
 typer nor the MCP SDK: the launcher routes here before either could load.
 
@@ -26,8 +29,38 @@ from dsh_common.agent_hooks import MAX_PAYLOAD_BYTES, context_document, run_hook
 
 if TYPE_CHECKING:
     from dsh_knowledge.agent_config import AgentOptions
+    from dsh_knowledge.store import KnowledgeStore
 
-__all__ = ["MAX_PAYLOAD_BYTES", "main", "user_prompt_submit"]
+__all__ = [
+    "HOOK_CONNECT_TIMEOUT",
+    "MAX_PAYLOAD_BYTES",
+    "main",
+    "open_existing_store",
+    "user_prompt_submit",
+]
+
+#: Seconds a hook waits for an unreachable PostgreSQL server before giving up silently
+#: (unless the URL or PGCONNECT_TIMEOUT says otherwise): an agent's prompt waits for us.
+HOOK_CONNECT_TIMEOUT = 2
+
+
+def open_existing_store(db: str | os.PathLike[str]) -> KnowledgeStore | None:
+    """The store at ``db`` if it already exists; a hook never creates a database or schema.
+
+    An SQLite file that is not there is None without opening anything; a PostgreSQL URL
+    is opened (psycopg is imported only then) and refused if it holds no knowledge schema.
+    """
+    from dsh_knowledge.store_location import is_postgres_url  # noqa: PLC0415 - lazy: start-up time
+
+    location = os.fspath(db)
+    if not is_postgres_url(location) and not os.path.isfile(location):
+        return None
+    # The interface module, not dsh_knowledge.store: a URL then never loads the SQLite backend.
+    from dsh_knowledge._store_base import KnowledgeStore  # noqa: PLC0415 - lazy: start-up time
+
+    return KnowledgeStore(
+        location, create=False, connect_timeout=HOOK_CONNECT_TIMEOUT, light_driver=True
+    )
 
 
 def user_prompt_submit(
@@ -41,18 +74,19 @@ def user_prompt_submit(
         return None
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         return None
-    if not os.path.isfile(db):
+    store = open_existing_store(db)
+    if store is None:
         return None
     from dsh_knowledge.context_block import build_context  # noqa: PLC0415 - lazy: start-up time
     from dsh_knowledge.repository import KnowledgeRepository  # noqa: PLC0415 - lazy: start-up time
-    from dsh_knowledge.store import KnowledgeStore  # noqa: PLC0415 - lazy: start-up time
+    from dsh_knowledge.workspace_identity import workspace_identity  # noqa: PLC0415
 
-    store = KnowledgeStore(db)
     try:
         block, _ = build_context(
             prompt,
             repository=KnowledgeRepository(store),
-            workspace=cwd,
+            # The checkout's shared name when one is configured, else its path (as before).
+            workspace=workspace_identity(cwd) or cwd,
             project=project,
             session_id=session if isinstance(session, str) and session.strip() else None,
         )

@@ -12,11 +12,10 @@ record is written best effort (at most a 1 s wait for a busy file, then skipped)
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
-from dsh_knowledge.store import BUSY_TIMEOUT_MS, KnowledgeStore
+from dsh_knowledge._store_base import KnowledgeStore
 
 __all__ = [
     "INJECTION_TABLE",
@@ -33,9 +32,9 @@ MAX_TRACKED_SESSIONS = 1000
 SESSION_IDLE_SECONDS = 24 * 3600
 MAX_SESSION_ID_CHARS = 256
 # The hook runs before every prompt: waiting 60 s for a busy database (the store's writer
-# retry) is not acceptable there. The record is best effort: past this wait it is skipped, and
-# the worst outcome is that an item is shown once more later.
-RECORD_BUSY_TIMEOUT_MS = 1000
+# retry) is not acceptable there. The record is best effort (KnowledgeStore.best_effort_write:
+# about a second's wait, then skipped), and the worst outcome is that an item is shown once
+# more later.
 
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {INJECTION_TABLE} ("
@@ -48,16 +47,9 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _table_exists(store: KnowledgeStore) -> bool:
-    row = store.connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (INJECTION_TABLE,)
-    ).fetchone()
-    return row is not None
-
-
 def injected_ids(store: KnowledgeStore, session_id: str, *, now_ms: int | None = None) -> set[str]:
     """Ids injected into ``session_id`` that are still remembered (idle sessions forget)."""
-    if len(session_id) > MAX_SESSION_ID_CHARS or not _table_exists(store):
+    if len(session_id) > MAX_SESSION_ID_CHARS or not store.table_exists(INJECTION_TABLE):
         return set()
     cutoff = (now_ms if now_ms is not None else _now_ms()) - SESSION_IDLE_SECONDS * 1000
     rows = store.connection.execute(
@@ -81,7 +73,8 @@ def record_injection(
 
     def work() -> None:
         db = store.connection
-        db.execute(_CREATE)
+        if store.kind == "sqlite":  # PostgreSQL: created by the schema's migrations
+            db.execute(_CREATE)
         cutoff = moment - SESSION_IDLE_SECONDS * 1000
         # Idle sessions go first, so a resumed-after-a-day session starts afresh.
         db.execute(
@@ -89,12 +82,16 @@ def record_injection(
             "GROUP BY session_id HAVING max(injected_ms) < ?)",
             (cutoff,),
         )
-        db.executemany(
-            f"INSERT INTO {table} (session_id, knowledge_id, injected_ms) VALUES (?, ?, ?) "  # noqa: S608
-            "ON CONFLICT (session_id, knowledge_id) "
-            "DO UPDATE SET injected_ms = excluded.injected_ms",
-            [(session_id, knowledge_id, moment) for knowledge_id in wanted],
-        )
+        # One statement per 300 ids (one round trip to a server, not one per id).
+        for start in range(0, len(wanted), 300):
+            chunk = wanted[start : start + 300]
+            db.execute(
+                f"INSERT INTO {table} (session_id, knowledge_id, injected_ms) VALUES "  # noqa: S608
+                + ", ".join("(?, ?, ?)" for _ in chunk)
+                + " ON CONFLICT (session_id, knowledge_id) "
+                "DO UPDATE SET injected_ms = excluded.injected_ms",
+                [value for knowledge_id in chunk for value in (session_id, knowledge_id, moment)],
+            )
         db.execute(
             f"DELETE FROM {table} WHERE session_id = ? AND knowledge_id NOT IN ("  # noqa: S608
             f"SELECT knowledge_id FROM {table} WHERE session_id = ? "
@@ -103,30 +100,8 @@ def record_injection(
         )
         db.execute(
             f"DELETE FROM {table} WHERE session_id IN (SELECT session_id FROM {table} "  # noqa: S608
-            "GROUP BY session_id ORDER BY max(injected_ms) DESC LIMIT -1 OFFSET ?)",
+            f"GROUP BY session_id ORDER BY max(injected_ms) DESC LIMIT {store.no_limit} OFFSET ?)",
             (MAX_TRACKED_SESSIONS,),
         )
 
-    _best_effort_write(store, work)
-
-
-def _best_effort_write(store: KnowledgeStore, work: Callable[[], None]) -> bool:
-    """Run ``work`` in one BEGIN IMMEDIATE transaction; False when the file stayed busy."""
-    db = store.connection
-    db.execute(f"PRAGMA busy_timeout = {RECORD_BUSY_TIMEOUT_MS}")
-    try:
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            work()
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-    except sqlite3.OperationalError as error:
-        if "locked" in str(error).lower() or "busy" in str(error).lower():
-            return False
-        raise
-    finally:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return True
+    store.best_effort_write(work)

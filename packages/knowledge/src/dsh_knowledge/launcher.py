@@ -10,9 +10,7 @@ bytes the parser path prints. Everything else, and anything unusual, is the type
 
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 
@@ -62,24 +60,15 @@ def _fast(argv: list[str]) -> int | None:
     )
 
 
-def _database(values: dict[str, Any]) -> Path:
-    given = values.get("--db")
-    if given is not None:
-        return Path(given)
-    # The same default as dsh_knowledge.cli.default_database_path (which imports typer).
-    home = os.environ.get("DSH_HOME", "").strip()
-    base = Path(home) if home else Path.home() / ".dsh"
-    return base / "knowledge" / "knowledge.sqlite"
-
-
 def _run(values: dict[str, Any], command: str) -> int:
     from dsh_common.cli import emit_json  # noqa: PLC0415 - lazy: start-up time
     from dsh_knowledge import cli_results  # noqa: PLC0415
     from dsh_knowledge.repository import KnowledgeRepository  # noqa: PLC0415
     from dsh_knowledge.store import KnowledgeStore  # noqa: PLC0415
+    from dsh_knowledge.store_location import resolve_database  # noqa: PLC0415
 
     phrase = cli_results.one_query(values.get("query"), values.get("--query"), command)
-    store = KnowledgeStore(_database(values))
+    store = KnowledgeStore(resolve_database(values.get("--db")))
     try:
         repository = KnowledgeRepository(store)
         if command == "search":

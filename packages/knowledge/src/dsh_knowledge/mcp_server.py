@@ -42,11 +42,13 @@ from dsh_knowledge.tool_schemas import (
     TOOL_NAMES,
 )
 from dsh_knowledge.tools import ToolContext, call_tool
+from dsh_knowledge.workspace_identity import workspace_identity
 
 __all__ = ["TOOL_ANNOTATIONS", "build_server", "main", "tool_definitions"]
 
 _READ = {"read_only": True, "destructive": False, "idempotent": True}
-# Every tool works on the local SQLite file and the local Git work tree only: never open-world.
+# Every tool works on the configured knowledge store and the local Git work tree only: never
+# open-world.
 TOOL_ANNOTATIONS: dict[str, dict[str, bool]] = {
     "knowledge_add": {"read_only": False, "destructive": False, "idempotent": False},
     "knowledge_search": _READ,
@@ -110,7 +112,17 @@ def build_server(context: ToolContext) -> Server[Any]:
 
 def open_context(options: AgentOptions) -> ToolContext:
     """The tool context; an unopenable store leaves the tools registered but unavailable."""
-    workspace = options.workspace if options.workspace is not None else os.getcwd()
+    cwd = os.getcwd()
+    # --workspace, else the checkout's workspace identity, else the working directory.
+    # Files (provenance, freshness, health) are read from the local checkout either way.
+    workspace = options.workspace
+    if workspace is None:
+        try:
+            workspace = workspace_identity(cwd) or cwd
+        except KnowledgeError as error:
+            sys.stderr.write(f"Workspace identity ignored: {error.message}\n")
+            workspace = cwd
+    checkout = options.workspace if options.workspace and os.path.isdir(options.workspace) else cwd
     repository = None
     try:
         repository = KnowledgeRepository(KnowledgeStore(options.db))
@@ -124,6 +136,7 @@ def open_context(options: AgentOptions) -> ToolContext:
         workspace=workspace,
         project=options.project,
         session_id=options.session_id,
+        checkout=checkout,
     )
 
 

@@ -10,12 +10,12 @@ increases on every change, even two changes within one millisecond.
 from __future__ import annotations
 
 import builtins
-import sqlite3
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from dsh_knowledge._storage_errors import translate_storage_errors
+from dsh_knowledge._store_base import KnowledgeStore, escape_like
 from dsh_knowledge.errors import (
     InvalidSupersedeError,
     InvalidTransitionError,
@@ -40,7 +40,8 @@ from dsh_knowledge.models import (
     validate_status,
     validate_type,
 )
-from dsh_knowledge.store import KnowledgeStore
+
+__all__ = ["UNSET", "KnowledgeRepository", "escape_like"]
 
 
 class _Unset:
@@ -76,13 +77,8 @@ def _path_of(repository: KnowledgeRepository, *_: object) -> str:
 # Every public call: a damaged page, a read-only file or a full disk is a documented error.
 _storage = translate_storage_errors(_path_of)
 
-# Largest LIMIT SQLite can bind: a larger one means "all of them" anyway.
+# Largest LIMIT either backend can bind: a larger one means "all of them" anyway.
 _MAX_SQL_LIMIT = 2**63 - 1
-
-
-def escape_like(value: str) -> str:
-    """Escape ``\\``, ``%`` and ``_`` so LIKE matches the text literally (ESCAPE '\\')."""
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class KnowledgeRepository:
@@ -92,7 +88,7 @@ class KnowledgeRepository:
         self.store = store
 
     @property
-    def _db(self) -> sqlite3.Connection:
+    def _db(self) -> Any:
         return self.store.connection
 
     # --- reads ----------------------------------------------------------------------------
@@ -232,16 +228,9 @@ class KnowledgeRepository:
                 validate_limit(limit)
             return []
         clauses, params = self._filters(workspace, project, type, status, creation_origin)
-        pattern = f"%{escape_like(trimmed)}%"
-        longest = self._db.getlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH)
-        if len(pattern.encode("utf-8", "surrogatepass")) <= longest:
-            clauses.append("content LIKE ? ESCAPE '\\'")
-            params.append(pattern)
-        else:
-            # SQLite refuses LIKE patterns over 50,000 bytes ("pattern too complex"). instr
-            # on lower() is the same literal, ASCII-case-insensitive match, without the cap.
-            clauses.append("instr(lower(content), lower(?)) > 0")
-            params.append(trimmed)
+        clause, values = self.store.contains_clause("content", trimmed)
+        clauses.append(clause)
+        params.extend(values)
         return self._select(clauses, params, limit)
 
     # --- writes ---------------------------------------------------------------------------
@@ -374,6 +363,7 @@ class KnowledgeRepository:
         """Apply a patch; evidence is replaced only when given. Follows the transition table."""
 
         def work() -> None:
+            self.store.lock_items([item_id])
             current = self.require(item_id)
             new_type = current["type"] if type is None else validate_type(type)
             new_content = current["content"] if content is None else validate_content(content)
@@ -422,6 +412,9 @@ class KnowledgeRepository:
         """Mark a verified item superseded by a verified item in the same scope."""
 
         def work() -> None:
+            # Both rows are held until commit: two supersedes of one item cannot both win,
+            # and the replacement cannot be archived between the check and the write.
+            self.store.lock_items([item_id, replacement_id])
             current = self.require(item_id)
             replacement = self.require(replacement_id)
             if item_id == replacement_id:

@@ -1,10 +1,12 @@
 """Deterministic ranked retrieval (M2): the earlier tool's integer scoring, explained.
 
-Two candidate paths produce identical output (a property test holds them to it):
-``use_index=True`` asks the FTS5 trigram index (:mod:`dsh_knowledge.search_index`,
-:mod:`dsh_knowledge._indexed_search`) for the items where some query token matches;
-``use_index=False`` is the earlier tool's plain scan of every active item in scope. Both
-feed the same matching and scoring code (:mod:`dsh_knowledge.scoring`).
+Two candidate paths produce identical output (property tests hold them to it):
+``use_index=True`` asks the store's index for the items where some query token matches -
+SQLite's FTS5 trigram index (:mod:`dsh_knowledge.search_index`,
+:mod:`dsh_knowledge._indexed_search`) or PostgreSQL's pg_trgm index
+(:mod:`dsh_knowledge._pg_search`, :mod:`dsh_knowledge._pg_ranked`); ``use_index=False`` is
+the earlier tool's plain scan of every active item in scope, on either backend. All feed the
+same matching and scoring code (:mod:`dsh_knowledge.scoring`).
 """
 
 from __future__ import annotations
@@ -32,11 +34,7 @@ from dsh_knowledge.scoring import (
     score_row,
     time_key,
 )
-from dsh_knowledge.search_index import (
-    MAX_EXACT_SUBSTRING_TOKEN_LENGTH,
-    sync_search_index,
-    token_stream,
-)
+from dsh_knowledge.search_index import MAX_EXACT_SUBSTRING_TOKEN_LENGTH, token_stream
 from dsh_knowledge.tokenize import content_tokens, normalize_text
 
 __all__ = [
@@ -103,7 +101,7 @@ def _eligible_where(
 
 _EVIDENCE_COUNT = (
     "(SELECT count(*) FROM (SELECT 1 FROM knowledge_evidence e "
-    "WHERE e.knowledge_id = k.id LIMIT 3))"
+    "WHERE e.knowledge_id = k.id LIMIT 3) AS first_three)"
 )
 
 
@@ -175,8 +173,30 @@ def retrieve_relevant_knowledge(
     preferred = list(preferred_types or [])
     result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
     indexable = all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens)
-    if use_index and repository.store.index_ready and indexable:
-        sync_search_index(repository.store)
+    store = repository.store
+    if use_index and store.index_ready and indexable and store.kind == "postgresql":
+        from dsh_knowledge._pg_ranked import RankedSearch  # noqa: PLC0415 - PostgreSQL only
+
+        store.sync_search_index()
+        where, params = _eligible_where(workspace, project, type, status, "d")
+        with store.read() as db:
+            ranked = RankedSearch(db, prepared)
+            newest, tiers, ordered = ranked.rows(where, params, project, preferred)
+            selected = _select(
+                ordered=ordered,
+                tiers=tiers,
+                query=prepared,
+                project=project,
+                preferred=preferred,
+                newest=newest,
+                limit=result_limit,
+            )
+            ranked.close()
+            items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+        if counts is not None:
+            counts["total"] = ranked.total
+    elif use_index and store.index_ready and indexable:
+        store.sync_search_index()
         where, params = _eligible_where(workspace, project, type, status, "d")
         with repository.store.read():
             search = IndexedSearch(repository, prepared)
@@ -196,26 +216,33 @@ def retrieve_relevant_knowledge(
             search.remember()
     else:
         where, params = _eligible_where(workspace, project, type, status, "k")
-        matches: list[Row] = []
+        matches = []
         for row in _scanned_rows(repository, where, params):
             row.match = match_text(prepared, row)
             if row.match[1] or row.match[2]:
                 matches.append(row)
         if counts is not None:
             counts["total"] = len(matches)
-        parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
-        newest = max((value for value in parsed if value is not None), default=None)
-        selected = _select(
-            ordered=False,
-            tiers=iter([matches]),
-            query=prepared,
-            project=project,
-            preferred=preferred,
-            newest=newest,
-            limit=result_limit,
-        )
+        selected = _select_matches(matches, prepared, project, preferred, result_limit)
         items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
     return [_result(row, items[row.item_id], len(prepared.tokens)) for row in selected]
+
+
+def _select_matches(
+    matches: list[Row], query: Query, project: str | None, preferred: list[str], limit: int
+) -> list[Row]:
+    """The full scan's walk over every matching row (freshness against the newest match)."""
+    parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
+    newest = max((value for value in parsed if value is not None), default=None)
+    return _select(
+        ordered=False,
+        tiers=iter([matches]),
+        query=query,
+        project=project,
+        preferred=preferred,
+        newest=newest,
+        limit=limit,
+    )
 
 
 def _select(

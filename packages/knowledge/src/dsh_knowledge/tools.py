@@ -69,6 +69,14 @@ class ToolContext:
     workspace: str | None = None
     project: str | None = None
     session_id: str | None = None
+    #: The local work tree files are read from (default: the workspace, when it is a path).
+    checkout: str | None = None
+
+    def files(self) -> str:
+        """The session's local work tree (provenance, freshness and health read it)."""
+        if self.workspace is None:
+            raise ToolUnavailableError(WORKSPACE_UNAVAILABLE)
+        return self.checkout if self.checkout is not None else self.workspace
 
     def repo(self) -> KnowledgeRepository:
         if self.repository is None:
@@ -149,7 +157,7 @@ def _capture(
             "skipped": len(files),
             "warnings": warnings,
         }
-    return attach_git_provenance(records, workspace)
+    return attach_git_provenance(records, context.files())
 
 
 def knowledge_add(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -247,7 +255,7 @@ def _health_of(
 ) -> list[dict[str, Any]]:
     if context.workspace is None:
         raise ToolUnavailableError(WORKSPACE_UNAVAILABLE)
-    results = check_health(items, context.workspace, include_guidance=include_guidance)
+    results = check_health(items, context.files(), include_guidance=include_guidance)
     if include_guidance:
         for item, result in zip(items, results, strict=True):
             extra = provenance_guidance(item)
@@ -283,7 +291,7 @@ def knowledge_check_freshness(context: ToolContext, arguments: Mapping[str, Any]
     item = _scoped_item(context, arguments, context.workspace)
     if item is None:
         return {"report": None}
-    return {"report": check_freshness(item, context.workspace)}
+    return {"report": check_freshness(item, context.files())}
 
 
 def knowledge_health(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,125 @@
+"""PostgreSQL failures a user can meet, as the package's documented errors.
+
+The same promise as :mod:`dsh_knowledge._storage_errors` for SQLite: a server that is down,
+unreachable or restarting, a wrong password, a read-only hot standby, a full disk - facts
+about the deployment, never ``internal-error``. Messages name the database by its URL with
+the password replaced (:func:`dsh_knowledge.store_location.redact_url`) and, when the server
+could not be reached, the host and port tried; libpq's own text never contains a password.
+
+Serialisation failures and deadlocks (SQLSTATE 40001, 40P01) become :class:`RetryableError`,
+which :meth:`PostgresStore.write` retries from the start; a lock wait that timed out (55P03)
+becomes :class:`LockTimeoutError`, which a best-effort write treats as "busy, skipped".
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dsh_knowledge._storage_errors import printable
+from dsh_knowledge.errors import (
+    DatabaseBusyError,
+    KnowledgeError,
+    StorageError,
+    StorageUnavailableError,
+    ValidationError,
+)
+
+__all__ = [
+    "ConnectionLostError",
+    "LockTimeoutError",
+    "RetryableError",
+    "connect_error",
+    "server_address",
+    "translate",
+]
+
+_RETRYABLE = {"40001", "40P01"}
+_UNAVAILABLE_CLASSES = ("08", "57", "53")  # connection, operator intervention, resources
+
+
+class RetryableError(DatabaseBusyError):
+    """A serialisation failure or deadlock: the whole transaction may simply run again."""
+
+
+class LockTimeoutError(DatabaseBusyError):
+    """A row or table lock was not granted within the transaction's lock_timeout."""
+
+
+class ConnectionLostError(StorageUnavailableError):
+    """The connection broke under a statement (server restart, network). ``during_commit``
+    says whether the outcome of a COMMIT is unknown."""
+
+    def __init__(self, message: str, *, during_commit: bool = False) -> None:
+        super().__init__(message)
+        self.during_commit = during_commit
+
+
+def _reason(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return printable(text.removeprefix("connection failed: "))
+
+
+def server_address(conninfo: dict[str, Any]) -> str:
+    """``host H, port P`` as libpq would try them (URL, then PGHOST/PGPORT, then defaults)."""
+    host = conninfo.get("host") or conninfo.get("hostaddr") or os.environ.get("PGHOST")
+    port = conninfo.get("port") or os.environ.get("PGPORT") or "5432"
+    where = host if host else "the default local socket"
+    return f"host {where}, port {port}"
+
+
+def connect_error(error: BaseException, display: str, conninfo: dict[str, Any]) -> KnowledgeError:
+    """The error for a connection that could not be made (server down, wrong password...)."""
+    return StorageUnavailableError(
+        f"Cannot connect to the knowledge database {display} ({server_address(conninfo)}): "
+        f"{_reason(error)}"
+    )
+
+
+def translate(
+    error: BaseException, display: str, driver: Any, *, during_commit: bool = False
+) -> BaseException:
+    """The documented error for a driver failure, or ``error`` itself when it is a bug.
+
+    ``driver`` is psycopg or :mod:`dsh_knowledge._libpq` (both name their error classes
+    alike). The translation keeps the server's code as ``sqlstate``.
+    """
+    translated = _translate(error, display, driver, during_commit)
+    if translated is not error:
+        translated.sqlstate = getattr(error, "sqlstate", None)  # type: ignore[attr-defined]
+    return translated
+
+
+def _translate(
+    error: BaseException, display: str, driver: Any, during_commit: bool
+) -> BaseException:
+    state = getattr(error, "sqlstate", None) or ""
+    where = f"The knowledge database {display}"
+    detail = _reason(error)
+    if state in _RETRYABLE:
+        return RetryableError(f"{where} stayed busy with conflicting writers; try again.")
+    if state == "55P03":
+        return LockTimeoutError(f"{where} stayed locked by other writers; try again.")
+    if state == "25006":  # read_only_sql_transaction: a hot standby, or a read-only setting
+        return StorageError(f"{where} is read-only ({detail}); nothing changed.")
+    if state == "53100":
+        return StorageError(
+            f"disk full: the knowledge database {display} could not be written ({detail}); "
+            "nothing changed."
+        )
+    if state in {"22021", "22P05"}:
+        return ValidationError(f"Text the database cannot store: {detail}")
+    if state == "54000":
+        return ValidationError(f"A value is larger than PostgreSQL can store or index ({detail}).")
+    if state in {"42501", "42P01", "3D000", "28000", "28P01"}:
+        return StorageError(f"{where} could not be used: {detail}")
+    if isinstance(error, driver.OperationalError) and (
+        not state or state.startswith(_UNAVAILABLE_CLASSES)
+    ):
+        return ConnectionLostError(
+            f"{where} became unavailable: {detail}", during_commit=during_commit
+        )
+    if isinstance(error, driver.DataError) and "NUL" in str(error):
+        # Raised by psycopg before sending: PostgreSQL text cannot hold U+0000.
+        return ValidationError("Text must not contain NUL (U+0000) characters on PostgreSQL.")
+    return error

@@ -1,0 +1,141 @@
+"""``dsh-knowledge --db TARGET import --from SOURCE``: a store copied whole, between backends.
+
+How a team moves its local SQLite stores onto the shared PostgreSQL one: every item keeps
+its id, evidence (order and Git provenance), status, supersede link, creation origin and
+timestamps; ids already present are skipped and counted; one transaction; ``--dry-run``
+reports first. Run for every direction (SQLite and PostgreSQL, either side) through the
+installed command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.store import KnowledgeStore
+
+from .agent_helpers import command
+from .backend_helpers import external_write
+from .pg_server import DatabaseFactory
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([command(), *args], capture_output=True, text=True, check=False,
+                          timeout=120)  # fmt: skip
+
+
+def ok(*args: str) -> Any:
+    done = cli(*args)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def _location(kind: str, tmp_path: Path, name: str, request: pytest.FixtureRequest) -> str:
+    if kind == "sqlite":
+        return str(tmp_path / f"{name}.sqlite")
+    factory: DatabaseFactory = request.getfixturevalue("postgres_databases")
+    return factory.create()
+
+
+def _seed(location: str) -> dict[str, Any]:
+    """Items in every state: verified, superseded (a chain), archived, automatic, evidence."""
+    with KnowledgeStore(location) as store:
+        repository = KnowledgeRepository(store)
+        scope = {"workspace": "/srv/app", "project": "api"}
+        first = repository.create(
+            type="decision", content="The API listens on port 8080.", scope=scope,
+            evidence=[
+                {"type": "file", "source": "src/app.py", "locator": "L3",
+                 "timestamp": "2025-01-02T03:04:05.678Z",
+                 "gitProvenance": {"commit": COMMIT, "path": "src/app.py"}},
+                {"type": "session", "source": "s-1", "timestamp": "2025-01-02T03:04:05Z"},
+            ],
+        )  # fmt: skip
+        second = repository.create(type="decision", content="The API listens on 9090.", scope=scope)
+        third = repository.create(type="decision", content="The API listens on 443.", scope=scope)
+        for item in (first, second, third):
+            repository.verify(item["id"])
+        repository.supersede(first["id"], second["id"])
+        repository.supersede(second["id"], third["id"])
+        archived = repository.create(type="fact", content="Old note.", scope={"workspace": "/x"})
+        repository.archive(archived["id"])
+        repository.create(
+            type="lesson", content="自动提取的经验：缓存五分钟。", scope={"workspace": "/srv/app"},
+            creation_origin="automatic",
+        )  # fmt: skip
+        return {item["id"]: item for item in repository.list()}
+
+
+DIRECTIONS = [("sqlite", "postgres"), ("postgres", "sqlite"), ("sqlite", "sqlite"),
+              ("postgres", "postgres")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("source_kind", "target_kind"), DIRECTIONS)
+def test_import_copies_every_item_exactly_and_skips_what_is_there(
+    source_kind: str, target_kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    source = _location(source_kind, tmp_path, "source", request)
+    target = _location(target_kind, tmp_path, "target", request)
+    original = _seed(source)
+    ok("--db", target, "add", "--workspace", "/srv/app", "--type", "fact", "--content", "Mine.")
+
+    dry = ok("--db", target, "import", "--from", source, "--dry-run")
+    assert (dry["items"], dry["imported"], dry["skipped"], dry["evidence"]) == (5, 5, 0, 2)
+    assert dry["dryRun"] is True
+    assert ok("--db", target, "list")["total"] == 1  # nothing written
+
+    report = ok("--db", target, "import", "--from", source)
+    assert (report["items"], report["imported"], report["skipped"]) == (5, 5, 0)
+    assert report["dryRun"] is False
+    with KnowledgeStore(target) as store:
+        copied = {item["id"]: item for item in KnowledgeRepository(store).list()}
+    assert len(copied) == 6
+    for item_id, item in original.items():
+        assert copied[item_id] == item  # id, evidence, status, links, origin, timestamps
+    # The copy is searchable and ranked at once (the index was built in the same transaction).
+    found = ok("--db", target, "retrieve", "which port does the API listen on",
+               "--workspace", "/srv/app", "--project", "api")  # fmt: skip
+    assert [r["knowledge"]["content"] for r in found["results"]] == ["The API listens on 443."]
+
+    again = ok("--db", target, "import", "--from", source)
+    assert (again["imported"], again["skipped"], again["evidence"]) == (0, 5, 0)
+    assert ok("--db", target, "list")["total"] == 6
+
+
+def test_one_bad_item_imports_nothing(tmp_path: Path, postgres_databases: DatabaseFactory) -> None:
+    source = str(tmp_path / "source.sqlite")
+    _seed(source)
+    # PostgreSQL text cannot hold NUL; SQLite's can: that item cannot be copied.
+    external_write(source, ("UPDATE knowledge SET content = ? WHERE type = 'fact'", ("nul \x00",)))
+    target = postgres_databases.create()
+    done = cli("--db", target, "import", "--from", source)
+    assert done.returncode == 1
+    assert json.loads(done.stderr)["error"]["code"] == "invalid-input"
+    assert ok("--db", target, "list")["total"] == 0  # one transaction: none of it landed
+
+
+def test_a_missing_source_is_an_error_and_is_not_created(tmp_path: Path) -> None:
+    target = str(tmp_path / "target.sqlite")
+    missing = tmp_path / "nowhere" / "source.sqlite"
+    done = cli("--db", target, "import", "--from", str(missing))
+    assert done.returncode == 1
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid-input" and "does not exist" in error["message"]
+    assert not missing.parent.exists()
+
+
+def test_a_source_url_password_is_never_printed(tmp_path: Path) -> None:
+    target = str(tmp_path / "target.sqlite")
+    done = cli("--db", target, "import", "--from", "postgresql://me:hunter2@127.0.0.1:1/kb")
+    assert done.returncode == 1
+    assert "hunter2" not in done.stdout + done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "storage-unavailable"
+    assert "postgresql://me:***@127.0.0.1:1/kb" in error["message"]

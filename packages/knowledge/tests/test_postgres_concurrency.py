@@ -1,0 +1,224 @@
+"""Many agents on one PostgreSQL store at once: nothing lost, one winner per lifecycle race.
+
+PostgreSQL's default isolation does not serialise a read-modify-write as SQLite's
+``BEGIN IMMEDIATE`` does; these races prove the row locks keep the lifecycle's rules: two
+supersedes of one item never both win, an archive racing a supersede ends in a state the
+lifecycle allows, and ten processes opening a fresh database create its schema once.
+Writers are real processes (adds, schema) or threads with connections of their own
+(lifecycle races, released together by a barrier so they truly overlap).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dsh_knowledge.errors import KnowledgeError
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+from dsh_knowledge.store import KnowledgeStore
+
+from .pg_server import DatabaseFactory
+
+pytest.importorskip("psycopg", reason="the PostgreSQL tier needs dsh-knowledge[postgres]")
+
+WRITER = """
+import sys
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.store import KnowledgeStore
+
+url, writer, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.stdin.readline()  # start together: every writer waits for the go signal
+store = KnowledgeStore(url)
+repository = KnowledgeRepository(store)
+for n in range(count):
+    repository.create(
+        type="fact",
+        content=f"writer {writer} item {n} concurrent insert",
+        scope={"workspace": "/w"},
+        evidence=[{"type": "session", "source": f"w{writer}", "timestamp": "2025-01-01T00:00:00Z"}],
+    )
+store.close()
+print("done")
+"""
+
+OPENER = """
+import sys
+from dsh_knowledge.store import KnowledgeStore
+
+sys.stdin.readline()
+KnowledgeStore(sys.argv[1]).close()
+print("opened")
+"""
+
+
+def _together(script: str, argvs: list[list[str]]) -> None:
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for argv in argvs
+    ]
+    for process in processes:  # release them as close together as the pipes allow
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+        assert stdout.strip() in {"done", "opened"}
+
+
+@pytest.fixture
+def pg(postgres_databases: DatabaseFactory) -> str:
+    return postgres_databases.create()
+
+
+def test_eight_processes_adding_a_hundred_items_each_lose_nothing(pg: str) -> None:
+    _together(WRITER, [[pg, str(n), "100"] for n in range(8)])
+    with KnowledgeStore(pg) as store:
+        db = store.connection
+        assert db.execute("SELECT count(*) FROM knowledge").fetchone()[0] == 800
+        assert db.execute("SELECT count(*) FROM knowledge_evidence").fetchone()[0] == 800
+        assert db.execute("SELECT count(*) FROM knowledge_search_doc").fetchone()[0] == 800
+        assert db.execute("SELECT count(*) FROM knowledge_search_pending").fetchone()[0] == 0
+        found = retrieve_relevant_knowledge(
+            KnowledgeRepository(store), "writer 7 item 99", workspace="/w", limit=1
+        )
+        assert found[0]["knowledge"]["content"] == "writer 7 item 99 concurrent insert"
+
+
+def test_ten_processes_opening_a_fresh_database_create_the_schema_once(
+    postgres_databases: DatabaseFactory,
+) -> None:
+    url = postgres_databases.create(from_template=False)  # not even pg_trgm yet
+    _together(OPENER, [[url] for _ in range(10)])
+    with KnowledgeStore(url) as store:
+        rows = store.connection.execute(
+            "SELECT version, name FROM dshpy_schema_migrations ORDER BY version"
+        ).fetchall()
+    assert [tuple(row) for row in rows] == [
+        (1, "create-knowledge-and-evidence"),
+        (2, "search-index-trigram"),
+        (3, "agent-session-tables"),
+    ]
+
+
+def _race(url: str, actions: list[Callable[[KnowledgeRepository], Any]]) -> list[Any]:
+    """Run each action on a connection of its own, all released at the same instant."""
+    stores = [KnowledgeStore(url) for _ in actions]
+    barrier = threading.Barrier(len(actions))
+    outcomes: list[Any] = [None] * len(actions)
+
+    def run(index: int) -> None:
+        repository = KnowledgeRepository(stores[index])
+        barrier.wait()
+        try:
+            outcomes[index] = actions[index](repository)
+        except KnowledgeError as error:
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(actions))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for store in stores:
+        store.close()
+    return outcomes
+
+
+def _verified(repository: KnowledgeRepository, content: str) -> str:
+    item = repository.create(type="fact", content=content, scope={"workspace": "/w"})
+    return str(repository.verify(item["id"])["id"])
+
+
+@pytest.mark.parametrize("round_", range(6))
+def test_two_supersedes_of_one_item_give_one_winner_and_one_documented_error(
+    pg: str, round_: int
+) -> None:
+    with KnowledgeStore(pg) as store:
+        repository = KnowledgeRepository(store)
+        old = _verified(repository, f"round {round_}: the old rule")
+        first = _verified(repository, f"round {round_}: replacement one")
+        second = _verified(repository, f"round {round_}: replacement two")
+    outcomes = _race(
+        pg,
+        [
+            lambda r: r.supersede(old, first),
+            lambda r: r.supersede(old, second),
+        ],
+    )
+    errors = [o for o in outcomes if isinstance(o, KnowledgeError)]
+    winners = [o for o in outcomes if isinstance(o, dict)]
+    assert len(winners) == 1 and len(errors) == 1, outcomes
+    assert errors[0].code == "invalid-transition"
+    assert "superseded -> superseded" in errors[0].message
+    with KnowledgeStore(pg) as store:
+        final = KnowledgeRepository(store).require(old)
+    assert final["status"] == "superseded"
+    assert final["replacementId"] == winners[0]["replacementId"]  # never two live replacements
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_archive_racing_supersede_ends_in_a_state_the_lifecycle_allows(
+    pg: str, round_: int
+) -> None:
+    with KnowledgeStore(pg) as store:
+        repository = KnowledgeRepository(store)
+        old = _verified(repository, f"round {round_}: to be replaced or archived")
+        new = _verified(repository, f"round {round_}: the replacement")
+    outcomes = _race(pg, [lambda r: r.archive(old), lambda r: r.supersede(old, new)])
+    with KnowledgeStore(pg) as store:
+        final = KnowledgeRepository(store).require(old)
+    assert final["status"] == "archived"  # archive always lands; it is allowed from both
+    archived, superseded = outcomes
+    assert isinstance(archived, dict)
+    if isinstance(superseded, KnowledgeError):  # the archive came first
+        assert superseded.code == "invalid-transition"
+        assert "replacementId" not in final
+    else:  # superseded first, then archived: the link is kept
+        assert final["replacementId"] == new
+
+
+def test_verify_racing_a_supersede_by_the_same_candidate_has_one_consistent_outcome(
+    pg: str,
+) -> None:
+    with KnowledgeStore(pg) as store:
+        repository = KnowledgeRepository(store)
+        old = _verified(repository, "the rule in force")
+        candidate = repository.create(
+            type="fact", content="the proposed rule", scope={"workspace": "/w"}
+        )["id"]
+    verified, superseded = _race(
+        pg, [lambda r: r.verify(candidate), lambda r: r.supersede(old, candidate)]
+    )
+    assert isinstance(verified, dict) and verified["status"] == "verified"
+    with KnowledgeStore(pg) as store:
+        final = KnowledgeRepository(store).require(old)
+    if isinstance(superseded, KnowledgeError):  # the supersede saw a candidate replacement
+        assert superseded.code == "invalid-supersede"
+        assert final["status"] == "verified"
+    else:
+        assert final["status"] == "superseded" and final["replacementId"] == candidate
+
+
+def test_two_verifies_of_one_candidate_both_succeed_as_on_sqlite(pg: str) -> None:
+    # A status may stay as it is: the second verify is verified -> verified, on both backends.
+    with KnowledgeStore(pg) as store:
+        item = KnowledgeRepository(store).create(
+            type="fact", content="verify me twice", scope={"workspace": "/w"}
+        )
+    outcomes = _race(pg, [lambda r: r.verify(item["id"]), lambda r: r.verify(item["id"])])
+    assert all(isinstance(o, dict) and o["status"] == "verified" for o in outcomes)
+    stamps = sorted(o["updatedAt"] for o in outcomes)
+    assert stamps[0] < stamps[1]  # serialised: the second saw the first and moved past it
