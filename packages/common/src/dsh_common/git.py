@@ -20,7 +20,6 @@ Callers pass only the closed set of extra environment names in :data:`ALLOWED_EN
 from __future__ import annotations
 
 import os
-import re
 import selectors
 import subprocess
 import threading
@@ -36,6 +35,7 @@ from dsh_common.errors import (
     GitTimeoutError,
     GitUnavailableError,
 )
+from dsh_common.git_remote import redact_url
 
 #: Environment variables a caller may set for one command (alternate index, identity, dates).
 ALLOWED_ENV: frozenset[str] = frozenset(
@@ -87,17 +87,13 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_BUDGET = 60.0
 DEFAULT_MAX_OUTPUT = 32 * 1024 * 1024
 _STDERR_CAP = 64 * 1024
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
 
 
-def _redact(arg: str) -> str:
-    """Strip credentials from URLs (``https://user:token@host`` -> ``https://***@host``)."""
-    return _USERINFO.sub(r"\g<scheme>***@", arg)
-
-
-def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def hardened_env(
+    extra: Mapping[str, str] | None = None, *, transport: str | None = None
+) -> dict[str, str]:
     """The environment for git: ours minus every ``GIT_*``, plus C locale, no prompts and
-    no transport."""
+    no transport (or only ``transport``, for a fetch or push to a checked remote)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         {
@@ -113,11 +109,20 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             **TRANSPORT_ENV,
         }
     )
+    if transport is not None:
+        env["GIT_ALLOW_PROTOCOL"] = _checked_transport(transport)
     for key, value in (extra or {}).items():
         if key not in ALLOWED_ENV:
             raise ValueError(f"environment variable {key} may not be passed to git")
         env[key] = value
     return env
+
+
+def _checked_transport(transport: str) -> str:
+    # Only the short list of dsh_common.git_remote, never ext, fd or a helper's name.
+    if transport not in ("file", "https", "http", "ssh"):
+        raise ValueError(f"transport {transport!r} may not be allowed")
+    return transport
 
 
 @dataclass(frozen=True)
@@ -180,11 +185,17 @@ class GitRunner:
     def remaining_budget(self) -> float:
         return max(0.0, self.budget - self._spent)
 
-    def argv(self, args: Sequence[str]) -> list[str]:
-        """The full argv for ``args``: git, hardening config, global options, then args."""
+    def argv(self, args: Sequence[str], *, transport: str | None = None) -> list[str]:
+        """The full argv for ``args``: git, hardening config, global options, then args.
+
+        ``transport`` opens that one transport (a later ``-c`` wins over the ``never`` of
+        the hardening config); every other stays closed.
+        """
         full = [self.git]
         for setting in HARDENING_CONFIG:
             full += ["-c", setting]
+        if transport is not None:
+            full += ["-c", f"protocol.{_checked_transport(transport)}.allow=always"]
         full += ["--no-optional-locks", "--literal-pathspecs", *args]
         return full
 
@@ -197,10 +208,15 @@ class GitRunner:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         max_output: int | None = None,
+        transport: str | None = None,
     ) -> GitResult:
-        """Run ``git <args>``; raise GitError on a non-zero exit when ``check``."""
-        argv = self.argv(args)
-        shown = [_redact(a) for a in argv]
+        """Run ``git <args>``; raise GitError on a non-zero exit when ``check``.
+
+        ``transport`` is for :mod:`dsh_common.git_remote` only: fetch and push to a URL it
+        checked, over that URL's own transport.
+        """
+        argv = self.argv(args, transport=transport)
+        shown = [redact_url(a) for a in argv]
         remaining = self.remaining_budget
         if remaining <= 0:
             exhausted = GitTimeoutError(
@@ -216,7 +232,7 @@ class GitRunner:
             proc = subprocess.Popen(
                 argv,
                 cwd=self.cwd,
-                env=hardened_env(env),
+                env=hardened_env(env, transport=transport),
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -239,7 +255,8 @@ class GitRunner:
             raise expired from None
         finally:
             self._spent += time.monotonic() - started
-        err_text = stderr.decode("utf-8", "replace")
+        # git quotes a URL it failed on, credentials and all: never keep them.
+        err_text = redact_url(stderr.decode("utf-8", "replace"))
         result = GitResult(argv=shown, returncode=proc.returncode, stdout=stdout, stderr=err_text)
         if check and proc.returncode != 0:
             first = err_text.strip().splitlines()[:1]
