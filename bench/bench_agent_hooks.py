@@ -9,6 +9,11 @@ hook under 80 ms median with 500 lessons, 10,000 memory records and 10,000 knowl
 Corpora come from the packages' own generators (packages/*/bench/corpus.py): the lessons
 fill the 4 MiB scan bound, some of their sources are changed (so session-start has stale
 lessons to report), memory has a 16 KiB summary, knowledge lives in the default database.
+
+Two hostile rows follow: the prompt hook on a prompt of 499 emoji (998 UTF-16 units, cut
+to 500), and with ``--evidence-attack`` the session-start hook on 500 records naming the
+same 32 files of 8 MiB under different digests (sparse files; bounded by the hook's
+hashing budget).
 """
 
 from __future__ import annotations
@@ -81,6 +86,34 @@ def build(
     return workspace, env
 
 
+def evidence_attack(root: Path) -> Path:
+    """500 records naming the same 32 sparse 8 MiB files, each under different digests."""
+    from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
+    from dsh_compound.record import build_metadata, render_record
+
+    (root / ".git").mkdir(parents=True)
+    files = []
+    for index in range(LIMITS.files_max):
+        relative = f"big/file-{index:02d}.bin"
+        (root / "big").mkdir(exist_ok=True)
+        with open(root / relative, "wb") as handle:
+            handle.truncate(LIMITS.source_bytes)
+        files.append(relative)
+    corpus = root.joinpath(*CORPUS_DIRECTORY.split("/"))
+    corpus.mkdir(parents=True)
+    for record in range(500):
+        draft = {
+            "id": f"lesson-{record:03d}", "title": f"Lesson {record}", "tags": ["big"],
+            "problem": "p", "rootCause": "r", "resolution": "s", "whenToUse": "w",
+            "verification": {"command": "c", "result": "r"}, "files": files,
+        }  # fmt: skip
+        digests = [f"{record:032x}{position:032x}" for position in range(len(files))]
+        stamp = "2026-01-02T03:04:05.006Z"
+        metadata = build_metadata(draft, digests, created_at=stamp, updated_at=stamp)
+        (corpus / f"{draft['id']}.md").write_bytes(render_record(metadata))
+    return root
+
+
 def measure(
     argv: list[str], payload: str, env: dict[str, str], runs: int
 ) -> tuple[list[float], list[float]]:
@@ -119,6 +152,11 @@ def main() -> None:
         default=4_000_000,
         help="total size of the lessons (default: the scan's 4 MiB bound, the worst case)",
     )
+    parser.add_argument(
+        "--evidence-attack",
+        action="store_true",
+        help="also time session-start on 500 records x the same 32 x 8 MiB files",
+    )
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         workspace, env = build(
@@ -146,6 +184,12 @@ def main() -> None:
                 prompt,
                 True,
             ),
+            (
+                "dsh-compound hook user-prompt-submit, 499 emoji",
+                [str(BIN / "dsh-compound"), "hook", "user-prompt-submit"],
+                {**prompt, "prompt": "login " + "\U0001f600" * 499},
+                True,
+            ),
             ("dsh-memory --help", [str(BIN / "dsh-memory"), "--help"], {}, False),
             (
                 "dsh-memory hook session-start",
@@ -161,6 +205,16 @@ def main() -> None:
                 True,
             ),
         ]
+        if options.evidence_attack:
+            attack = evidence_attack(Path(directory) / "attack")
+            cases.append(
+                (
+                    "dsh-compound hook session-start, evidence attack",
+                    [str(BIN / "dsh-compound"), "hook", "session-start"],
+                    {**start, "cwd": str(attack)},
+                    True,
+                )
+            )
         print(
             f"{options.lessons} lessons ({options.corpus_bytes:,} bytes), "
             f"{options.memories} memory records, "

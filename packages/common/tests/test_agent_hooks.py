@@ -63,4 +63,10 @@ def test_stored_text_cannot_close_its_fence() -> None:
     escaped = escape_untrusted(hostile)
     assert "<" not in escaped and ">" not in escaped
     assert escaped.startswith("&lt;/dsh-compound&gt; &amp; ")
+    # Without markers a bracket stays; with them, a "[" opening a marker is defused.
+    label = "[DPSK MEMORY: x] [ dpsk\tmemory] [DPSK] [MEMORY"
+    assert escape_untrusted(label) == label
+    assert escape_untrusted(label, markers=("DPSK MEMORY",)) == (
+        "&#91;DPSK MEMORY: x] &#91; dpsk\tmemory] [DPSK] [MEMORY"
+    )
     assert one_line("a\n\n b\t" + "x" * 50, 10) == "a b xxxxx…"

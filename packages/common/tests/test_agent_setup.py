@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from dsh_common.agent_setup import Integration, run_setup
+from dsh_common.agent_setup import FileChange, Integration, SetupOption, run_setup
+from dsh_common.agent_setup_entries import refresh_words
+from dsh_common.agent_setup_files import write_all
 from dsh_common.errors import DshError
 
 COMPOUND = Integration(
@@ -272,3 +278,272 @@ def test_remove_keeps_an_owned_file_the_user_edited(tmp_path: Path) -> None:
     skill.write_text("my own notes\n")
     run_setup(SKILLED, "codex", env=env, remove=True)
     assert skill.read_text() == "my own notes\n"
+
+
+# --- only what is ours is refreshed --------------------------------------------------------
+
+KNOWLEDGE = Integration(
+    server="dsh-knowledge",
+    program="dsh-knowledge",
+    hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
+    command="/opt/bin/dsh-knowledge",
+)
+DB = SetupOption("--db", "The database.", server=True, hooks=("user-prompt-submit",))
+RANKING = SetupOption("--ranking", "Ranking.", server=False, hooks=("user-prompt-submit",))
+
+
+@pytest.mark.parametrize(
+    ("existing", "fixed", "written", "expected"),
+    [
+        (None, ["mcp"], [], ["mcp"]),
+        (["mcp", "--db", "x"], ["mcp"], [], ["mcp", "--db", "x"]),
+        (["--db", "x", "mcp"], ["mcp"], [], ["mcp", "--db", "x"]),  # options first: ours out
+        (["mcp", "--db=x", "--project", "p"], ["mcp"], [("--db", "y")],
+         ["mcp", "--db", "y", "--project", "p"]),
+        (
+            ["hook", "session-start", "--host", "codex", "--mine"],
+            ["hook", "session-start", "--mcp-server", "m", "--host", "claude-code"],
+            [],
+            ["hook", "session-start", "--mcp-server", "m", "--host", "claude-code", "--mine"],
+        ),
+        (["mcp", "--", "--db", "x"], ["mcp"], [("--db", "y")],
+         ["mcp", "--db", "y", "--", "--db", "x"]),
+    ],
+)  # fmt: skip
+def test_refresh_words_keeps_the_users_words_after_ours(
+    existing: list[str] | None,
+    fixed: list[str],
+    written: list[tuple[str, str]],
+    expected: list[str],
+) -> None:
+    assert refresh_words(existing, fixed, written) == expected
+    assert refresh_words(expected, fixed, written) == expected  # idempotent
+
+
+def test_declared_options_go_where_they_are_declared_and_replace_old_values(
+    project: Path,
+) -> None:
+    kwargs: dict[str, Any] = {"scope": "project", "project_dir": project}
+    run_setup(KNOWLEDGE, "claude-code", options=[(DB, "/a.sqlite"), (RANKING, "hybrid")], **kwargs)
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
+    assert server["args"] == ["mcp", "--db", "/a.sqlite"]  # --ranking is for hooks only
+    hook = prompt_hooks(project)[-1]
+    assert hook == "/opt/bin/dsh-knowledge hook user-prompt-submit --db /a.sqlite --ranking hybrid"
+    # A value given replaces the old one; an option not given keeps what is there.
+    run_setup(KNOWLEDGE, "claude-code", options=[(DB, "/b.sqlite")], **kwargs)
+    assert prompt_hooks(project)[-1].endswith("--db /b.sqlite --ranking hybrid")
+    assert run_setup(KNOWLEDGE, "claude-code", **kwargs)["files"][1]["action"] == "unchanged"
+
+
+def prompt_hooks(project: Path) -> list[str]:
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    return [g["hooks"][0]["command"] for g in settings["hooks"]["UserPromptSubmit"]]
+
+
+def test_our_hook_is_refreshed_in_place_with_its_group_and_keys(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    document = {
+        "hooks": {
+            "UserPromptSubmit": [
+                {
+                    "matcher": "*",
+                    "hooks": [
+                        {"type": "command", "command": "echo before"},
+                        {
+                            "type": "command",
+                            "command": "/old/dsh-knowledge hook user-prompt-submit --project p",
+                            "timeout": 45,
+                            "statusMessage": "recalling",
+                        },
+                    ],
+                },
+                {"hooks": [{"type": "command", "command": "echo after"}]},
+            ],
+            # Not registered by setup under this event: the user's, left alone.
+            "SessionStart": [
+                {"hooks": [{"type": "command", "command": "dsh-knowledge hook user-prompt-submit"}]}
+            ],
+        }
+    }
+    settings.write_text(json.dumps(document, indent=4) + "\n")
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
+    after = json.loads(settings.read_text())
+    document["hooks"]["UserPromptSubmit"][0]["hooks"][1]["command"] = (
+        "/opt/bin/dsh-knowledge hook user-prompt-submit --project p"
+    )
+    assert after == document
+    assert settings.read_text().startswith('{\n    "hooks"')  # the file's own indentation
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project, remove=True)
+    left = json.loads(settings.read_text())["hooks"]
+    assert [h["command"] for h in left["UserPromptSubmit"][0]["hooks"]] == ["echo before"]
+    assert left["SessionStart"] == document["hooks"]["SessionStart"]
+
+
+def test_our_server_entry_keeps_the_users_keys(project: Path) -> None:
+    mcp = project / ".mcp.json"
+    mine = {"type": "stdio", "command": "/old/dsh-knowledge", "args": ["mcp", "--project", "p"],
+            "env": {"DSH_KNOWLEDGE_DB": "/data/k.sqlite"}, "timeout": 9}  # fmt: skip
+    mcp.write_text(json.dumps({"mcpServers": {"dsh-knowledge": mine}}, indent=2) + "\n")
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
+    entry = json.loads(mcp.read_text())["mcpServers"]["dsh-knowledge"]
+    assert entry == {**mine, "command": "/opt/bin/dsh-knowledge"}
+    assert list(entry) == list(mine)  # in place: the key order is the user's
+
+
+def test_codex_keys_the_user_added_to_our_table_survive_a_rewrite(tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    codex.mkdir()
+    (codex / "config.toml").write_text(
+        "[mcp_servers.dsh-compound]\n"
+        'command = "/old/dsh-compound"\nargs = ["mcp", "--workspace", "/w"]\n'
+        "startup_timeout_sec = 12.5\nenabled = true\nsince = 2026-01-02\n"
+        'required = false\n\n[mcp_servers.dsh-compound.env]\nTZ = "UTC"\n'
+    )
+    env = {"HOME": str(tmp_path), "CODEX_HOME": str(codex), "DSH_HOME": "/d"}
+    run_setup(COMPOUND, "codex", env=env)
+    table = tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["dsh-compound"]
+    assert table["command"] == "/opt/dsh bin/dsh-compound"
+    assert table["args"] == ["mcp", "--workspace", "/w"]
+    assert table["startup_timeout_sec"] == 12.5 and table["enabled"] is True
+    assert str(table["since"]) == "2026-01-02" and table["required"] is False
+    assert table["default_tools_approval_mode"] == "approve"  # absent: written
+    assert table["env"] == {"TZ": "UTC", "DSH_HOME": "/d"}
+
+
+# --- checked before the first write ---------------------------------------------------------
+
+
+def test_crlf_files_keep_their_line_endings(project: Path) -> None:
+    mcp = project / ".mcp.json"
+    mcp.write_bytes(b'{\r\n  "mcpServers": {\r\n    "theirs": {"command": "x"}\r\n  }\r\n}\r\n')
+    before = mcp.read_bytes()
+    run_setup(COMPOUND, "claude-code", scope="project", project_dir=project)
+    assert mcp.read_bytes().count(b"\n") == mcp.read_bytes().count(b"\r\n")
+    run_setup(COMPOUND, "claude-code", scope="project", project_dir=project, remove=True)
+    assert json.loads(mcp.read_bytes()) == json.loads(before)
+    assert b"\r\n" in mcp.read_bytes()
+
+
+def test_a_deeply_nested_file_is_config_invalid(project: Path) -> None:
+    (project / ".mcp.json").write_text('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    before = snapshot(project)
+    with pytest.raises(DshError) as caught:
+        run_setup(COMPOUND, "claude-code", scope="project", project_dir=project)
+    assert caught.value.code == "config-invalid"
+    assert snapshot(project) == before
+
+
+def test_an_undecodable_command_path_is_refused_before_any_write(tmp_path: Path) -> None:
+    broken = Integration(**{**COMPOUND.__dict__, "command": "/opt/\udcffbin/dsh-compound"})
+    with pytest.raises(DshError) as caught:
+        run_setup(broken, "claude-code", env={"HOME": str(tmp_path)})
+    assert caught.value.code == "invalid-arguments"
+    assert "\\xff" in caught.value.message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_project_folder_that_is_a_file_is_config_invalid(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / ".codex").write_text("not a folder")
+    with pytest.raises(DshError) as caught:
+        run_setup(COMPOUND, "codex", scope="project", project_dir=project,
+                  env={"HOME": str(tmp_path)})  # fmt: skip
+    assert caught.value.code == "config-invalid"
+    assert sorted(os.listdir(project)) == [".codex"]
+
+
+def test_a_lock_left_by_a_dead_setup_is_reported_at_once(project: Path) -> None:
+    lock = project / ".mcp.json.dsh-setup.lock"
+    lock.write_text(json.dumps({"pid": 2**22 + 12345, "hostname": socket.gethostname()}))
+    before = snapshot(project)
+    with pytest.raises(DshError) as caught:
+        run_setup(COMPOUND, "claude-code", scope="project", project_dir=project)
+    assert caught.value.code == "lock-held"
+    assert "no longer running" in caught.value.message
+    assert snapshot(project) == before
+
+
+def test_a_failed_write_puts_back_the_files_already_written(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "gone" / "b.json"
+    first.write_text("{}\n")
+    changes = [FileChange(first, "{}\n", '{"x": 1}\n'), FileChange(second, None, "{}\n")]
+    with pytest.raises(DshError) as caught:
+        write_all(changes)  # the folder of the second file does not exist
+    assert caught.value.code == "config-unwritable"
+    assert first.read_text() == "{}\n"
+
+
+def test_a_file_changed_since_it_was_read_is_not_overwritten(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text("{}\n")
+    second.write_text('{"host": "wrote this meanwhile"}\n')
+    changes = [FileChange(first, "{}\n", '{"x": 1}\n'), FileChange(second, "{}\n", '{"y": 1}\n')]
+    assert write_all(changes) is False  # the caller plans again
+    assert first.read_text() == "{}\n"
+    assert second.read_text() == '{"host": "wrote this meanwhile"}\n'
+
+
+SETUP_APP = '''
+import sys
+import typer
+from dsh_common.agent_setup import Integration, SetupOption
+from dsh_common.cli import add_setup_command, run_app
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+
+@app.command()
+def other() -> None:
+    """Another command."""
+
+def integration() -> Integration:
+    return Integration(server="demo", program="demo", command="/opt/bin/demo",
+                       hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),))
+
+add_setup_command(app, integration, summary="Register demo.", examples=["demo setup codex"],
+                  options=[SetupOption("--db", "The demo database.", metavar="URL",
+                                       hooks=("user-prompt-submit",))])
+sys.exit(run_app(app, prog_name="demo"))
+'''
+
+
+def test_the_setup_command_offers_each_declared_option(tmp_path: Path) -> None:
+    script = tmp_path / "demo.py"
+    script.write_text(SETUP_APP)
+    env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex")}
+
+    def demo(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(script), "setup", *args], env=env,
+                              capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+
+    helped = demo("--help")
+    assert helped.returncode == 0 and "--db URL" in helped.stdout
+    assert "The demo database." in helped.stdout and "--dry-run" in helped.stdout
+    done = demo("codex", "--db", "postgresql://db/dsh")
+    assert done.returncode == 0, done.stderr
+    config = tomllib.loads((tmp_path / "codex" / "config.toml").read_text())
+    assert config["mcp_servers"]["demo"]["args"] == ["mcp", "--db", "postgresql://db/dsh"]
+    hooks = json.loads((tmp_path / "codex" / "hooks.json").read_text())["hooks"]
+    command = hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command == "/opt/bin/demo hook user-prompt-submit --db postgresql://db/dsh"
+    plain = demo("codex", "--dry-run")
+    assert plain.returncode == 0 and json.loads(plain.stdout)["diff"] == ""  # kept as it was
+
+
+def test_a_hook_with_variables_in_front_is_still_ours_and_keeps_them(project: Path) -> None:
+    settings = project / ".claude" / "settings.json"
+    line = "DSH_HOME='/my data' \"/old/dsh-knowledge\" hook user-prompt-submit --project p"
+    document = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": line}]}]}}
+    settings.write_text(json.dumps(document) + "\n")
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
+    assert prompt_hooks(project) == [
+        "DSH_HOME='/my data' /opt/bin/dsh-knowledge hook user-prompt-submit --project p"
+    ]  # refreshed in place, not a second hook beside it
+    # Words already right: the user's own quoting is kept byte for byte.
+    mine = "DSH_HOME=\"/my data\" '/opt/bin/dsh-knowledge' hook user-prompt-submit --project p"
+    document["hooks"]["UserPromptSubmit"][0]["hooks"][0].update(command=mine, timeout=10)
+    settings.write_text(json.dumps(document) + "\n")
+    result = run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
+    assert result["files"][1]["action"] == "unchanged" and prompt_hooks(project) == [mine]
+    run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project, remove=True)
+    assert not settings.exists()

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from dsh_common.cli import list_counts
-from dsh_common.cli_args import expand_flag_values, hoist_global_options, take_format
+from dsh_common.cli_args import (
+    expand_flag_values,
+    hoist_global_options,
+    sink_command_options,
+    take_format,
+)
 from dsh_common.summary import render_summary
 
 APP = textwrap.dedent(
@@ -177,6 +182,29 @@ def test_hoisting_leaves_data_after_double_dash_alone() -> None:
         ["--root", "migrate", "migrate", "--apply"], {"migrate": {"--dry-run": "--apply"}},
         {"--root"},
     ) == ["--root", "migrate", "migrate", "--dry-run", "false"]  # fmt: skip
+
+
+def test_command_options_before_the_subcommand_move_after_it() -> None:
+    sink = sink_command_options
+    assert sink(["--workspace", "W", "recall", "q"], {"--workspace"}) == [
+        "recall", "--workspace", "W", "q",
+    ]  # fmt: skip
+    assert sink(["--workspace=W", "recall", "q"], {"--workspace"}) == [
+        "recall",
+        "--workspace=W",
+        "q",
+    ]
+    # Global options stay in front and their values are never taken for the subcommand.
+    assert sink(["--db", "recall", "--project", "p", "search", "x"], {"--project"}, {"--db"}) == [
+        "--db", "recall", "search", "--project", "p", "x",
+    ]  # fmt: skip
+    assert sink(["--project", "a", "--project", "b", "list"], {"--project"}) == [
+        "list", "--project", "a", "--project", "b",
+    ]  # fmt: skip
+    # Nothing to move, no subcommand, or data after "--": left as written.
+    for args in (["recall", "--workspace", "W"], ["--workspace", "W"], ["--", "--workspace", "W"],
+                 ["--workspace"], []):  # fmt: skip
+        assert sink(args, {"--workspace"}) == args
 
 
 def test_summary_of_envelopes_lists_and_errors() -> None:

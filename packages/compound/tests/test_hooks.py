@@ -127,3 +127,22 @@ def test_the_hook_path_never_imports_typer(workspace: Path) -> None:
         check=False,
     )
     assert result.stderr.strip() == "False False"
+
+
+def test_a_prompt_of_emoji_is_answered_through_the_installed_command(
+    workspace: Path, write_record: Callable[..., Path]
+) -> None:
+    # 180-499 emoji are 360-998 UTF-16 units: the query cut used to loop on them forever.
+    write_record(workspace, id="emoji-prompts", title="Emoji prompts", tags=["emoji"])
+    command = str(Path(sys.executable).parent / "dsh-compound")
+    for count in (180, 250, 300, 499, 2000):
+        prompt = "emoji " + "😀" * count
+        done = subprocess.run(
+            [command, "hook", "user-prompt-submit"],
+            input=json.dumps({"cwd": str(workspace), "prompt": prompt}),
+            capture_output=True,
+            text=True,
+            timeout=60,  # the old loop never returned: this fails on the timeout
+            check=False,
+        )
+        assert "id: emoji-prompts" in context_of(done, "UserPromptSubmit")

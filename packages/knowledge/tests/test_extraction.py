@@ -304,3 +304,23 @@ def test_extract_stores_a_directory_workspace_canonically(tmp_path: Path) -> Non
         ).stdout
     )
     assert stored["scope"]["workspace"] == str(project.resolve())
+
+
+def test_a_line_nested_too_deep_is_skipped_and_counted(tmp_path: Path) -> None:
+    """One hostile line (``[[[[...`` a few kilobytes long) used to fail the whole extract
+    with a RecursionError; now it is an unreadable line like any other."""
+    transcript = write_lines(tmp_path / "t.jsonl", claude_lines("/work/app"))
+    with transcript.open("a") as handle:
+        handle.write("[" * 5000 + "]" * 5000 + "\n")
+        # A user line whose content nests ~500 levels (written as text: json.dumps of it
+        # would itself exceed the stack).
+        level = '{"type": "user", "message": {"role": "user", "content": ['
+        handle.write(level * 170 + '"x"' + "]}}" * 170 + "\n")
+    done = subprocess.run(
+        [command(), "--db", str(tmp_path / "k.sqlite"), "extract", "--transcript",
+         str(transcript)], capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["turns"] == 2 and len(report["admitted"]) == 2
+    assert report["unreadableLines"] == 3  # "not json" and the two deep lines

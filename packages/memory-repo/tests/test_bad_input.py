@@ -104,3 +104,55 @@ def test_impossible_previews_do_not_break_status_or_health(memory_root: Path) ->
     assert ok(memory_root, "status")["pendingPreview"] is None
     health = ok(memory_root, "health")
     assert health["pendingPreviewCount"] == 0
+
+
+#: Records every reader must skip, each in another way a file can fail to be one.
+UNREADABLE_RECORDS = {
+    "handbook/huge-schema.md": "---\nschema_version: " + "1" * 4301 + "\nid: hs\n---\npnpm\n",
+    "handbook/huge-id.md": "---\nschema_version: 1\nid: x\nsource_hash: "
+    + "9" * 4301
+    + "\n---\npnpm\n",
+    "rollouts/huge-list.md": "---\nschema_version: 1\nid: hl\nsource_rollouts:\n  - "
+    + "9" * 4301
+    + "\n---\npnpm\n",
+    "handbook/binary.md": "---\nschema_version: 1\nid: binary\n---\npnpm \0 bytes\n",
+    "handbook/binary-legacy.md": "a pnpm note with a \0 byte\n",
+}
+
+
+def test_every_record_a_reader_skips_is_counted_by_status(memory_root: Path) -> None:
+    # One test for every door (frontmatter.record_text, then the parser): what search and
+    # context leave out with a warning is exactly what status counts as invalid.
+    (memory_root / "handbook" / "good.md").write_text(GOOD)
+    for path, text in UNREADABLE_RECORDS.items():
+        (memory_root / path).write_text(text)
+
+    def installed(*args: str) -> Any:
+        done = subprocess.run(["dsh-memory", *args], capture_output=True, text=True,
+                              timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["value"]
+
+    status = installed("status")
+    counted = {entry["path"] for entry in status["invalidMetadata"]}
+    assert counted == set(UNREADABLE_RECORDS)
+    assert status["invalidMetadataCount"] == len(UNREADABLE_RECORDS)
+    assert status["validMetadataCount"] == 1 and status["legacyFileCount"] == 0
+    for command in ("search", "context"):
+        found = installed(command, "--query", "pnpm", "--scope", "all")
+        listed = found.get("results", found.get("records"))
+        assert [r["path"] for r in listed] == ["handbook/good.md"], command
+        assert {w["path"] for w in found["warnings"]} == counted, command
+    assert installed("legacy-records")["count"] == 0  # a binary file is no legacy record
+
+
+def test_a_limit_of_4301_digits_is_the_methods_invalid_request(memory_root: Path) -> None:
+    huge = "9" * 4301
+    for command, code in (("search", "search-invalid-request"),
+                          ("context", "context-invalid-request"),
+                          ("runs", "runs-invalid-request")):  # fmt: skip
+        args = [command, "--limit", huge] + (["--query", "pnpm"] if command != "runs" else [])
+        done = subprocess.run(["dsh-memory", *args], capture_output=True, text=True,
+                              timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 1
+        assert json.loads(done.stderr)["error"]["code"] == code, done.stderr

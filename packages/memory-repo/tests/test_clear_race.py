@@ -1,4 +1,4 @@
-"""Issue 8 point 6: a folder renamed away and back during clear is never a success.
+"""A folder renamed away and back during clear is never a success.
 
 A real racer process renames ``handbook/`` away and back in a tight loop while a real
 ``dsh-memory clear`` runs. Whatever the interleaving, clear may fail - but when it reports
@@ -60,7 +60,10 @@ def test_clear_racing_a_folder_rename_never_reports_false_success(
         else:
             code = json.loads(result.stderr)["error"]["code"]
             outcomes.append(code)
-            assert code in {"unsafe-layout", "checkpoint-failed", "clear-failed"}, result.stderr
+            # finalize-failed: HEAD holds the clear but the folder vanished while the work
+            # tree was written - an honest failure that names `recover`, never a success.
+            allowed = {"unsafe-layout", "checkpoint-failed", "clear-failed", "finalize-failed"}
+            assert code in allowed, result.stderr
         # Start the next attempt from a clean, unlocked repository.
         for leftover in left:
             os.unlink(leftover)

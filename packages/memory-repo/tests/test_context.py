@@ -146,3 +146,24 @@ def test_query_selects_the_best_ranked_then_orders_them_by_usage(root: Path) -> 
     assert paths(context(root, "cache eviction", 1)) == ["handbook/d.md"]
     # Among the selected records, usage decides the order (e has 3 uses, d has 1).
     assert paths(context(root, "eviction unrelated", 2)) == ["handbook/e.md", "handbook/d.md"]
+
+
+@pytest.mark.parametrize("use_index", [True, False])
+def test_total_counts_the_matches_before_limit_and_truncated_says_so(
+    root: Path, use_index: bool
+) -> None:
+    for index in range(5):
+        record(root, f"handbook/n{index}.md", f"cache note {index}\n", f"n{index}")
+    record(root, "handbook/old.md", "cache gone\n", "old", "expires_at: 2020-01-01\n")
+    cut = context(root, "cache", limit=2, use_index=use_index, record_use=False)
+    # With a query: what the search counts (expired records are not matches).
+    assert cut["total"] == search(root, "cache", use_index=use_index)["count"] == 7
+    assert (cut["count"], cut["truncated"]) == (2, True)
+    whole = context(root, "cache", limit=20, use_index=use_index, record_use=False)
+    assert (whole["count"], whole["total"], whole["truncated"]) == (7, 7, False)
+    # Without a query: every visible record in the scope.
+    unqueried = context(root, limit=3, use_index=use_index, record_use=False)
+    assert (unqueried["count"], unqueried["total"], unqueried["truncated"]) == (3, 7, True)
+    archive = context(root, scope="archive", use_index=use_index, record_use=False)
+    assert (archive["count"], archive["total"], archive["truncated"]) == (1, 1, False)
+    assert list(whole)[:4] == ["query", "count", "records", "warnings"]  # the spec's first

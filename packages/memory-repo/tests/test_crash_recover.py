@@ -38,12 +38,12 @@ NEW = {
 POINTS = {
     "staging": OLD,
     "validating": OLD,
-    "applying:recovery": OLD,
+    "after-recovery": OLD,
     "before-cas": OLD,
     "after-cas": NEW,
-    "applying:apply": NEW,
-    "finalizing:worktree": NEW,
-    "finalizing:journal": NEW,
+    "after-index": NEW,
+    "before-journal": NEW,
+    "after-journal": NEW,
 }
 
 
@@ -76,12 +76,12 @@ def test_a_sync_killed_at_each_phase_recovers_to_the_right_content(
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     run_git(sync_root, "fsck", "--strict")
     after_kill = POINTS[point]
-    if after_kill is OLD or point == "finalizing:journal":
+    if after_kill is OLD or point == "after-journal":
         assert _payload(sync_root) == after_kill  # nothing half-applied in the work tree
     head_tree = {p: run_git(sync_root, "show", f"HEAD:{p}", check=False) for p in NEW}
     assert (head_tree == NEW) == (after_kill is NEW)
     health = MemoryService().health()["value"]
-    if point != "finalizing:journal":
+    if point != "after-journal":
         assert health["activeRun"]["state"] == "interrupted"
         assert health["interruptedRun"] is not None
         assert health["needsManualRecovery"] is True
@@ -115,7 +115,7 @@ def test_a_run_kept_by_recover_can_be_rolled_back(
     run_git(sync_root, "add", "-A")
     run_git(sync_root, "commit", "-q", "-m", "seed")
     session_logs.dsh("d1", "hello")
-    assert _sync(cli_env, agent_command("multi"), kill_at="applying:apply").returncode == -9
+    assert _sync(cli_env, agent_command("multi"), kill_at="after-index").returncode == -9
     value = MemoryService().recover("RECOVER_MEMORY")["value"]
     assert value["case"] == "kept-commits"
     undone = MemoryService().rollback(value["interruptedRunId"], "ROLLBACK_MEMORY")
@@ -143,7 +143,7 @@ def test_recover_keeps_hand_edits_made_before_the_crash(
     run_git(sync_root, "commit", "-q", "-m", "seed")
     write_file(sync_root, "summary.md", "- a person's uncommitted note\n")
     session_logs.dsh("d1", "hello")
-    assert _sync(cli_env, agent_command("multi"), kill_at="finalizing:worktree").returncode == -9
+    assert _sync(cli_env, agent_command("multi"), kill_at="before-journal").returncode == -9
     assert MemoryService().recover("RECOVER_MEMORY")["ok"]
     # The note was in the recovery checkpoint, hence in the apply commit: still there.
     assert (sync_root / "summary.md").read_text() == "- a person's uncommitted note\n"

@@ -20,8 +20,8 @@ EARLIER_REQUIRED_FILES = ("README.md", "summary.md", ".last-sync", ".sync/.gitig
                           "scripts/filter_session.py")  # fmt: skip
 EARLIER_REQUIRED_DIRS = ("handbook", "rollouts", "archive", "scripts", ".sync")
 EARLIER_MODES = {
-    ".": 0o700, "handbook": 0o700, "rollouts": 0o700, "archive": 0o700, ".sync": 0o700,
-    "scripts": 0o700, "README.md": 0o600, "summary.md": 0o600, ".last-sync": 0o600,
+    ".": 0o700, ".git": 0o700, "handbook": 0o700, "rollouts": 0o700, "archive": 0o700,
+    ".sync": 0o700, "scripts": 0o700, "README.md": 0o600, "summary.md": 0o600, ".last-sync": 0o600,
     ".sync/.gitignore": 0o600, "scripts/filter_session.py": 0o700,
 }  # fmt: skip
 EARLIER_FIRST_COMMIT = {"README.md", "summary.md", ".last-sync", ".sync/.gitignore",
@@ -46,6 +46,43 @@ def test_init_passes_the_earlier_tools_completeness_check(
     committed = set(run_git(root, "ls-tree", "-r", "--name-only", "HEAD").split())
     assert committed == EARLIER_FIRST_COMMIT
     assert "100755" in run_git(root, "ls-tree", "HEAD", "scripts/filter_session.py")
+
+
+def test_the_installed_init_leaves_git_private_like_the_earlier_tool(tmp_path: Path) -> None:
+    # The earlier tool's harden_initialized_repository: chmod 700 "$MEMORY_ROOT/.git", on
+    # the first run and on every rerun. `git init` makes it 0755.
+    root = tmp_path / "mem"
+    for _ in range(2):
+        done = subprocess.run(["dsh-memory", "init", "--root", str(root)], capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert {name: _mode(root / name) for name in EARLIER_MODES} == EARLIER_MODES
+        os.chmod(root / ".git", 0o755)  # noqa: S103 - what `git init` leaves
+
+
+#: What the earlier tool's sync tells its agent (dsh-memory-sync STAGING_PROMPT): read the
+#: README's "「提炼与整合」一节" first; and it refuses any change to README.md.
+EARLIER_PROMPT_SECTION = "「提炼与整合」一节"
+
+
+def test_the_readme_init_writes_has_the_section_both_sync_agents_read(
+    tmp_path: Path, run_git: Callable[..., str]
+) -> None:
+    from dsh_memory.agent import PROMPT
+
+    root = tmp_path / "mem"
+    subprocess.run(["dsh-memory", "init", "--root", str(root)], capture_output=True, check=True,
+                   timeout=60)  # fmt: skip
+    readme = run_git(root, "show", "HEAD:README.md")
+    title = EARLIER_PROMPT_SECTION.removeprefix("「").removesuffix("」一节")
+    assert f"## {title}" in readme.splitlines()  # a heading of its own, found by its name
+    section = readme.split(f"## {title}", 1)[1]
+    # Its rules: distill (NO_SIGNAL when nothing is worth keeping), consolidate (replace,
+    # archive/, summary.md), the payload only, no git: the host commits.
+    for rule in ("NO_SIGNAL", "archive/", "summary.md", "handbook/", "git"):
+        assert rule in section, rule
+    assert "[REDACTED]" in readme
+    assert title in PROMPT  # our own sync's agent is pointed at the same section
 
 
 def test_init_completes_an_older_repository_without_a_new_commit(
@@ -159,9 +196,9 @@ def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
     (root / "scripts" / "filter_session.py").write_text("#!/usr/bin/env python3\n")
     (root / "summary.md").write_text("")
     (root / ".last-sync").write_text("")
+    run_git(root, "init", "-q")
     for name, mode in EARLIER_MODES.items():
         os.chmod(root / name, mode)
-    run_git(root, "init", "-q")
     run_git(root, "config", "user.name", "DPSK Memory")
     run_git(root, "config", "user.email", "dpsk-memory@localhost")
     run_git(root, "add", "README.md", "summary.md", ".last-sync", ".sync/.gitignore",

@@ -68,6 +68,7 @@ EXTRA_CODES = {
     "recover-failed",
     "bundle-invalid-request",
     "bundle-failed",
+    "finalize-failed",
 }
 
 

@@ -159,6 +159,14 @@ def test_numeric_tag_is_rejected_like_the_earlier_tool() -> None:
         frontmatter.parse("---\nschema_version: 1\nid: a\ntags:\n  - 2024\n---\n")
 
 
+def test_full_width_digits_are_text_as_in_the_earlier_tool() -> None:
+    # JavaScript's \d is ASCII only: "２０２４" is a string tag there, never the number 2024.
+    parsed = frontmatter.parse("---\nschema_version: 1\nid: a\ntags:\n  - ２０２４\n---\n")
+    assert parsed is not None and parsed["tags"] == ["２０２４"]
+    with pytest.raises(InvalidMetadataError):
+        frontmatter.parse("---\nschema_version: 1\nid: a\ncreated_at: ２０２６-01-02\n---\n")
+
+
 def test_render_quotes_a_value_that_would_not_read_back() -> None:
     metadata = {"schema_version": 1, "id": "a", "tags": ["2024", " padded"]}
     rendered = frontmatter.render(metadata)

@@ -142,3 +142,58 @@ def test_a_missing_or_unknown_event_is_the_memory_error_envelope() -> None:
         document = json.loads(done.stderr)
         assert document["ok"] is False
         assert document["error"]["code"] in ("invalid-arguments", "unknown-hook")
+
+
+def installed_hook(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``dsh-memory hook session-start``, as the hosts' settings run it."""
+    return subprocess.run(
+        ["dsh-memory", "hook", "session-start", *args],
+        input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+
+
+def _no_locale(**chosen: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_MESSAGES", "LANG")}
+    return {**env, **chosen}
+
+
+def test_no_memory_repository_prints_nothing(tmp_path: Path) -> None:
+    # Nothing at the default root, then a folder that is not a memory repository: as the
+    # other hooks do when their store is missing, the agent's turn gets no section at all.
+    for prepare in (lambda: None, lambda: (tmp_path / "dsh" / "storages" / "memory").mkdir(
+            parents=True)):  # fmt: skip
+        prepare()
+        done = installed_hook(_no_locale(LANG="zh_CN.UTF-8"), "--mcp-server", "dsh-memory")
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    explicit = {**_no_locale(), "DSH_MEMORY_ROOT": str(tmp_path / "nowhere")}
+    assert installed_hook(explicit).stdout == ""
+
+
+def _has_han(text: str) -> bool:
+    return any("\u4e00" <= char <= "\u9fff" for char in text)
+
+
+def test_the_instructions_follow_the_users_locale(memory_root: Path) -> None:
+    (memory_root / "summary.md").write_text("# Summary\nprefers pnpm\n")
+    cases = {
+        "en": _no_locale(LANG="en_US.UTF-8"),
+        "unset": _no_locale(),
+        "C over zh": _no_locale(LC_ALL="C.UTF-8", LANG="zh_CN.UTF-8"),
+        "zh": _no_locale(LANG="zh_CN.UTF-8"),
+        "zh messages": _no_locale(LC_MESSAGES="zh_TW.UTF-8", LANG="en_US.UTF-8"),
+        "zh all": _no_locale(LC_ALL="zh_HK.UTF-8", LANG="en_GB.UTF-8"),
+    }
+    for name, env in cases.items():
+        text = context_of(installed_hook(env, "--mcp-server", "dsh-memory"))
+        chinese = name.startswith("zh")
+        assert text.startswith("# 记忆 (Memory)" if chinese else "# Memory\n"), name
+        assert _has_han(text) is chinese, name
+        assert "`mcp__dsh-memory__memory_search`" in text, name
+        assert "prefers pnpm" in text and UNTRUSTED_MARKER in text, name
+    # The CLI hint goes after the English tool names too.
+    assert "dsh-memory search --query" in context_of(installed_hook(cases["en"]))
+    # prompt-section is DSH's: Chinese whatever the locale.
+    section = subprocess.run(["dsh-memory", "prompt-section"], capture_output=True, text=True,
+                             env=cases["en"], check=True, timeout=60).stdout  # fmt: skip
+    assert section.startswith("# 记忆 (Memory)")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ def test_legacy_records_lists_metadata_only(memory_root: Path, write_file: Write
         "path": "handbook/old-note.md",
         "id": record["id"],
         "frontMatter": f"---\nschema_version: 1\nid: {record['id']}\n"
-        "created_at: 2025-08-20\nupdated_at: 2025-08-20\n---\n\n",
+        "created_at: 2025-08-20\nupdated_at: 2025-08-20\n---\n",
         "createdAt": "2025-08-20",
         "updatedAt": "2025-08-20",
         "bytes": 17,
@@ -199,3 +200,34 @@ def test_documented_manual_recovery_after_interrupted_run(
     health = MemoryService().health()["value"]
     assert health["needsManualRecovery"] is False
     assert health["interruptedRun"] is None
+
+
+#: The earlier tool's migrateLegacy on these legacy records (mtime 2025-08-20), run on a
+#: memory repository: the blob of each migrated file (front matter, then the body with no
+#: blank line between - legacy-migration.js migrationFrontMatter).
+EARLIER_MIGRATED_BLOBS = {
+    "handbook/old.md": ("old note\n", "2761d612c74b64ab5a256e1164e6272551027439"),
+    "archive/deep/x.md": ("中文 旧笔记\r\nline2", "3aa887bf04d5c189ef6c1d5bf6c01643d3625b66"),
+}
+
+
+def test_migration_writes_the_earlier_tools_blobs(
+    memory_root: Path, commit: Callable[..., str], run_git: Callable[..., str]
+) -> None:
+    for path, (body, _) in EARLIER_MIGRATED_BLOBS.items():
+        (memory_root / path).parent.mkdir(parents=True, exist_ok=True)
+        (memory_root / path).write_bytes(body.encode("utf-8"))
+    commit(memory_root)
+    for path in EARLIER_MIGRATED_BLOBS:
+        os.utime(memory_root / path, (1755691200, 1755691200))  # 2025-08-20T12:00:00Z
+    listed = subprocess.run(["dsh-memory", "legacy-records"], capture_output=True, text=True,
+                            check=True, timeout=60).stdout  # fmt: skip
+    for record in json.loads(listed)["value"]["records"]:
+        assert record["frontMatter"] == (
+            f"---\nschema_version: 1\nid: {record['id']}\n"
+            "created_at: 2025-08-20\nupdated_at: 2025-08-20\n---\n"
+        )
+    subprocess.run(["dsh-memory", "migrate-legacy", "--apply"], capture_output=True, check=True,
+                   timeout=60)  # fmt: skip
+    for path, (_, blob) in EARLIER_MIGRATED_BLOBS.items():
+        assert run_git(memory_root, "rev-parse", f"HEAD:{path}").strip() == blob, path

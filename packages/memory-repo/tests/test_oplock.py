@@ -15,7 +15,8 @@ def test_lock_file_has_earlier_tools_format_and_mode(memory_root: Path) -> None:
     with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
         lock = memory_root / ".sync" / "operation.lock"
         data = json.loads(lock.read_text())
-        assert set(data) == {"operation", "pid", "runId", "startedAt"}
+        # The earlier tool's four fields first (it reads them by name), then our owner data.
+        assert list(data) == ["operation", "pid", "runId", "startedAt", "startTime", "hostname"]
         assert data["operation"] == "clear"
         assert data["pid"] == os.getpid()
         assert stat.S_IMODE(lock.stat().st_mode) == 0o600

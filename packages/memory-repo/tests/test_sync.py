@@ -344,7 +344,7 @@ def test_the_default_agent_is_dsh_headless_with_a_private_session_patch(
     fake.chmod(0o755)
     session_logs.dsh("d1", "hello")
     options = _options(sync_root, session_logs, "unused", extra_env={"DSH_BIN": str(fake)})
-    options.agent = "dsh"
+    options.agent, options.agent_command = None, None  # no agent named: the default
     result = run_sync(options)
     assert result["status"] == "applied"
     seen = json.loads((sync_root / "handbook" / "dsh.md").read_text().split("---\n")[2])

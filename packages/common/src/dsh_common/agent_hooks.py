@@ -8,33 +8,121 @@ agent's way: :func:`run_hook` turns every failure into silence and exit 0 (with 
 on stderr only when ``DSH_DEBUG=1``).
 
 Hooks run at every session start and every prompt, so this module imports only the
-standard library's ``json`` - no typer, no orjson, nothing the hook does not need.
+standard library's ``json`` (and ``re``, which ``json`` loads anyway) - no typer, no orjson,
+nothing the hook does not need.
 
-Stored text shown to a model is untrusted: :func:`escape_untrusted` makes sure it cannot
-close (or open) the block it is fenced in.
+Stored text shown to a model is untrusted: :func:`escape_untrusted` (the one escape every
+product uses) makes sure it cannot close (or open) the block it is fenced in, nor imitate
+the label around it.
+
+Every hook runs under a wall-clock budget (:func:`hook_deadline`, 5 s unless
+``DSH_HOOK_BUDGET_SECONDS`` says otherwise): whatever a payload or a repository makes a
+hook do, it gives up silently (exit 0, nothing printed) before the host would kill it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
 #: A payload larger than this is not a hook payload we understand; the hook stays silent.
 MAX_PAYLOAD_BYTES = 1024 * 1024
 
+#: Wall-clock seconds a hook may take before it gives up silently (see :func:`hook_deadline`):
+#: half the 10 s timeout ``setup`` registers with the hosts, so that even the C watchdog's
+#: hard stop (2 s later) and the interpreter's start and exit fit before the host kills us.
+DEFAULT_BUDGET_SECONDS = 5.0
+BUDGET_ENVIRONMENT = "DSH_HOOK_BUDGET_SECONDS"
+# After the budget, the timer fires again this often: code that swallowed the first
+# HookBudgetExceeded (a broad ``except Exception``) gets it again, and the third time the
+# process ends at once.
+_REPEAT_SECONDS = 0.25
+_FIRES_BEFORE_EXIT = 3
+# A hard stop for work that never returns to the interpreter (a regular expression
+# backtracking in C holds the GIL, so neither a signal handler nor a thread can run): the
+# faulthandler watchdog is a C thread, and ends the process this long after the budget.
+_HARD_STOP_GRACE_SECONDS = 2.0
+
+
+class HookBudgetExceeded(Exception):
+    """The hook ran past its wall-clock budget; :func:`run_hook` turns it into silence."""
+
+
 #: Hook event names as the hosts spell them, by the names our commands use.
 EVENT_NAMES = {
     "session-start": "SessionStart",
     "user-prompt-submit": "UserPromptSubmit",
+    "stop": "Stop",
 }
 
 #: ``handler(payload, args)``: ``args`` are the words after the event name.
 HookHandler = Callable[[Mapping[str, Any], list[str]], str | None]
 #: ``render_error(code, message)``: the product's error document (dsh-memory has its own).
 ErrorRenderer = Callable[[str, str], Any]
+
+
+def budget_seconds(environ: Mapping[str, str] | None = None) -> float:
+    """The hook budget: ``DSH_HOOK_BUDGET_SECONDS`` when it is a positive number, else 10."""
+    raw = (os.environ if environ is None else environ).get(BUDGET_ENVIRONMENT, "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_BUDGET_SECONDS
+    return value if 0 < value < 86_400 else DEFAULT_BUDGET_SECONDS
+
+
+class hook_deadline:
+    """Within the block, the hook's budget runs: past it, :class:`HookBudgetExceeded` is
+    raised wherever the hook is (again every 0.25 s if swallowed, then the process exits
+    0), and a C watchdog ends the process 2 s later should the interpreter never get
+    control back. Outside the main thread (a library caller) it does nothing."""
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = budget_seconds() if seconds is None else seconds
+        self._armed = False
+        self._fires = 0
+        self._previous: Any = None
+        self._signal: Any = None
+        self._faulthandler: Any = None
+
+    def _fire(self, signum: int, frame: Any) -> None:
+        self._fires += 1
+        if self._fires >= _FIRES_BEFORE_EXIT:
+            os._exit(0)  # the hook would never finish: end it, silent, exit 0
+        raise HookBudgetExceeded(f"the hook ran past its {self.seconds:g} s budget")
+
+    def __enter__(self) -> hook_deadline:
+        import faulthandler  # noqa: PLC0415 - only hooks need these
+        import signal  # noqa: PLC0415
+
+        if not hasattr(signal, "setitimer"):
+            return self  # no interval timers (Windows): the host's own timeout applies
+        try:
+            self._previous = signal.signal(signal.SIGALRM, self._fire)
+        except ValueError:  # not the main thread: leave the caller's signals alone
+            return self
+        signal.setitimer(signal.ITIMER_REAL, self.seconds, _REPEAT_SECONDS)
+        self._signal, self._faulthandler, self._armed = signal, faulthandler, True
+        self._devnull = open(os.devnull, "w")
+        faulthandler.dump_traceback_later(
+            self.seconds + _HARD_STOP_GRACE_SECONDS, exit=True, file=self._devnull
+        )
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if not self._armed:
+            return
+        # Disarm first: nothing may fire once the block is left.
+        self._signal.setitimer(self._signal.ITIMER_REAL, 0)
+        self._faulthandler.cancel_dump_traceback_later()
+        self._signal.signal(self._signal.SIGALRM, self._previous)
+        self._devnull.close()
+        self._armed = False
 
 
 def _error_document(code: str, message: str) -> dict[str, Any]:
@@ -73,9 +161,26 @@ def context_document(event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-def escape_untrusted(text: str) -> str:
-    """``text`` with ``&``, ``<`` and ``>`` escaped, so that it cannot close its fence."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def escape_untrusted(text: str, *, markers: Sequence[str] = ()) -> str:
+    """``text`` as it may appear inside one of our fenced blocks: it cannot close the fence
+    nor imitate the product's label.
+
+    ``&``, ``<`` and ``>`` become HTML entities (no tag of any name can be written, and the
+    escape stays reversible). ``markers`` are the bracketed labels a product prints around
+    stored text, e.g. dsh-memory's ``("DPSK MEMORY",)`` for ``[DPSK MEMORY: UNTRUSTED
+    CONTEXT]``: a ``[`` opening one of them (any case, any spacing between its words)
+    becomes ``&#91;``. Without markers only the three characters change.
+    """
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for marker in markers:
+        escaped = _marker_imitation(marker).sub(r"&#91;\1", escaped)
+    return escaped
+
+
+@functools.lru_cache(maxsize=8)
+def _marker_imitation(marker: str) -> re.Pattern[str]:
+    words = r"\s+".join(re.escape(word) for word in marker.split())
+    return re.compile(rf"\[(\s*{words})", re.IGNORECASE)
 
 
 def one_line(text: str, limit: int) -> str:
@@ -106,7 +211,8 @@ def run_hook(
         message = f"unknown hook event {event!r}; expected one of: {known}"
         return _emit_error("unknown-hook", message, render_error)
     try:
-        text = handler(read_payload(stdin), list(args or []))
+        with hook_deadline():
+            text = handler(read_payload(stdin), list(args or []))
     except Exception as exc:  # a hook must never block or break the agent's turn
         if os.environ.get("DSH_DEBUG") == "1":
             sys.stderr.write(f"dsh hook {event} failed: {type(exc).__name__}: {exc}\n")

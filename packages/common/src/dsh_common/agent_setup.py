@@ -1,8 +1,9 @@
 """Register a product's MCP server and hooks in Claude Code or Codex, and undo exactly that.
 
 Used by ``dsh-compound setup``, ``dsh-memory setup`` and ``dsh-knowledge setup``. Pure
-library: it plans file changes (:func:`plan`), shows them as a unified diff, and applies
-them atomically (:func:`apply`). The files are those the hosts document:
+library: it plans file changes (:func:`plan`: every file found, checked, parsed and its new
+content computed, nothing written), shows them as a unified diff, and applies them
+(:func:`run_setup`). The files are those the hosts document:
 
 - claude-code, project: ``<project>/.mcp.json`` (``mcpServers``) and
   ``<project>/.claude/settings.json`` (``hooks``);
@@ -13,47 +14,87 @@ them atomically (:func:`apply`). The files are those the hosts document:
   (Codex reads them only for a project the user marked trusted).
 
 Merging rules: every other key, server and hook of the user's files is kept as it was;
-our server is the entry named after the product; our hooks are the command hooks whose
-program is the product's command (by file name) followed by ``hook``. Running setup twice
-changes nothing the second time; ``remove`` deletes only those entries, then any container
-(a hook event list, ``hooks``, ``mcpServers``) that became empty, then a file that became
-empty - so setup followed by remove leaves the files as they were. JSON is written back
-with the indentation and final newline the file already had.
+within our own entries only what :mod:`dsh_common.agent_setup_entries` calls ours is
+refreshed (the user's ``env``, extra options and hook settings stay). Our server is the
+entry named after the product; our hooks are the command hooks running the product's
+command (by file name) with ``hook <subcommand>`` under the event setup registers it for.
+Running setup twice changes nothing the second time; ``remove`` deletes only those entries,
+then any container (a hook event list, ``hooks``, ``mcpServers``) that became empty, then a
+file that became empty - so setup followed by remove leaves the files as they were. JSON is
+written back with the indentation, line endings and final newline the file already had.
+
+Applying: folders and lock files are made first; then, under the locks, every file is read
+and planned again and written atomically, each only if it still holds the bytes planned
+from (:mod:`dsh_common.agent_setup_files`). Concurrent setups therefore keep each other's
+entries, and a failure leaves the files as they were.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import os
-import shlex
-import stat
+import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dsh_common import toml_tables
-from dsh_common.errors import DshError, SymlinkRejectedError
+from dsh_common.agent_setup_entries import (
+    HOOK_TIMEOUT_SECONDS,
+    AgentSetupError,
+    ConfigInvalidError,
+    OurHook,
+    SetupOption,
+    hook_command_line,
+    merge_hooks,
+    merge_json_server,
+    server_entry,
+)
+from dsh_common.agent_setup_files import (
+    ConfigChangedError,
+    ConfigUnwritableError,
+    FileChange,
+    locked,
+    make_folders,
+    prune,
+    read_text,
+    remove_empty_folders,
+    target,
+    write_all,
+)
+
+__all__ = [
+    "HOOK_TIMEOUT_SECONDS",
+    "HOSTS",
+    "SCOPES",
+    "AgentSetupError",
+    "ConfigChangedError",
+    "ConfigInvalidError",
+    "ConfigUnwritableError",
+    "FileChange",
+    "Integration",
+    "Locations",
+    "SetupOption",
+    "hook_command",
+    "locations",
+    "plan",
+    "resolve_command",
+    "run_setup",
+]
 
 HOSTS = ("claude-code", "codex")
 SCOPES = ("user", "project")
-#: Seconds a host waits for one of our hooks; they take tens of milliseconds.
-HOOK_TIMEOUT_SECONDS = 10
+#: How often setup plans again when a file changed between its read and its write.
+_ATTEMPTS = 5
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
-
-class AgentSetupError(DshError, ValueError):
-    """A bad host, scope or project directory, or a config file we must not rewrite."""
-
-    code = "invalid-arguments"
-
-
-class ConfigInvalidError(AgentSetupError):
-    """An existing config file is not valid JSON/TOML or has an unexpected shape."""
-
-    code = "config-invalid"
+#: ``(option, value)`` pairs given to setup (see :class:`SetupOption`).
+GivenOptions = Sequence[tuple[SetupOption, str]]
+#: A JSON file's new text by (path, old text): what one run of setup computed already.
+_Memo = dict[tuple[Path, str | None], str | None]
 
 
 @dataclass(frozen=True)
@@ -73,36 +114,6 @@ class Integration:
     #: Whole files we own, by path under the host's config folder (``~/.claude``,
     #: ``<project>/.claude``, ``$CODEX_HOME``, ``<project>/.codex``), e.g. a skill.
     files: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass
-class FileChange:
-    """One file before and after (``None``: the file does not / will not exist)."""
-
-    path: Path
-    before: str | None
-    after: str | None
-    #: Empty folders left by a removal are pruned up to (not including) this one.
-    prune_to: Path | None = None
-
-    @property
-    def action(self) -> str:
-        if self.before == self.after:
-            return "unchanged"
-        if self.before is None:
-            return "created"
-        return "removed" if self.after is None else "updated"
-
-    def diff(self) -> str:
-        old = (self.before or "").splitlines(keepends=True)
-        new = (self.after or "").splitlines(keepends=True)
-        lines = difflib.unified_diff(
-            old,
-            new,
-            fromfile=str(self.path) if self.before is not None else "/dev/null",
-            tofile=str(self.path) if self.after is not None else "/dev/null",
-        )
-        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 @dataclass
@@ -149,42 +160,10 @@ def locations(
     raise AgentSetupError(f"unknown host {host!r}; expected one of: {', '.join(HOSTS)}")
 
 
-def _target(path: Path, scope: str) -> Path:
-    """The file to edit for ``path``: checked before anything is written.
-
-    In the user's home a config file is often a symlink into a dotfiles repository: we edit
-    the file it points to, so the link survives. In a project (untrusted: it may be someone
-    else's repository) a symlinked config file is refused. Hard-linked files are refused
-    everywhere: replacing one would silently split the link.
-    """
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return path
-    except OSError as exc:
-        raise ConfigInvalidError(f"{path} cannot be inspected: {exc.strerror}") from exc
-    if stat.S_ISLNK(info.st_mode):
-        if scope == "project":
-            raise SymlinkRejectedError(f"{path} is a symbolic link; not editing it in a project")
-        path = Path(os.path.realpath(path))
-        try:
-            info = os.lstat(path)
-        except FileNotFoundError:
-            return path
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigInvalidError(f"{path} is not a regular file")
-    if info.st_nlink > 1:
-        raise ConfigInvalidError(f"{path} has {info.st_nlink} hard links; not replacing it")
-    return path
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigInvalidError(f"{path} cannot be read: {exc}") from exc
+def _escape_surrogates(text: str) -> str:
+    # json.loads accepts "\ud800" (valid JSON) and gives a lone surrogate, which UTF-8
+    # cannot encode: write it back as the escape it was read from.
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _load_json(path: Path, text: str | None) -> dict[str, Any]:
@@ -192,6 +171,8 @@ def _load_json(path: Path, text: str | None) -> dict[str, Any]:
         return {}
     try:
         value = json.loads(text)
+    except RecursionError as exc:
+        raise ConfigInvalidError(f"{path} is nested too deeply to edit") from exc
     except ValueError as exc:
         raise ConfigInvalidError(f"{path} is not valid JSON: {exc}") from exc
     if not isinstance(value, dict):
@@ -211,129 +192,97 @@ def _dump_json(document: dict[str, Any], like: str | None) -> str | None:
                 whitespace = line[: len(line) - len(stripped)]
                 indent = len(whitespace) if whitespace.strip(" ") == "" else whitespace
                 break
-    text = json.dumps(document, indent=indent, ensure_ascii=False)
-    return text + "\n" if like is None or like.endswith("\n") else text
+    try:
+        text = _escape_surrogates(json.dumps(document, indent=indent, ensure_ascii=False))
+    except RecursionError as exc:
+        raise ConfigInvalidError("a config document is nested too deeply to edit") from exc
+    text = text + "\n" if like is None or like.endswith("\n") else text
+    # Raw newlines occur only between tokens (inside strings they are escaped).
+    return text.replace("\n", "\r\n") if like and "\r\n" in like else text
 
 
 def hook_command(integration: Integration, args: Sequence[str]) -> str:
     """The shell command line of one hook (hosts run hook commands through a shell)."""
-    program = integration.command or integration.program
-    return " ".join(shlex.quote(part) for part in (program, *args))
+    return hook_command_line(integration.command or integration.program, args)
 
 
-def _is_ours(hook: Any, integration: Integration) -> bool:
-    if not isinstance(hook, dict) or hook.get("type") != "command":
-        return False
-    command = hook.get("command")
-    if not isinstance(command, str):
-        return False
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return len(words) >= 2 and Path(words[0]).name == integration.program and words[1] == "hook"
+def _our_hooks(integration: Integration, host: str, options: GivenOptions) -> list[OurHook]:
+    hooks = []
+    for event, args in integration.hooks:
+        words = tuple(host if arg == "{host}" else arg for arg in args)
+        sub = words[1] if len(words) > 1 else ""
+        written = tuple((o.flag, value) for o, value in options if sub in o.hooks)
+        hooks.append(OurHook(event, words, written))
+    return hooks
 
 
-def _merge_hooks(
-    document: dict[str, Any],
+def _passed_env(integration: Integration, env: Mapping[str, str] | None) -> dict[str, str]:
+    environ = os.environ if env is None else env
+    return {name: environ[name] for name in integration.env_names if environ.get(name)}
+
+
+def _refuse_undecodable(
+    integration: Integration, passed: Mapping[str, str], options: GivenOptions
+) -> None:
+    """Our own values must be UTF-8: a host could not find a path we wrote mangled."""
+    named = [("the command", integration.command or integration.program)]
+    named += [(f"${name}", value) for name, value in passed.items()]
+    named += [(option.flag, value) for option, value in options]
+    for what, value in named:
+        if _SURROGATE.search(value):
+            shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            raise AgentSetupError(f"{what} {shown!r} is not valid UTF-8; nothing was changed")
+
+
+def _server_change(
     integration: Integration,
+    path: Path,
+    kind: str,
     *,
     remove: bool,
-    path: Path,
-    host: str,
-) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(json.dumps(document))
-    hooks = result.get("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ConfigInvalidError(f"{path}: 'hooks' is not an object")
-    wanted = (
-        {}
-        if remove
-        else {
-            event: tuple(host if arg == "{host}" else arg for arg in args)
-            for event, args in integration.hooks
-        }
-    )
-    # Existing events first, in the file's order; new ones after, in ours.
-    for event in [*hooks, *(e for e in wanted if e not in hooks)]:
-        groups = hooks.get(event, [])
-        if not isinstance(groups, list):
-            raise ConfigInvalidError(f"{path}: hooks.{event} is not a list")
-        kept: list[Any] = []
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if isinstance(inner, list) and any(_is_ours(h, integration) for h in inner):
-                rest = [h for h in inner if not _is_ours(h, integration)]
-                if rest:
-                    kept.append({**group, "hooks": rest})
-                continue
-            kept.append(group)
-        if event in wanted:
-            ours = {
-                "type": "command",
-                "command": hook_command(integration, wanted[event]),
-                "timeout": HOOK_TIMEOUT_SECONDS,
-            }
-            kept.append({"hooks": [ours]})
-        if kept:
-            hooks[event] = kept
-        else:
-            hooks.pop(event, None)
-    if hooks:
-        result["hooks"] = hooks
-    else:
-        result.pop("hooks", None)
-    # Unchanged when only our entry moved position: keep the user's file as it was.
-    return document if _same_hooks(document, result) else result
-
-
-def _same_hooks(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    def canonical(doc: dict[str, Any]) -> str:
-        hooks = doc.get("hooks", {})
-        shaped = {k: sorted(json.dumps(g, sort_keys=True) for g in v) for k, v in hooks.items()}
-        return json.dumps({**doc, "hooks": shaped}, sort_keys=True)
-
-    return canonical(a) == canonical(b)
-
-
-def _server_entry(
-    integration: Integration, kind: str, env: Mapping[str, str] | None = None
-) -> dict[str, Any]:
+    passed: Mapping[str, str],
+    options: GivenOptions,
+    confined: Path | None,
+    memo: _Memo,
+) -> FileChange:
+    text = read_text(path)
     command = integration.command or integration.program
+    written = [(option.flag, value) for option, value in options if option.server]
+
+    def entry_for(existing: Any, where: str) -> dict[str, Any]:
+        return server_entry(
+            existing,
+            kind=kind,
+            command=command,
+            fixed_args=integration.mcp_args,
+            written=written,
+            env=passed if kind == "toml" else {},
+            where=where,
+        )
+
     if kind == "toml":
-        environ = os.environ if env is None else env
-        passed = {name: environ[name] for name in integration.env_names if environ.get(name)}
-        # required: codex waits for the server before the first model request.
-        # default_tools_approval_mode: our tools touch only local dsh data, and without it
-        # `codex exec` refuses every call ("requires approval, but approval policy is never").
-        entry: dict[str, Any] = {
-            "command": command,
-            "args": list(integration.mcp_args),
-            "required": True,
-            "default_tools_approval_mode": "approve",
-        }
-        if passed:
-            entry["env"] = passed
-        return entry
-    return {"type": "stdio", "command": command, "args": list(integration.mcp_args)}
-
-
-def _merge_json_server(
-    document: dict[str, Any], integration: Integration, *, remove: bool, path: Path
-) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(json.dumps(document))
-    servers = result.get("mcpServers", {})
-    if not isinstance(servers, dict):
-        raise ConfigInvalidError(f"{path}: 'mcpServers' is not an object")
-    if remove:
-        servers.pop(integration.server, None)
-    else:
-        servers[integration.server] = _server_entry(integration, "json")
-    if servers:
-        result["mcpServers"] = servers
-    else:
-        result.pop("mcpServers", None)
-    return result
+        table = ["mcp_servers", integration.server]
+        document = toml_tables.parse(text or "", str(path))
+        servers = document.get("mcp_servers")
+        existing = servers.get(integration.server) if isinstance(servers, dict) else None
+        values = (
+            None if remove else entry_for(existing, f"{path}: mcp_servers.{integration.server}")
+        )
+        if values is not None and values == existing:
+            new_text: str | None = text  # already what setup would write: keep its bytes
+        else:
+            new_text = toml_tables.set_table(text or "", table, values, str(path))
+            if new_text == "" and not text:
+                new_text = text
+            elif not (new_text or "").strip():
+                new_text = None
+        return FileChange(path, text, new_text, confined_to=confined)
+    if (path, text) in memo:
+        return FileChange(path, text, memo[path, text], confined_to=confined)
+    before = _load_json(path, text)
+    after = merge_json_server(before, integration.server, entry_for, remove=remove, path=path)
+    new = memo[path, text] = text if after == before else _dump_json(after, text)
+    return FileChange(path, text, new, confined_to=confined)
 
 
 def plan(
@@ -344,8 +293,39 @@ def plan(
     project_dir: str | os.PathLike[str] | None = None,
     remove: bool = False,
     env: Mapping[str, str] | None = None,
+    options: GivenOptions = (),
 ) -> list[FileChange]:
-    """The changes setup (or ``remove``) would make; nothing is written."""
+    """The changes setup (or ``remove``) would make; nothing is written.
+
+    Every file is located, checked (links, hard links, folders), read, parsed and given its
+    new content - encoded, too - before this returns, so anything that can be refused is
+    refused before the first byte is written.
+    """
+    return _plan(
+        integration,
+        host,
+        scope=scope,
+        project_dir=project_dir,
+        remove=remove,
+        env=env,
+        options=options,
+        memo={},
+    )
+
+
+def _plan(
+    integration: Integration,
+    host: str,
+    *,
+    scope: str,
+    project_dir: str | os.PathLike[str] | None,
+    remove: bool,
+    env: Mapping[str, str] | None,
+    options: GivenOptions,
+    memo: _Memo,
+) -> list[FileChange]:
+    """:func:`plan`; ``memo`` keeps each JSON file's new text by its old text, so planning
+    again under the locks does not re-serialise a large unchanged ``~/.claude.json``."""
     if host not in HOSTS:
         raise AgentSetupError(f"unknown host {host!r}; expected one of: {', '.join(HOSTS)}")
     if scope not in SCOPES:
@@ -353,80 +333,80 @@ def plan(
     project = Path(os.path.abspath(project_dir or os.getcwd()))
     if scope == "project" and not project.is_dir():
         raise AgentSetupError(f"project directory {project} does not exist")
+    passed = _passed_env(integration, env)
+    _refuse_undecodable(integration, passed, options)
     where = locations(host, scope, project, env)
-    where = Locations(
-        _target(where.mcp, scope), _target(where.hooks, scope), where.kind, where.base
-    )
-    changes: list[FileChange] = []
-
-    mcp_text = _read(where.mcp)
-    if where.kind == "toml":
-        values = None if remove else _server_entry(integration, "toml", env)
-        new_text: str | None = toml_tables.set_table(
-            mcp_text or "", ["mcp_servers", integration.server], values, str(where.mcp)
+    # In a project nothing below its root may be a link; at home links are followed.
+    confined = project if scope == "project" else None
+    base = where.base if confined is not None else Path(os.path.realpath(where.base))
+    changes = [
+        _server_change(
+            integration,
+            target(where.mcp, confined),
+            where.kind,
+            remove=remove,
+            passed=passed,
+            options=options,
+            confined=confined,
+            memo=memo,
         )
-        if new_text == "" and not mcp_text:
-            new_text = mcp_text
-        elif not (new_text or "").strip():
-            new_text = None
-        changes.append(FileChange(where.mcp, mcp_text, new_text))
-    else:
-        before = _load_json(where.mcp, mcp_text)
-        after = _merge_json_server(before, integration, remove=remove, path=where.mcp)
-        changes.append(
-            FileChange(
-                where.mcp, mcp_text, mcp_text if after == before else _dump_json(after, mcp_text)
-            )
+    ]
+    hooks_path = target(where.hooks, confined)
+    hooks_text = read_text(hooks_path)
+    if (hooks_path, hooks_text) not in memo:
+        before_hooks = _load_json(hooks_path, hooks_text)
+        after_hooks = merge_hooks(
+            before_hooks,
+            _our_hooks(integration, host, options),
+            program=integration.program,
+            command=integration.command or integration.program,
+            remove=remove,
+            path=hooks_path,
         )
-
-    hooks_text = _read(where.hooks)
-    before_hooks = _load_json(where.hooks, hooks_text)
-    after_hooks = _merge_hooks(
-        before_hooks, integration, remove=remove, path=where.hooks, host=host
-    )
-    changes.append(
-        FileChange(
-            where.hooks,
-            hooks_text,
-            hooks_text if after_hooks is before_hooks else _dump_json(after_hooks, hooks_text),
+        memo[hooks_path, hooks_text] = (
+            hooks_text if after_hooks is before_hooks else _dump_json(after_hooks, hooks_text)
         )
-    )
+    new_hooks = memo[hooks_path, hooks_text]
+    changes.append(FileChange(hooks_path, hooks_text, new_hooks, confined_to=confined))
     for relative, text in integration.files:
-        path = _target(where.base / relative, scope)
-        current = _read(path)
+        path = target(base / relative, confined)
+        current = read_text(path)
         # Remove only a file that is exactly ours: one the user edited is theirs now.
         owned: str | None = (None if current == text else current) if remove else text
-        changes.append(FileChange(path, current, owned, prune_to=where.base))
+        changes.append(FileChange(path, current, owned, prune_to=base, confined_to=confined))
+    for change in changes:
+        change.encoded()  # raises here, not halfway through writing
     return changes
 
 
-def apply(changes: Sequence[FileChange]) -> None:
-    """Write (or delete) every changed file, each atomically; parents are created."""
-    from dsh_common.io import atomic_write  # noqa: PLC0415
-
-    for change in changes:
-        if change.before == change.after:
-            continue
-        if change.after is None:
-            change.path.unlink(missing_ok=True)
-            _prune_empty(change.path.parent, change.prune_to)
-            continue
-        change.path.parent.mkdir(parents=True, exist_ok=True)
-        # ~/.claude.json and config.toml may hold credentials: new files are owner-only.
-        mode = None if change.path.exists() else 0o600
-        atomic_write(change.path, change.after.encode("utf-8"), mode=mode)
-
-
-def _prune_empty(directory: Path, stop: Path | None) -> None:
-    """Remove ``directory`` and its parents while empty, below ``stop`` only."""
-    if stop is None:
-        return
-    while directory != stop and stop in directory.parents:
-        try:
-            directory.rmdir()  # fails on a folder that is not empty: exactly what we want
-        except OSError:
-            return
-        directory = directory.parent
+def _apply(
+    make_plan: Callable[[], list[FileChange]], changes: list[FileChange]
+) -> list[FileChange]:
+    """Write ``changes``: under each file's lock, planned again from what is there now."""
+    created: list[Path] = []
+    try:
+        for _ in range(_ATTEMPTS):
+            done = False
+            needed = {change.path for change in changes if change.changed}
+            if not needed:
+                return changes
+            created += make_folders(changes)
+            with locked(needed):
+                changes = make_plan()  # re-read inside the locks: another setup may have written
+                if not {change.path for change in changes if change.changed} <= needed:
+                    continue  # a file we hold no lock for needs a change now: lock it too
+                done = write_all(changes)
+            if done:
+                prune(changes)
+                return changes
+    except BaseException:
+        remove_empty_folders(created)
+        raise
+    remove_empty_folders(created)
+    paths = ", ".join(sorted(str(change.path) for change in changes if change.changed))
+    raise ConfigChangedError(
+        f"{paths} kept changing while setup was writing; nothing was changed, run it again"
+    )
 
 
 def run_setup(
@@ -438,14 +418,34 @@ def run_setup(
     remove: bool = False,
     dry_run: bool = False,
     env: Mapping[str, str] | None = None,
+    options: GivenOptions = (),
 ) -> dict[str, Any]:
-    """Plan, then apply unless ``dry_run``; the JSON result the ``setup`` commands print."""
+    """Plan, then apply unless ``dry_run``; the JSON result the ``setup`` commands print.
+
+    ``options`` are the declared :class:`SetupOption` values given on the command line;
+    each is written into the entries it names, replacing the same option's old value.
+    """
     resolved = integration
     if integration.command is None:
         resolved = dataclasses.replace(integration, command=resolve_command(integration.program))
-    changes = plan(resolved, host, scope=scope, project_dir=project_dir, remove=remove, env=env)
+
+    memo: _Memo = {}
+
+    def make_plan() -> list[FileChange]:
+        return _plan(
+            resolved,
+            host,
+            scope=scope,
+            project_dir=project_dir,
+            remove=remove,
+            env=env,
+            options=options,
+            memo=memo,
+        )
+
+    changes = make_plan()
     if not dry_run:
-        apply(changes)
+        changes = _apply(make_plan, changes)
     result: dict[str, Any] = {
         "host": host,
         "scope": scope,

@@ -27,13 +27,14 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, overload
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps_bytes
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
+    from dsh_common.agent_setup_entries import SetupOption
 
 ErrorRenderer = Callable[[str, str], Any]
 
@@ -133,38 +134,127 @@ def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
 
 
 def add_setup_command(
-    app: Any, integration: Callable[[], Integration], *, summary: str, examples: Sequence[str]
+    app: Any,
+    integration: Callable[[], Integration],
+    *,
+    summary: str,
+    examples: Sequence[str],
+    options: Sequence[SetupOption] = (),
 ) -> None:
     """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]``
     on the Typer ``app``: the one signature every product's ``setup`` has, running
     :func:`dsh_common.agent_setup.run_setup` with what ``integration()`` (built only when the
-    command runs) registers."""
+    command runs) registers.
+
+    ``options`` is the product's declared list of what setup may write into its entries
+    (:class:`dsh_common.agent_setup_entries.SetupOption`): each becomes ``--flag VALUE`` of
+    the command, and a value given is written where the option says (server args, hooks).
+    """
+    import inspect
+
     import typer  # only here: see the module docstring
 
-    def setup_command(
-        host: str = typer.Argument(..., help="claude-code or codex."),
-        scope: str = typer.Option("user", "--scope", help="user (default) or project."),
-        project_dir: str | None = typer.Option(
-            None, "--project-dir", help="Project root (default: cwd)."
-        ),
-        remove: bool = typer.Option(False, "--remove", help="Undo exactly our entries."),
-        dry_run: bool = typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
-    ) -> None:
+    def setup_command(**values: Any) -> None:
         from dsh_common.agent_setup import run_setup
 
+        given = [(option, values[_parameter(option)]) for option in options]
         emit_json(
             run_setup(
                 integration(),
-                host,
-                scope=scope,
-                project_dir=project_dir,
-                remove=remove,
-                dry_run=dry_run,
+                values["host"],
+                scope=values["scope"],
+                project_dir=values["project_dir"],
+                remove=values["remove"],
+                dry_run=values["dry_run"],
+                options=[(option, value) for option, value in given if value is not None],
             )
         )
 
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    parameters = [
+        inspect.Parameter(
+            "host",
+            keyword,
+            default=typer.Argument(..., help="claude-code or codex."),
+            annotation=str,
+        ),
+        inspect.Parameter(
+            "scope",
+            keyword,
+            default=typer.Option("user", "--scope", help="user (default) or project."),
+            annotation=str,
+        ),
+        inspect.Parameter(
+            "project_dir",
+            keyword,
+            default=typer.Option(None, "--project-dir", help="Project root (default: cwd)."),
+            annotation=str | None,
+        ),
+        inspect.Parameter(
+            "remove",
+            keyword,
+            default=typer.Option(False, "--remove", help="Undo exactly our entries."),
+            annotation=bool,
+        ),
+        inspect.Parameter(
+            "dry_run",
+            keyword,
+            default=typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
+            annotation=bool,
+        ),
+    ]
+    for option in options:
+        parameters.append(
+            inspect.Parameter(
+                _parameter(option),
+                keyword,
+                default=typer.Option(None, option.flag, help=option.help, metavar=option.metavar),
+                annotation=str | None,
+            )
+        )
+    # Typer reads the parameters from the signature: one per declared option.
+    setup_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    setup_command.__annotations__ = {p.name: p.annotation for p in parameters}
     epilog = "\b\nExample:\n" + "\n".join(f"  {example}" for example in examples)
     app.command("setup", help=summary, epilog=epilog)(setup_command)
+
+
+def _parameter(option: SetupOption) -> str:
+    """The Python name of a declared option's parameter (``--db`` -> ``option_db``)."""
+    return "option_" + option.flag.lstrip("-").replace("-", "_")
+
+
+#: What every search-like command says when the query is given twice, differently.
+QUERY_TWICE = "give the query once: positionally or as --query, not both"
+
+
+@overload
+def one_query(
+    positional: str | None, option: str | None, *, required: str, twice: str = ...
+) -> str: ...
+@overload
+def one_query(
+    positional: str | None, option: str | None, *, required: None = None, twice: str = ...
+) -> str | None: ...
+def one_query(
+    positional: str | None,
+    option: str | None,
+    *,
+    required: str | None = None,
+    twice: str = QUERY_TWICE,
+) -> str | None:
+    """The query of a command taking ``QUERY`` or ``--query QUERY`` (the same one twice is fine).
+
+    Two different ones are refused with ``twice`` (``invalid-arguments``). A missing query
+    is refused with ``required`` when given; without it, None is returned for the command's
+    own method to judge (dsh-memory answers with its spec's ``*-invalid-request``).
+    """
+    if positional is not None and option is not None and positional != option:
+        raise DshError(twice, code=USAGE_ERROR_CODE)
+    query = option if option is not None else positional
+    if query is None and required is not None:
+        raise DshError(required, code=USAGE_ERROR_CODE)
+    return query
 
 
 def list_counts(shown: int, total: int) -> dict[str, Any]:
@@ -229,21 +319,25 @@ def prepare_arguments(
     flag_values: Mapping[str, Mapping[str, str]] | None = None,
     local_options: Mapping[str, Collection[str]] | None = None,
     bare_help: bool = True,
+    command_options: Collection[str] = (),
 ) -> tuple[list[str], str | None]:
     """The argv rewrites of :func:`run_app`, exposed for launchers' fast paths.
 
-    Returns ``(arguments, format)``: ``--format`` removed, global options hoisted in front
-    of the subcommand, flag spellings expanded, ``--help`` added when no subcommand was
-    given. ``format`` is None when ``--format`` was not given.
+    Returns ``(arguments, format)``: ``--format`` removed, ``command_options`` written
+    before the subcommand moved after it, global options hoisted in front of the
+    subcommand, flag spellings expanded, ``--help`` added when no subcommand was given.
+    ``format`` is None when ``--format`` was not given.
     """
     from dsh_common.cli_args import (
         expand_flag_values,
         hoist_global_options,
+        sink_command_options,
         subcommand_index,
         take_format,
     )
 
     arguments, chosen = take_format(args)
+    arguments = sink_command_options(arguments, command_options, global_options)
     arguments = hoist_global_options(arguments, global_options, local_options)
     if flag_values:
         arguments = expand_flag_values(arguments, flag_values, global_options)
@@ -270,6 +364,7 @@ def run_app(
     path_options: Collection[str] = (),
     refuse_undecodable_values: bool = True,
     bare_help: bool = True,
+    command_options: Collection[str] = (),
 ) -> int:
     """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
 
@@ -284,12 +379,14 @@ def run_app(
     ``version`` enables ``--version``; ``flag_values`` maps a subcommand to
     ``{"--dry-run": "--apply"}`` for options that take ``true|false``; ``local_options``
     maps a subcommand to the global option names it defines itself (left in place after
-    it). ``--format text|json`` is always on; the bare command prints help unless
+    it). ``command_options`` names the value-taking options the app's commands define
+    themselves (``--workspace``) that may also be written before the subcommand.
+    ``--format text|json`` is always on; the bare command prints help unless
     ``bare_help`` is false (a single-command program such as ``dsh-memory-sync``, whose bare
     invocation is its main job).
     """
     raw = list(args) if args is not None else sys.argv[1:]
-    _describe_conventions(app, global_options, version is not None)
+    _describe_conventions(app, [*global_options, *command_options], version is not None)
     refused = undecodable_argument(
         raw,
         path_options=path_options,
@@ -305,6 +402,7 @@ def run_app(
         flag_values=flag_values,
         local_options=local_options,
         bare_help=bare_help,
+        command_options=command_options,
     )
     set_output_format(chosen or "json")
     if version is not None and _asks_version(arguments, global_options):

@@ -7,6 +7,9 @@ instead of changing the parsers we rewrite ``argv`` into the spelling the parser
 * :func:`hoist_global_options` moves ``--root X`` (or ``--root=X``) written after the
   subcommand to the front, so ``dsh-memory status --root X`` means ``dsh-memory --root X
   status``;
+* :func:`sink_command_options` does the opposite for the options every command defines
+  itself (``--workspace``): written before the subcommand, they move right after it, so
+  ``dsh-compound --workspace W recall q`` means ``dsh-compound recall --workspace W q``;
 * :func:`expand_flag_values` lets ``--dry-run`` stand alone (``--dry-run true``) and adds
   its opposite ``--apply`` (``--dry-run false``) for the commands that take the value form;
 * :func:`take_format` removes ``--format json|text`` wherever it is written.
@@ -64,6 +67,37 @@ def hoist_global_options(
         rest.append(arg)
         index += 1
     return front + rest
+
+
+def sink_command_options(
+    args: Sequence[str],
+    options: Collection[str],
+    global_options: Collection[str] = (),
+) -> list[str]:
+    """``args`` with the value-taking ``options`` written before the subcommand moved to
+    just after it (in their order); everything else stays where it is.
+
+    Before the subcommand both ``options`` and ``global_options`` take a value, so a value
+    is never mistaken for the subcommand. Without a subcommand nothing moves (the parser
+    reports the bare options in its own words); a subcommand that does not define such an
+    option refuses it as usual.
+    """
+    if not options:
+        return list(args)
+    taking_values = {*options, *global_options}
+    moved: list[str] = []
+    before: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--" or not arg.startswith("-"):
+            break
+        width = 1 if "=" in arg or _name(arg) not in taking_values else 2
+        (moved if _name(arg) in options else before).extend(args[index : index + width])
+        index += width
+    if index >= len(args) or args[index] == "--" or not moved:
+        return list(args)
+    return [*before, args[index], *moved, *args[index + 1 :]]
 
 
 def subcommand_index(args: Sequence[str], global_options: Collection[str]) -> int | None:

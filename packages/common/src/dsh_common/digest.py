@@ -23,7 +23,14 @@ def sha256_file(path: str | os.PathLike[str], limit: int) -> str:
     Raises :class:`FileTooLargeError` as soon as more than ``limit`` bytes have been seen,
     so a huge file costs at most ``limit`` bytes of reading, not its whole size.
     """
-    fd = open_regular_nofollow(Path(path))
+    return sha256_descriptor(open_regular_nofollow(Path(path)), limit, path)
+
+
+def sha256_descriptor(fd: int, limit: int, name: str | os.PathLike[str] = "file") -> str:
+    """:func:`sha256_file` of a descriptor already opened (and checked) by the caller.
+
+    The descriptor is closed, whatever happens. ``name`` is only for the error message.
+    """
     hasher = hashlib.sha256()
     seen = 0
     with os.fdopen(fd, "rb") as handle:
@@ -31,7 +38,7 @@ def sha256_file(path: str | os.PathLike[str], limit: int) -> str:
             seen += len(chunk)
             if seen > limit:
                 raise FileTooLargeError(
-                    f"{path} is larger than {limit} bytes", details={"limit": limit}
+                    f"{name} is larger than {limit} bytes", details={"limit": limit}
                 )
             hasher.update(chunk)
     return hasher.hexdigest()

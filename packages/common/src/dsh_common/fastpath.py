@@ -113,11 +113,18 @@ def run_fast(
     global_options: Collection[str] = (),
     usage_error_code: str = USAGE_ERROR_CODE,
     render_error: ErrorRenderer = default_error_document,
+    command_options: Collection[str] = (),
 ) -> int | None:
-    """Run ``argv`` on the fast path and return its exit code, or None to use the parser."""
+    """Run ``argv`` on the fast path and return its exit code, or None to use the parser.
+
+    ``global_options`` and ``command_options`` mean what they mean for
+    :func:`dsh_common.cli.run_app`; pass the same ones, so both paths rewrite alike.
+    """
     if any(is_undecodable(argument) for argument in argv):
         return None
-    arguments, chosen = prepare_arguments(argv, global_options=global_options)
+    arguments, chosen = prepare_arguments(
+        argv, global_options=global_options, command_options=command_options
+    )
     parsed = parse(arguments, commands, global_options)
     if parsed is None:
         return None

@@ -12,7 +12,10 @@ hooks, filters, ``gpg.program``) that git would run on our behalf. Every command
   and ``remote.<name>.url = ext::<command>`` (or ``uploadpack``, ``core.sshCommand``) is a
   program. See :data:`TRANSPORT_ENV`.
 * has a per-command timeout, shares a total time budget with its runner, and has its
-  output capped (the process is killed past the cap, not read to the end).
+  output capped (the process is killed past the cap, not read to the end),
+* starts the git found on ``PATH`` as an absolute path outside the repository (relative and
+  empty ``PATH`` entries skipped: see :mod:`dsh_common.programs`), never a ``bin/git``
+  committed to the repository it works in, and hands git a ``PATH`` without such entries.
 
 Callers pass only the closed set of extra environment names in :data:`ALLOWED_ENV`.
 """
@@ -36,6 +39,7 @@ from dsh_common.errors import (
     GitUnavailableError,
 )
 from dsh_common.git_remote import redact_url
+from dsh_common.programs import resolve_program, safe_search_path
 
 #: Environment variables a caller may set for one command (alternate index, identity, dates).
 ALLOWED_ENV: frozenset[str] = frozenset(
@@ -95,6 +99,8 @@ def hardened_env(
     """The environment for git: ours minus every ``GIT_*``, plus C locale, no prompts and
     no transport (or only ``transport``, for a fetch or push to a checked remote)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    if "PATH" in env:
+        env["PATH"] = safe_search_path(env["PATH"])  # nothing git starts is looked up in cwd
     env.update(
         {
             "LC_ALL": "C",
@@ -173,13 +179,36 @@ class GitRunner:
         max_output: int = DEFAULT_MAX_OUTPUT,
         git: str = "git",
     ) -> None:
+        #: ``git`` is a program name looked up on PATH (:func:`program`) or an absolute path.
         self.cwd = Path(cwd)
         self.timeout = timeout
         self.budget = budget
         self.max_output = max_output
         self.git = git
+        self._program: str | None = None
         self.commands_run = 0
         self._spent = 0.0
+
+    def program(self) -> str:
+        """The absolute path of the git this runner starts (GitUnavailableError if none).
+
+        Found on PATH without its relative or empty entries, and never inside the work
+        tree the runner works in (its git top level, else its directory).
+        """
+        if self._program is not None:
+            return self._program
+        from dsh_common.locate import git_top_level  # noqa: PLC0415 - std-lib only, small
+
+        top = git_top_level(self.cwd) if self.cwd.is_dir() else None
+        found = resolve_program(self.git, outside=top if top is not None else self.cwd)
+        if found is None:
+            raise GitUnavailableError(
+                f"git could not be started: no {self.git!r} on PATH outside {self.cwd} "
+                "(relative and empty PATH entries are never searched)",
+                argv=[self.git],
+            )
+        self._program = found
+        return found
 
     @property
     def remaining_budget(self) -> float:
@@ -228,9 +257,10 @@ class GitRunner:
         limit = min(own_timeout, remaining)
         cap = max_output if max_output is not None else self.max_output
         started = time.monotonic()
+        program = self.program()
         try:
             proc = subprocess.Popen(
-                argv,
+                [program, *argv[1:]],
                 cwd=self.cwd,
                 env=hardened_env(env, transport=transport),
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,

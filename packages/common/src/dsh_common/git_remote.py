@@ -26,7 +26,6 @@ import ipaddress
 import os
 import re
 import shlex
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from dsh_common.errors import DshError, GitError
+from dsh_common.programs import resolve_program
 
 if TYPE_CHECKING:
     from dsh_common.git import GitResult, GitRunner
@@ -175,12 +175,6 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
 # -- talking to a checked remote -------------------------------------------------------
 
 
-def _absolute_program(name: str) -> str | None:
-    """``name`` from an absolute PATH entry only (a relative one could be the repository)."""
-    entries = [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
-    return shutil.which(name, path=os.pathsep.join(entries)) if entries else None
-
-
 #: How long one fetch or push may take (a first pull of a large memory over a slow link).
 TRANSFER_TIMEOUT = 300.0
 
@@ -212,7 +206,7 @@ def _transfer_config(runner: GitRunner) -> list[str]:
     else:
         # BatchMode: a passphrase or host-key question fails at once instead of waiting
         # for a terminal no agent has.
-        program = _absolute_program("ssh")
+        program = resolve_program("ssh", outside=runner.cwd)
         settings.append(f"core.sshCommand={shlex.quote(program or 'ssh')} -o BatchMode=yes")
     # The hardening config ends the helper list (credential.helper=); the user's own
     # helpers (a keychain, gh auth) come back after it, the repository's do not.
@@ -230,7 +224,7 @@ def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
     and hooks, not our ``-c`` options; this hands it the same switches (git runs the
     command through the shell, so the program path is quoted).
     """
-    git = shlex.quote(runner.git)
+    git = shlex.quote(runner.program())
     switches = "-c core.hooksPath=/dev/null -c core.fsmonitor=false -c protocol.allow=never"
     return [f"--{name}={git} {switches} {name}"]
 

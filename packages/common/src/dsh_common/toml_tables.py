@@ -11,7 +11,9 @@ recognise (the same table written inline or with dotted keys) is refused, never 
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -41,6 +43,8 @@ def parse(text: str, what: str) -> dict[str, Any]:
         document: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TomlConfigError(f"{what} is not valid TOML: {exc}") from exc
+    except RecursionError as exc:
+        raise TomlConfigError(f"{what} is nested too deeply to edit") from exc
     return document
 
 
@@ -49,15 +53,23 @@ def _key_text(key: str) -> str:
 
 
 def _value_text(value: Any) -> str:
-    """A TOML value for strings, booleans, integers, lists of strings and flat tables.
+    """A TOML value for every type :mod:`tomllib` reads (tables become inline tables).
 
     JSON string escapes (``\\"``, ``\\\\``, ``\\n``, ``\\uXXXX``) are all valid in TOML
-    basic strings, so ``json.dumps`` writes a correct TOML string.
+    basic strings, so ``json.dumps`` writes a correct TOML string. Our own table holds only
+    strings, booleans and lists, but a user may add keys of any type to it (setup keeps
+    them): ``startup_timeout_sec = 30.5``, a date.
     """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return repr(value) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, _dt.date | _dt.time):
+        return value.isoformat()
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
@@ -65,7 +77,7 @@ def _value_text(value: Any) -> str:
     if isinstance(value, dict):
         inner = ", ".join(f"{_key_text(k)} = {_value_text(v)}" for k, v in value.items())
         return "{ " + inner + " }" if inner else "{}"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+    raise TomlConfigError(f"cannot write a {type(value).__name__} value as TOML")
 
 
 def render_table(path: Sequence[str], values: Mapping[str, Any]) -> str:

@@ -214,6 +214,18 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "warnings": _WARNINGS,
                 "scanned": {"type": "integer"},
                 "truncated": {"type": "boolean"},
+                "unverified": {
+                    "type": "object",
+                    "description": (
+                        "Present only when the hashing budget of the check left source files "
+                        "unverified (their status is unknown, not unchanged)."
+                    ),
+                    "properties": {
+                        "count": {"type": "integer"},
+                        "paths": _STRINGS,
+                        "budgetBytes": {"type": "integer"},
+                    },
+                },
                 "notice": _NOTICE,
             },
             "required": ["needsReview", "counts", "scanned", "truncated", "notice"],
@@ -357,6 +369,7 @@ def agent_check(workspace: Path) -> dict[str, Any]:
     result = check(workspace)
     review = result["needsReview"]
     clean = result["unchangedConsistent"]
+    unverified = {"unverified": result["unverified"]} if "unverified" in result else {}
     return {
         "needsReview": review[:CHECK_REVIEW_LIMIT],
         "needsReviewTotal": len(review),
@@ -370,6 +383,7 @@ def agent_check(workspace: Path) -> dict[str, Any]:
         "warnings": result["warnings"],
         "scanned": result["scanned"],
         "truncated": result["truncated"],
+        **unverified,
         "notice": UNTRUSTED_NOTICE,
     }
 
@@ -385,7 +399,11 @@ def agent_capture(workspace: Path, arguments: dict[str, Any]) -> dict[str, Any]:
     from dsh_common.jsonio import dumps_bytes  # noqa: PLC0415
 
     # The same 32 KiB bound as a draft file, measured on the same JSON bytes.
-    if len(dumps_bytes(draft)) > LIMITS.draft_bytes:
+    try:
+        encoded = dumps_bytes(draft)
+    except TypeError as exc:  # an integer beyond 64 bits: no draft file could hold it either
+        raise InvalidDraftError(f"invalid draft: {exc}") from None
+    if len(encoded) > LIMITS.draft_bytes:
         raise DraftTooLargeError(f"the draft is larger than {LIMITS.draft_bytes} bytes")
     result = capture(workspace, draft, replace=replace)
     return {

@@ -31,9 +31,9 @@ app = typer.Typer(
 
 
 def _default_workspace() -> str:
-    from dsh_common.locate import default_workspace
+    from dsh_compound.project_root import find_workspace
 
-    return default_workspace()
+    return str(find_workspace())
 
 
 WorkspaceOption = Annotated[
@@ -41,7 +41,8 @@ WorkspaceOption = Annotated[
     typer.Option(
         "--workspace",
         default_factory=_default_workspace,
-        show_default="the git top level of the current directory, else the directory",
+        show_default="the nearest directory holding docs/solutions/dsh-compound/ up to the "
+        "git top level, else the git top level, else the current directory",
         help="The workspace root (a directory, not a symlink).",
     ),
 ]
@@ -141,22 +142,16 @@ def mcp_command(
         str | None,
         typer.Option(
             "--workspace",
-            help="The workspace the tools work in (default: the project root above the "
-            "current directory).",
+            help="The workspace the tools work in (default: as for every command, the "
+            "nearest directory holding the corpus up to the git top level, else the git top "
+            "level, else the current directory).",
         ),
     ] = None,
 ) -> None:
     """Serve the agent tools over MCP on stdin/stdout (needs the [mcp] extra)."""
-    try:
-        from dsh_compound.mcp_server import serve
-    except ImportError as exc:
-        from dsh_compound.errors import CompoundError
+    from dsh_common.mcp_stdio import import_server
 
-        raise CompoundError(
-            "the MCP server needs the mcp extra: pip install 'dsh-compound[mcp]'",
-            code="mcp-unavailable",
-        ) from exc
-    serve(workspace)
+    import_server("dsh_compound.mcp_server", "dsh-compound").serve(workspace)
 
 
 @app.command(
@@ -234,7 +229,15 @@ def main() -> None:
     from dsh_common.cli import run_app
     from dsh_compound import __version__
 
-    sys.exit(run_app(app, prog_name="dsh-compound", version=__version__))
+    # --workspace is each command's own option; written before the command it works too.
+    sys.exit(
+        run_app(
+            app,
+            prog_name="dsh-compound",
+            version=__version__,
+            command_options=("--workspace",),
+        )
+    )
 
 
 if __name__ == "__main__":

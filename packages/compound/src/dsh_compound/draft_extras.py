@@ -8,8 +8,7 @@ from __future__ import annotations
 import os
 from typing import IO, Any
 
-from dsh_common.cli import USAGE_ERROR_CODE
-from dsh_common.errors import DshError
+from dsh_common.cli import one_query
 from dsh_common.jsonio import loads
 from dsh_compound.draft import strip_bom
 from dsh_compound.errors import DraftTooLargeError, InvalidDraftError, InvalidLimitError
@@ -67,21 +66,6 @@ def unknown_field_warnings(draft: Any) -> list[str]:
     return [f"draft fields not in schema 1 were discarded: {names}{more}"]
 
 
-def one_query(positional: str | None, option: str | None) -> str:
-    """The query, given positionally or as ``--query`` (not two different ones)."""
-    if positional is not None and option is not None and positional != option:
-        raise DshError(
-            "give the query once: positionally or as --query, not both", code=USAGE_ERROR_CODE
-        )
-    query = option if option is not None else positional
-    if query is None:
-        raise DshError(
-            "a query is required: dsh-compound recall QUERY (or --query QUERY)",
-            code=USAGE_ERROR_CODE,
-        )
-    return query
-
-
 def corpus_higher_up_warning(workspace: str, result: dict[str, Any]) -> str | None:
     """A warning when nothing was scanned here but a directory above holds a corpus."""
     from dsh_common.locate import ancestor_with  # noqa: PLC0415 - only on this path
@@ -106,7 +90,8 @@ def recall_result(workspace: str, text: str | None, query: str | None, limit: st
     except InvalidLimitError as exc:
         # The library (and the MCP tool) call it limit; here it is an option.
         raise InvalidLimitError(f"--{exc.message}") from None
-    result = recall(workspace, one_query(text, query), count)
+    required = "a query is required: dsh-compound recall QUERY (or --query QUERY)"
+    result = recall(workspace, one_query(text, query, required=required), count)
     higher = corpus_higher_up_warning(workspace, result)
     if higher is not None:
         result["warnings"] = [*result.get("warnings", []), higher]

@@ -2,16 +2,27 @@
 
 Evidence status says only whether the recorded source bytes are still the same. It is not
 correctness: a matching hash cannot show that a command ran or that a diagnosis is right.
+
+Comparing is bounded work, whatever the corpus says. One :class:`EvidenceRun` (a recall, a
+check, a hook) looks at each recorded path once, however many records name it and under
+however many different digests, and hashes each file version once per process: digests
+are remembered by ``(path, dev, ino, size, mtime_ns, ctime_ns)`` of the opened file, so a
+long-lived MCP server does not rehash what did not change. A run also has a byte budget
+(:data:`RUN_HASH_BUDGET`, :data:`HOOK_HASH_BUDGET` for hooks): a file that would take it
+past the budget is not hashed, and is reported ``unknown`` with a reason starting "not
+verified", never as unchanged; the run lists such paths in :attr:`EvidenceRun.unverified`.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from dsh_common import errors as common_errors
 from dsh_common import paths as common_paths
-from dsh_common.digest import sha256_file
+from dsh_common.digest import sha256_descriptor, sha256_file
+from dsh_common.io import open_regular_nofollow
 from dsh_compound.errors import (
     InvalidPathError,
     SourceNotFoundError,
@@ -30,8 +41,103 @@ UNKNOWN = "unknown"
 #: Aggregate precedence, strongest first: one missing file outranks everything.
 STATUS_PRECEDENCE = (MISSING, CHANGED, UNKNOWN, UNCHANGED)
 
-#: Per-run memo of ``(path, expected sha256) -> file status``, so a shared file is hashed once.
-FileStatusCache = dict[tuple[str, str], dict[str, Any]]
+_MIB = 1024 * 1024
+#: Bytes one run (a recall, inspect or check, from the CLI, the library or MCP) may hash:
+#: 64 source files at the 8 MiB limit, one or two seconds of SHA-256 on a laptop core.
+RUN_HASH_BUDGET = 512 * _MIB
+#: Bytes one hook run may hash (4 files at the limit): hooks run at every session start and
+#: every prompt, and must answer in a fraction of a second.
+HOOK_HASH_BUDGET = 32 * _MIB
+#: The reason an evidence file left unhashed by the budget carries (after "not verified").
+NOT_VERIFIED = "not verified"
+
+# Digests of file versions already hashed by this process, by the identity of the opened
+# file. Bounded: past this many versions it starts again (a memo, never a source of truth).
+_DIGESTS: dict[tuple[str, int, int, int, int, int], str] = {}
+_DIGESTS_MAX = 4096
+
+
+def _mib(size: int) -> str:
+    return f"{size / _MIB:g} MiB"
+
+
+class EvidenceRun:
+    """The evidence comparisons of one run: each path looked at once, within a byte budget.
+
+    ``outcomes`` maps a recorded path to what was found there - ``("digest", hex)``, or a
+    finished per-file status for anything that could not be hashed - so the thousandth
+    record naming a file costs a dictionary lookup. ``unverified`` lists, in order, the
+    paths the budget left unhashed.
+    """
+
+    __slots__ = ("budget", "hashed", "outcomes", "unverified")
+
+    def __init__(self, budget: int = RUN_HASH_BUDGET) -> None:
+        self.budget = budget
+        self.hashed = 0
+        self.outcomes: dict[str, tuple[str, Any]] = {}
+        self.unverified: list[str] = []
+
+    def digest(self, location: Path) -> str | None:
+        """SHA-256 of the regular file at ``location``, or None when over budget.
+
+        Raises what :func:`~dsh_common.digest.sha256_file` raises (missing, symlink, not
+        regular, too large, unreadable).
+        """
+        fd = open_regular_nofollow(location)
+        try:
+            info = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        key = (
+            str(location), info.st_dev, info.st_ino, info.st_size,
+            info.st_mtime_ns, info.st_ctime_ns,
+        )  # fmt: skip
+        known = _DIGESTS.get(key)
+        if known is not None or info.st_size > LIMITS.source_bytes:
+            os.close(fd)
+            if known is not None:
+                return known
+            raise common_errors.FileTooLargeError(f"{location} is too large")
+        if self.hashed + info.st_size > self.budget:
+            os.close(fd)
+            return None
+        self.hashed += info.st_size
+        try:
+            actual = sha256_descriptor(os.dup(fd), LIMITS.source_bytes, location)
+            now = os.fstat(fd)
+        finally:
+            os.close(fd)
+        # Remembered only when the file did not change while it was read.
+        if (now.st_size, now.st_mtime_ns, now.st_ctime_ns) == key[3:]:
+            if len(_DIGESTS) >= _DIGESTS_MAX:
+                _DIGESTS.clear()
+            _DIGESTS[key] = actual
+        return actual
+
+    def warning(self) -> str | None:
+        """One line naming what the budget left unverified, or None when nothing was."""
+        if not self.unverified:
+            return None
+        shown = ", ".join(self.unverified[:5])
+        more = len(self.unverified) - 5
+        suffix = f" and {more} more" if more > 0 else ""
+        return (
+            f"evidence {NOT_VERIFIED} for {len(self.unverified)} source file(s) ({shown}"
+            f"{suffix}): hashing them would pass this run's budget of "
+            f"{_mib(self.budget)}; their status is unknown, not unchanged"
+        )
+
+    def summary(self) -> dict[str, Any] | None:
+        """``{count, paths, budgetBytes}`` of the unverified files (at most 20 paths)."""
+        if not self.unverified:
+            return None
+        return {
+            "count": len(self.unverified),
+            "paths": self.unverified[: LIMITS.warnings],
+            "budgetBytes": self.budget,
+        }
 
 
 def fingerprint_sources(workspace: common_paths.Workspace, files: list[str]) -> list[str]:
@@ -74,10 +180,13 @@ def fingerprint_sources(workspace: common_paths.Workspace, files: list[str]) -> 
     return digests
 
 
-def _file_status(workspace: common_paths.Workspace, path: str, expected: str) -> dict[str, Any]:
-    def unknown(reason: str) -> dict[str, Any]:
-        return {"path": path, "status": UNKNOWN, "reason": reason}
+def _probe(workspace: common_paths.Workspace, path: str, run: EvidenceRun) -> tuple[str, Any]:
+    """What is at the recorded ``path`` now: ``("digest", hex)`` or ``("status", entry)``."""
 
+    def unknown(reason: str) -> tuple[str, Any]:
+        return "status", {"path": path, "status": UNKNOWN, "reason": reason}
+
+    missing = ("status", {"path": path, "status": MISSING})
     try:
         relative = common_paths.validate_relative_path(path, forbidden_prefixes=[CORPUS_DIRECTORY])
     except common_errors.DshError:
@@ -93,12 +202,11 @@ def _file_status(workspace: common_paths.Workspace, path: str, expected: str) ->
         # name limit (ENAMETOOLONG)...: this one file cannot be vouched for, nothing more.
         return unknown(f"cannot be read safely: {exc.strerror}")
     if not exists:
-        return {"path": path, "status": MISSING}
-    location: Path = workspace.absolute(relative)
+        return missing
     try:
-        actual = sha256_file(location, LIMITS.source_bytes)
+        actual = run.digest(workspace.absolute(relative))
     except FileNotFoundError:
-        return {"path": path, "status": MISSING}
+        return missing
     except common_errors.FileTooLargeError:
         return unknown(f"larger than the {LIMITS.source_bytes}-byte source limit")
     except common_errors.SymlinkRejectedError:
@@ -107,7 +215,29 @@ def _file_status(workspace: common_paths.Workspace, path: str, expected: str) ->
         return unknown("not a regular file")
     except OSError as exc:
         return unknown(f"cannot be read safely: {exc.strerror}")
-    return {"path": path, "status": UNCHANGED if actual == expected else CHANGED}
+    if actual is None:
+        run.unverified.append(path)
+        return unknown(
+            f"{NOT_VERIFIED}: hashing it would pass this run's budget of {_mib(run.budget)}"
+        )
+    return "digest", actual
+
+
+def _file_status(
+    workspace: common_paths.Workspace, path: str, expected: str, run: EvidenceRun
+) -> dict[str, Any]:
+    outcome = run.outcomes.get(path)
+    if outcome is None:
+        outcome = run.outcomes[path] = _probe(workspace, path, run)
+    kind, value = outcome
+    if kind == "digest":
+        return {"path": path, "status": UNCHANGED if value == expected else CHANGED}
+    return dict(value)
+
+
+def is_unverified(entry: dict[str, Any]) -> bool:
+    """True for a per-file result the hashing budget left unverified."""
+    return str(entry.get("reason", "")).startswith(NOT_VERIFIED)
 
 
 def aggregate_status(statuses: list[str]) -> str:
@@ -121,21 +251,17 @@ def aggregate_status(statuses: list[str]) -> str:
 def evidence_report(
     workspace: common_paths.Workspace,
     files: list[dict[str, Any]],
-    cache: FileStatusCache | None = None,
+    run: EvidenceRun | None = None,
 ) -> dict[str, Any]:
     """``{evidenceStatus, changedFiles, evidenceFiles}`` for a record's ``files`` entries.
 
-    ``cache`` lets one scan hash a file shared by many records once.
+    ``run`` is shared by every record of one recall, check or hook (each file looked at
+    once, one byte budget); without it this report is a run of its own.
     """
-    results: list[dict[str, Any]] = []
-    for entry in files:
-        key = (str(entry["path"]), str(entry["sha256"]))
-        found = cache.get(key) if cache is not None else None
-        if found is None:
-            found = _file_status(workspace, key[0], key[1])
-            if cache is not None:
-                cache[key] = found
-        results.append(dict(found))
+    active = run if run is not None else EvidenceRun()
+    results = [
+        _file_status(workspace, str(entry["path"]), str(entry["sha256"]), active) for entry in files
+    ]
     statuses = [item["status"] for item in results]
     return {
         "evidenceStatus": aggregate_status(statuses),

@@ -15,13 +15,13 @@ from typing import Any
 
 def _recall(values: dict[str, Any]) -> int:
     from dsh_common.cli import emit_json  # noqa: PLC0415 - lazy: start-up time
-    from dsh_common.locate import default_workspace  # noqa: PLC0415
     from dsh_compound.draft_extras import recall_result  # noqa: PLC0415
+    from dsh_compound.project_root import find_workspace  # noqa: PLC0415
 
     workspace = values.get("--workspace")
     emit_json(
         recall_result(
-            workspace if workspace is not None else default_workspace(),
+            workspace if workspace is not None else str(find_workspace()),
             values.get("query"),
             values.get("--query"),
             values.get("--limit", "5"),
@@ -34,7 +34,8 @@ def _fast(argv: list[str]) -> int | None:
     from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
 
     options = {"--workspace": "str", "--query": "str", "--limit": "str"}
-    return run_fast(argv, {"recall": FastCommand(options, _recall, "query")})
+    commands = {"recall": FastCommand(options, _recall, "query")}
+    return run_fast(argv, commands, command_options=("--workspace",))
 
 
 def main() -> None:

@@ -65,7 +65,11 @@ LIMITS = Limits()
 
 def js_length(text: str) -> int:
     """Length in UTF-16 code units, as JavaScript's ``String.prototype.length``."""
-    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+    if text.isascii():
+        return len(text)
+    # surrogatepass: a lone surrogate (text decoded from broken JSON escapes) is one unit
+    # in JavaScript too, and must not make the count raise.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def exceeds_js_length(text: str, limit: int) -> bool:
@@ -80,6 +84,25 @@ def exceeds_js_length(text: str, limit: int) -> bool:
     if 2 * count <= limit or text.isascii():
         return False
     return js_length(text) > limit
+
+
+def js_prefix(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` of at most ``limit`` UTF-16 code units.
+
+    JavaScript's ``text.slice(0, limit)``, except that a surrogate pair is never split: an
+    emoji that would straddle the cut is left out whole. One pass over at most ``limit``
+    code points, whatever the text holds - no loop that re-measures a shrinking text.
+    """
+    if limit <= 0:
+        return ""
+    if len(text) <= limit // 2 or text.isascii():
+        return text[:limit]  # every code point is at most two units / exactly one unit
+    units = 0
+    for index, char in enumerate(text):
+        units += 2 if char > "\uffff" else 1
+        if units > limit:
+            return text[:index]
+    return text
 
 
 def truncate(text: str, limit: int) -> str:

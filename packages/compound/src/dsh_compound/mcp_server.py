@@ -5,9 +5,13 @@ translates: tool definitions from :mod:`dsh_compound.agent_tools` become MCP too
 input and output schemas and all four annotations; a result becomes ``structuredContent``
 plus the same JSON as text (for hosts that show only text); a refusal becomes a tool error
 (``isError``) carrying ``{"error": {"code", "message"}}``, so the model can correct itself.
+Every call is answered that way, whatever its arguments hold: arguments nested too deeply
+are ``invalid-arguments`` (see :mod:`dsh_common.mcp_guard`), and an unexpected failure is
+``internal-error``, never a JSON-RPC protocol error.
 
-The workspace is fixed when the server starts (``--workspace`` or the agent's working
-directory, widened to the project root): an agent cannot point a tool at another folder.
+The workspace is fixed when the server starts: ``--workspace``, else the one every command
+picks (:func:`dsh_compound.project_root.find_workspace`) from the agent's working directory.
+An agent cannot point a tool at another folder.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from mcp.server.lowlevel import Server
 
 from dsh_common.errors import DshError
 from dsh_common.jsonio import dumps
+from dsh_common.mcp_guard import argument_problem
 from dsh_common.mcp_stdio import (
     error_result,
     list_tools_handler,
@@ -44,6 +49,9 @@ def build_server(workspace: Path) -> Server[Any]:
     """The MCP server for ``workspace`` (not started)."""
 
     async def call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        problem = argument_problem(params.arguments)
+        if problem is not None:
+            return _error("invalid-arguments", problem)
         try:
             # The library is synchronous file IO; a worker thread keeps the session responsive.
             value = await anyio.to_thread.run_sync(
@@ -51,9 +59,13 @@ def build_server(workspace: Path) -> Server[Any]:
             )
         except DshError as exc:
             return _error(exc.code, exc.message)
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # a tool error the model can read, never a protocol error
             return _error("internal-error", f"unexpected {type(exc).__name__}: {exc}")
-        return structured_result(value, dumps(value))
+        try:
+            text = dumps(value)
+        except TypeError as exc:  # a value our JSON writer cannot write
+            return _error("internal-error", f"unexpected {type(exc).__name__}: {exc}")
+        return structured_result(value, text)
 
     return Server(
         SERVER_NAME,
@@ -69,5 +81,5 @@ def build_server(workspace: Path) -> Server[Any]:
 
 def serve(workspace: str | os.PathLike[str] | None = None) -> None:
     """Serve over stdin/stdout until the client closes the connection."""
-    selected = Path(os.path.abspath(workspace)) if workspace else find_workspace(os.getcwd())
+    selected = Path(os.path.abspath(workspace)) if workspace else find_workspace()
     serve_stdio(build_server(selected))

@@ -27,7 +27,7 @@ from dsh_common.cli import is_undecodable
 from dsh_common.text import han_bigrams, han_runs, normalize, segment_words
 from dsh_compound.corpus import StoredRecord, scan_corpus, unknown_keys_warning
 from dsh_compound.errors import InvalidLimitError, InvalidQueryError
-from dsh_compound.evidence import FileStatusCache, evidence_report, evidence_warning
+from dsh_compound.evidence import EvidenceRun, evidence_report, evidence_warning
 from dsh_compound.limits import LIMITS, js_length
 from dsh_compound.record import self_reported_evidence, summary_of
 from dsh_compound.workspace import select_workspace
@@ -211,7 +211,7 @@ def score_metadata(metadata: dict[str, Any], terms: list[str]) -> int:
 
 
 def _result(
-    workspace: common_paths.Workspace, stored: StoredRecord, score: int, cache: FileStatusCache
+    workspace: common_paths.Workspace, stored: StoredRecord, score: int, cache: EvidenceRun
 ) -> dict[str, Any]:
     metadata = stored.parsed.metadata
     report = evidence_report(workspace, metadata["files"], cache)
@@ -239,7 +239,11 @@ def _result(
 
 
 def recall(
-    workspace: str | os.PathLike[str], query: str, limit: int = LIMITS.default_limit
+    workspace: str | os.PathLike[str],
+    query: str,
+    limit: int = LIMITS.default_limit,
+    *,
+    run: EvidenceRun | None = None,
 ) -> dict[str, Any]:
     """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``.
 
@@ -247,6 +251,7 @@ def recall(
     at the corpus limit). Two more say whether the answer is complete: ``total`` counts the
     scanned records that matched, before ``limit``; ``resultsTruncated`` is true when
     ``limit`` cut some of them off. When ``truncated`` is true, ``total`` is a lower bound.
+    ``run`` carries the evidence comparisons (and their hashing budget) of a larger run.
     """
     text = validate_query(query)
     count = validate_limit(limit)
@@ -260,8 +265,11 @@ def recall(
         if score > 0:
             scored.append((score, stored.id, stored))
     scored.sort(key=lambda item: (-item[0], item[1]))
-    cache: FileStatusCache = {}
+    cache = run if run is not None else EvidenceRun()
     results = [_result(selected, stored, score, cache) for score, _, stored in scored[:count]]
+    unverified = cache.warning()
+    if unverified is not None:
+        scan.warnings.add(unverified)
     return {
         "query": text,
         "results": results,

@@ -10,7 +10,7 @@ from dsh_compound.draft import validate_id
 from dsh_compound.evidence import (
     STATUS_PRECEDENCE,
     UNCHANGED,
-    FileStatusCache,
+    EvidenceRun,
     evidence_report,
     evidence_warning,
 )
@@ -27,11 +27,15 @@ def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
     selected = select_workspace(workspace)
     stored = read_record(selected, id)
     metadata = stored.parsed.metadata
-    report = evidence_report(selected, metadata["files"])
+    run = EvidenceRun()
+    report = evidence_report(selected, metadata["files"], run)
     warnings = record_warnings(stored)
     moved = evidence_warning(id, report)
     if moved is not None:
         warnings.append(moved)
+    unverified = run.warning()
+    if unverified is not None:
+        warnings.append(unverified)
     return {
         "id": id,
         "path": str(stored.path),
@@ -46,16 +50,18 @@ def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
     }
 
 
-def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
+def check(workspace: str | os.PathLike[str], run: EvidenceRun | None = None) -> dict[str, Any]:
     """Evidence and content status of every record in the bounded corpus.
 
     Records that need attention are listed in full under ``needsReview``; records whose
     evidence is ``unchanged`` and content ``consistent`` are only counted and named under
-    ``unchangedConsistent``.
+    ``unchangedConsistent``. When the run's hashing budget left source files unverified,
+    the result also has ``unverified: {count, paths, budgetBytes}`` and says so in
+    ``warnings``; a corpus within the budget gets exactly the spec's fields.
     """
     selected = select_workspace(workspace)
     scan = scan_corpus(selected)
-    cache: FileStatusCache = {}
+    cache = run if run is not None else EvidenceRun()
     needs_review: list[dict[str, Any]] = []
     clean_ids: list[str] = []
     evidence_counts = dict.fromkeys(STATUS_PRECEDENCE, 0)
@@ -86,7 +92,10 @@ def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
                 "warnings": warnings,
             }
         )
-    return {
+    unverified = cache.warning()
+    if unverified is not None:
+        scan.warnings.add(unverified)
+    result: dict[str, Any] = {
         "needsReview": needs_review,
         "unchangedConsistent": {"count": len(clean_ids), "ids": clean_ids},
         "counts": {"evidenceStatus": evidence_counts, "contentStatus": content_counts},
@@ -94,3 +103,7 @@ def check(workspace: str | os.PathLike[str]) -> dict[str, Any]:
         "scanned": scan.scanned,
         "truncated": scan.truncated,
     }
+    summary = cache.summary()
+    if summary is not None:
+        result["unverified"] = summary
+    return result

@@ -13,6 +13,7 @@ from dsh_common.jsonio import loads
 from dsh_knowledge.errors import ValidationError
 from dsh_knowledge.health import MAX_HEALTH_BATCH_ITEMS, check_health
 from dsh_knowledge.models import now_timestamp
+from dsh_knowledge.privacy import ensure_no_secrets
 from dsh_knowledge.repository import KnowledgeRepository
 
 #: A JSONL import larger than this is refused before anything is parsed.
@@ -78,8 +79,13 @@ def add_jsonl(
     project: str | None,
     stdin: IO[bytes] | None = None,
 ) -> dict[str, Any]:
-    """Create every line's item in one transaction (one bad line writes nothing)."""
+    """Create every line's item in one transaction (one bad line writes nothing).
+
+    Every line passes the privacy filter first: a secret anywhere refuses the import.
+    """
     specs = parse_jsonl(_read(source, stdin), workspace=workspace, project=project)
+    for spec in specs:  # one line with a secret refuses the whole import, as a bad line does
+        ensure_no_secrets(spec["content"], spec["evidence"])
     ids = repository.create_many(specs)
     return {"created": len(ids), "ids": ids}
 

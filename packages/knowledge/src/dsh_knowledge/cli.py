@@ -156,6 +156,10 @@ def add(
             _usage("--evidence must be one JSON object.")
         record.setdefault("timestamp", now_timestamp())
         records.append(record)
+    from dsh_knowledge.privacy import ensure_no_secrets
+
+    # Before git looks at any path or anything is stored: the same filter as knowledge_add.
+    ensure_no_secrets(content, records)
     report = None
     if repo is None and records:
         from dsh_common.locate import git_top_level
@@ -255,6 +259,9 @@ def update(
                 _usage("--evidence must be one JSON object.")
             record.setdefault("timestamp", now_timestamp())
             records.append(record)
+    from dsh_knowledge.privacy import ensure_no_secrets
+
+    ensure_no_secrets(content, records or ())
     try:
         emit_json(
             _repository().update(item_id, type=knowledge_type, content=content, evidence=records)
@@ -651,6 +658,10 @@ add_setup_command(
 )
 
 
+#: The scope options most commands define; written before the subcommand they still work.
+COMMAND_OPTIONS = ("--workspace", "--project")
+
+
 def main() -> None:
     """Console-script entry point."""
     from dsh_knowledge import __version__
@@ -664,6 +675,8 @@ def main() -> None:
             global_options=("--db",),
             # These pass their own --db on to the hook or the MCP server.
             local_options={"hook": ("--db",), "mcp": ("--db",)},
+            # Defined by each command, also accepted before it: --workspace W search q.
+            command_options=COMMAND_OPTIONS,
             version=__version__,
         )
     )

@@ -42,13 +42,14 @@ def filter_workspace(value: str | None) -> str | None:
 
 def one_query(positional: str | None, option: str | None, command: str) -> str:
     """The query, given positionally or as --query (not two different ones)."""
-    if positional is not None and option is not None and positional != option:
-        missing("Give the query once: positionally or as --query, not both.")
-    query = option if option is not None else positional
-    if query is None:
-        missing(f"A query is required: dsh-knowledge {command} QUERY (or --query QUERY).")
-    assert query is not None  # noqa: S101 - missing() raised
-    return query
+    from dsh_common.cli import one_query as shared  # noqa: PLC0415
+
+    return shared(
+        positional,
+        option,
+        required=f"A query is required: dsh-knowledge {command} QUERY (or --query QUERY).",
+        twice="Give the query once: positionally or as --query, not both.",
+    )
 
 
 def search_output(

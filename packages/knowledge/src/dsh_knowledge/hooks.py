@@ -18,16 +18,16 @@ extraction on the turns of ``transcript_path`` not yet looked at (see
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
+
+from dsh_common.agent_hooks import MAX_PAYLOAD_BYTES, context_document, run_hook
+
+if TYPE_CHECKING:
+    from dsh_knowledge.agent_config import AgentOptions
 
 __all__ = ["MAX_PAYLOAD_BYTES", "main", "user_prompt_submit"]
-
-MAX_PAYLOAD_BYTES = 1024 * 1024
-_EVENTS = {"user-prompt-submit": "UserPromptSubmit", "stop": "Stop"}
 
 
 def user_prompt_submit(
@@ -60,45 +60,45 @@ def user_prompt_submit(
         store.close()
     if block is None:
         return None
-    return {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": block}}
+    return context_document("UserPromptSubmit", block)
 
 
-def _read_payload(stdin: TextIO) -> Any:
-    raw = stdin.buffer.read(MAX_PAYLOAD_BYTES + 1) if hasattr(stdin, "buffer") else b""
-    if len(raw) > MAX_PAYLOAD_BYTES:
-        return None
-    return json.loads(raw.decode("utf-8"))
+def _options(args: list[str]) -> AgentOptions:
+    from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
+
+    rest = [arg for arg in args if arg != "--auto-extract"]
+    return parse_agent_options(rest, allowed=("--db", "--project"))
+
+
+def _on_prompt(payload: Mapping[str, Any], args: list[str]) -> str | None:
+    options = _options(args)
+    output = user_prompt_submit(payload, db=options.db, project=options.project)
+    return None if output is None else str(output["hookSpecificOutput"]["additionalContext"])
+
+
+def _on_stop(payload: Mapping[str, Any], args: list[str]) -> str | None:
+    options = _options(args)
+    from dsh_knowledge.auto_extract import (  # noqa: PLC0415 - lazy: start-up time
+        auto_extract_enabled,
+        extract_after_turn,
+    )
+
+    if auto_extract_enabled("--auto-extract" in args):
+        # Stop hooks print nothing: candidates wait silently for review.
+        extract_after_turn(payload, db=options.db, project=options.project)
+    return None
+
+
+HANDLERS = {"user-prompt-submit": _on_prompt, "stop": _on_stop}
 
 
 def main(argv: Sequence[str]) -> int:
-    """``hook user-prompt-submit|stop [--db PATH] [--project NAME] [--auto-extract]``; exit 0."""
-    try:
-        if not argv or argv[0] not in _EVENTS:
-            return 0
-        from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
+    """``hook user-prompt-submit|stop [--db PATH] [--project NAME] [--auto-extract]``; exit 0.
 
-        rest = [arg for arg in argv[1:] if arg != "--auto-extract"]
-        options = parse_agent_options(rest, allowed=("--db", "--project"))
-        payload = _read_payload(sys.stdin)
-        if not isinstance(payload, dict):
-            return 0
-        if argv[0] == "stop":
-            from dsh_knowledge.auto_extract import (  # noqa: PLC0415 - lazy: start-up time
-                auto_extract_enabled,
-                extract_after_turn,
-            )
-
-            if auto_extract_enabled("--auto-extract" in argv[1:]):
-                # Stop hooks print nothing: candidates wait silently for review.
-                extract_after_turn(payload, db=options.db, project=options.project)
-            return 0
-        output = user_prompt_submit(payload, db=options.db, project=options.project)
-        if output is not None:
-            sys.stdout.write(json.dumps(output, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-    except Exception:  # an agent's prompt must never fail because of us
-        if os.environ.get("DSH_DEBUG"):
-            import traceback  # noqa: PLC0415 - only when debugging: it is slow to import
-
-            traceback.print_exc()
-    return 0
+    Run by :func:`dsh_common.agent_hooks.run_hook` (payload, output, silence on failure).
+    Unlike the other products' hooks, an unknown or missing event is silent too: a prompt
+    hook registered for an event this version does not know must not show an error.
+    """
+    if not argv or argv[0] not in HANDLERS:
+        return 0
+    return run_hook(argv[0], HANDLERS, list(argv[1:]))

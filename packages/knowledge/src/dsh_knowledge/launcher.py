@@ -33,16 +33,16 @@ def main() -> None:
 
 
 def _mcp(argv: list[str]) -> int:
+    from dsh_common.mcp_stdio import McpUnavailableError, import_server  # noqa: PLC0415
+
     try:
-        from dsh_knowledge.mcp_server import main as mcp_main  # noqa: PLC0415 - optional extra
-    except ImportError:
+        server = import_server("dsh_knowledge.mcp_server", "dsh-knowledge")
+    except McpUnavailableError as exc:
         from dsh_common.cli import emit_error  # noqa: PLC0415 - only on this failure
 
-        return emit_error(
-            "mcp-unavailable",
-            "The MCP server needs the optional extra: pip install 'dsh-knowledge[mcp]'.",
-        )
-    return mcp_main(argv)
+        return emit_error(exc.code, exc.message)
+    code: int = server.main(argv)
+    return code
 
 
 def _fast(argv: list[str]) -> int | None:
@@ -55,7 +55,11 @@ def _fast(argv: list[str]) -> int | None:
             {**common, "--status": "str"}, lambda v: _run(v, "retrieve"), "query"
         ),
     }
-    return run_fast(argv, commands, global_options=("--db",))
+    # The same rewrites as the parser (dsh_knowledge.cli.COMMAND_OPTIONS, not imported:
+    # that module loads typer).
+    return run_fast(
+        argv, commands, global_options=("--db",), command_options=("--workspace", "--project")
+    )
 
 
 def _database(values: dict[str, Any]) -> Path:

@@ -22,6 +22,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from dsh_common.cli import emit_error
+from dsh_common.mcp_guard import argument_problem
 from dsh_common.mcp_stdio import (
     error_result,
     list_tools_handler,
@@ -77,6 +78,9 @@ def build_server(context: ToolContext) -> Server[Any]:
     """A low-level MCP server answering tools/list and tools/call from ``context``."""
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        problem = argument_problem(params.arguments)
+        if problem is not None:  # nested too deeply (see dsh_common.mcp_guard)
+            return error_result(f"{problem}.")
         try:
             result = call_tool(context, params.name, params.arguments)
         except KnowledgeError as error:
@@ -85,7 +89,11 @@ def build_server(context: ToolContext) -> Server[Any]:
             if os.environ.get("DSH_DEBUG"):
                 traceback.print_exc()
             return error_result("The knowledge tool failed unexpectedly.")
-        text = json.dumps(result, ensure_ascii=False)
+        try:
+            # allow_nan=False: "NaN" in the text would not be JSON; such a result is a failure.
+            text = json.dumps(result, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return error_result("The knowledge tool failed unexpectedly.")
         return structured_result(result, text)
 
     return Server(

@@ -15,16 +15,18 @@ Both are JSON lines; each line is detected on its own:
 
 ``seq`` is the event's own ``seq`` when it has one, else its 1-based line number in the file,
 so the ``seq=<n>`` evidence locator always points back into the transcript. Unreadable lines
-are counted and skipped. At most 64 MiB are read.
+(not UTF-8, not JSON, not an object, or nested more than 100 arrays/objects deep) are counted
+and skipped, through ``dsh_common.jsonlines`` - the reader dsh-memory's sync uses too. At
+most 64 MiB are read.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh_common.jsonlines import iter_json_lines
 from dsh_knowledge.errors import ValidationError
 from dsh_knowledge.extraction import UserMessage
 
@@ -80,15 +82,9 @@ def read_transcript(path: str | os.PathLike[str]) -> Transcript:
         raise ValidationError("The transcript is larger than 64 MiB.")
     transcript = Transcript()
     current: list[UserMessage] = []
-    for number, raw in enumerate(data.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            line = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            transcript.unreadable_lines += 1
-            continue
-        if not isinstance(line, dict):
+    for parsed in iter_json_lines(data, errors="strict"):
+        line, number = parsed.value, parsed.number
+        if parsed.problem is not None or not isinstance(line, dict):
             transcript.unreadable_lines += 1
             continue
         kind = line.get("type")

@@ -33,13 +33,13 @@ import contextlib
 import os
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh_common.programs import resolve_program, safe_search_path
 from dsh_memory.errors import (
     AgentFailedError,
     AgentTimeoutError,
@@ -55,8 +55,9 @@ _PASS_THROUGH = ("HOME", "PATH", "LANG", "DSH_HOME")
 PROMPT = """You are the dsh-memory consolidation agent running one incremental sync.
 Do not extract or consolidate this session itself.
 
-Work only in the staging memory repository {staging} (read its README.md first: it holds
-the rules). You may change only summary.md, handbook/, rollouts/ and archive/ there.
+Work only in the staging memory repository {staging} (read its README.md first, above all
+its section "提炼与整合" (distill and consolidate): it holds the rules). You may change
+only summary.md, handbook/, rollouts/ and archive/ there.
 Do not change README.md, do not create other files or folders, do not run git.
 
 The redacted transcripts of {count} new session(s) are in {sessions} (one Markdown file
@@ -87,7 +88,8 @@ def child_environment(source: Mapping[str, str], run: AgentRun) -> dict[str, str
     """The allow-listed environment of the agent (values are copied, never logged)."""
     env = {name: source[name] for name in _PASS_THROUGH if source.get(name)}
     env.update({k: v for k, v in source.items() if k.startswith("LC_")})
-    env.setdefault("PATH", "/usr/bin:/bin")
+    # The agent (and whatever it starts) looks nothing up in its working directory.
+    env["PATH"] = safe_search_path(env.get("PATH") or "/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
     tmp = run.private / "agent-tmp"
     tmp.mkdir(mode=0o700, exist_ok=True)
@@ -105,10 +107,31 @@ def child_environment(source: Mapping[str, str], run: AgentRun) -> dict[str, str
 
 
 def _resolve(program: str, env: Mapping[str, str]) -> str:
-    found = shutil.which(program, path=env.get("PATH"))
+    # An absolute path from an absolute PATH entry: the agent starts in the staging folder,
+    # where a relative entry or name would mean something else again.
+    found = resolve_program(program, path=env.get("PATH") or "/usr/bin:/bin")
     if found is None:
-        raise SyncUnavailableError(f"the agent program {program!r} is not on PATH")
+        raise SyncUnavailableError(
+            f"the agent program {program!r} is not on PATH (give an absolute path or a "
+            "name; relative and empty PATH entries are never searched)"
+        )
     return found
+
+
+def resolve_agent(agent: str | None, command: str | None) -> str:
+    """The agent kind to run: ``agent``, else ``command`` when a command is given, else
+    ``dsh``. An explicit option is never ignored: ``--agent-command`` with an agent other
+    than ``command`` is refused (``sync-invalid-request``), as is an unknown agent."""
+    given = command is not None and command.strip() != ""
+    if agent is None:
+        return "command" if given else "dsh"
+    if agent not in AGENTS:
+        raise SyncInvalidRequestError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+    if given and agent != "command":
+        raise SyncInvalidRequestError(
+            f"--agent-command runs with --agent command, not --agent {agent}: drop one of them"
+        )
+    return agent
 
 
 def agent_argv(

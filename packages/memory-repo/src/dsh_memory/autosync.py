@@ -10,8 +10,12 @@ when memory is disabled, when the command is not installed, when a sync holds th
 operation lock, or when it already spawned one within the interval (a throttle stamp,
 ``$DSH_HOME/state/memory-auto-sync.stamp``, keeps many parallel sessions from starting
 many syncs - the sync itself serialises on its operation lock anyway). The command is
-``$DSH_MEMORY_SYNC_COMMAND`` when set, else the ``dsh-memory-sync`` installed beside this
-Python, else the one on ``PATH``.
+``$DSH_MEMORY_SYNC_COMMAND`` when set (an absolute path, or a name looked up on ``PATH``),
+else the ``dsh-memory-sync`` installed beside this Python, else the one on ``PATH`` - always
+through :func:`dsh_common.programs.resolve_program`: the hook runs in whatever repository
+the agent opened, and a relative or empty ``PATH`` entry, or a ``PATH`` entry inside that
+repository, would otherwise start a ``dsh-memory-sync`` committed to it. The sync starts in
+``$DSH_HOME``, with ``PATH`` stripped of such entries, never in the repository.
 
 ``memory.auto_sync_agent`` (``dsh``, ``claude`` or ``codex``) is passed as ``--agent``; the
 sync runs with ``--json`` (its output goes nowhere anyway).
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -76,14 +79,22 @@ def sync_agent(settings_file: Path) -> str | None:
 
 def sync_command(env: Mapping[str, str] | None = None) -> str | None:
     """``$DSH_MEMORY_SYNC_COMMAND``, else ``dsh-memory-sync`` beside this Python, else on
-    ``PATH``, else None (not installed: nothing is started)."""
-    configured = (os.environ if env is None else env).get("DSH_MEMORY_SYNC_COMMAND")
+    ``PATH``, as an absolute path outside the working directory's repository; else None
+    (not installed: nothing is started)."""
+    from dsh_common.locate import git_top_level  # noqa: PLC0415 - only on the spawning path
+    from dsh_common.programs import resolve_program, search_path  # noqa: PLC0415
+
+    source = os.environ if env is None else env
+    here = os.getcwd()
+    top = git_top_level(here)
+    outside = str(top) if top is not None else here
+    path = search_path(source)
+    configured = source.get("DSH_MEMORY_SYNC_COMMAND")
     if configured:
-        return configured if os.access(configured, os.X_OK) else None
+        return resolve_program(configured, path=path, outside=outside)
     beside = Path(sys.executable).parent / SYNC_COMMAND
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    return shutil.which(SYNC_COMMAND)
+    found = resolve_program(str(beside), outside=outside) if beside.is_absolute() else None
+    return found or resolve_program(SYNC_COMMAND, path=path, outside=outside)
 
 
 def _age_seconds(path: Path, now: float) -> float | None:
@@ -115,9 +126,15 @@ def spawn_sync(command: str, agent: str | None = None, env: Mapping[str, str] | 
     stamp = dsh_home(env) / STAMP
     stamp.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp.touch()
+    from dsh_common.programs import safe_search_path  # noqa: PLC0415
+
     argv = [command, "--json", *(["--agent", agent] if agent else [])]
+    child_env = {**(os.environ if env is None else env)}
+    child_env["PATH"] = safe_search_path(child_env.get("PATH"))
     child = subprocess.Popen(
         argv,
+        cwd=stamp.parent,  # $DSH_HOME/state: never the repository the hook ran in
+        env=child_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -8,13 +8,13 @@ values come back as the method's own ``*-invalid-request`` code, never as a pars
 
 from __future__ import annotations
 
-import re
 import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from dsh_common.cli import add_setup_command, emit_json, run_app
+from dsh_common.cli import add_setup_command, emit_json, one_query, run_app
+from dsh_memory.errors import render_error
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
@@ -34,30 +34,17 @@ RootOption = Annotated[
                  " ~/.dsh/storages/memory)."),
 ]  # fmt: skip
 
-_INTEGER = re.compile(r"^-?[0-9]+$")
-
-
-def render_error(code: str, message: str) -> dict[str, Any]:
-    """The spec's failed envelope, with a message for people."""
-    return {"ok": False, "error": {"code": code, "message": message}}
-
 
 def _integer_or_raw(value: str | None) -> object:
-    if value is None:
-        return None
-    return int(value) if _INTEGER.fullmatch(value.strip()) else value
+    from dsh_memory.cli_output import integer_or_raw
+
+    return integer_or_raw(value)
 
 
 def _boolean_or_raw(value: str | None) -> object:
     if value is None:
         return None
     return {"true": True, "false": False}.get(value.strip().lower(), value)
-
-
-def _one_query(positional: str | None, option: str | None) -> str | None:
-    from dsh_memory.cli_output import one_query
-
-    return one_query(positional, option)
 
 
 def _utf8(value: str | None, code: str, option: str) -> str | None:
@@ -223,7 +210,7 @@ def search_command(
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
-    query = _utf8(_one_query(text, query), "search-invalid-request", "--query")
+    query = _utf8(one_query(text, query), "search-invalid-request", "--query")
     scope = _utf8(scope, "search-invalid-request", "--scope")
     _emit(service, service.search(query, _integer_or_raw(limit), scope))
 
@@ -240,7 +227,7 @@ def context_command(
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
-    query = _utf8(_one_query(text, query), "context-invalid-request", "--query")
+    query = _utf8(one_query(text, query), "context-invalid-request", "--query")
     scope = _utf8(scope, "context-invalid-request", "--scope")
     _emit(service, service.context(query, _integer_or_raw(limit), scope))
 
@@ -368,15 +355,11 @@ def prompt_section_command(ctx: typer.Context) -> None:
 @app.command("mcp", epilog="\b\nExample:\n  dsh-memory mcp")
 def mcp_command(ctx: typer.Context) -> None:
     """Serve memory_search and memory_context over MCP on stdin/stdout ([mcp] extra)."""
-    try:
-        from dsh_memory.mcp_server import serve
-    except ImportError:
-        sys.stderr.write(
-            '{"ok": false, "error": {"code": "mcp-unavailable", "message": "the MCP server '
-            "needs the mcp extra: pip install 'dsh-memory[mcp]'\"}}\n"
-        )
-        raise typer.Exit(1) from None
-    serve(ctx.obj.get("root") if isinstance(ctx.obj, dict) else None)
+    from dsh_common.mcp_stdio import import_server
+
+    # Raised inside run_app, a missing extra is printed in dsh-memory's own envelope.
+    server = import_server("dsh_memory.mcp_server", "dsh-memory")
+    server.serve(ctx.obj.get("root") if isinstance(ctx.obj, dict) else None)
 
 
 @app.command(
@@ -502,9 +485,13 @@ def sync_command(
     codex_sessions: Annotated[
         str | None, typer.Option("--codex-sessions", help="Default ~/.codex/sessions.")
     ] = None,
-    agent: Annotated[str, typer.Option("--agent", help="dsh, claude, codex or command.")] = "dsh",
+    agent: Annotated[
+        str | None,
+        typer.Option("--agent", help="dsh (default), claude, codex or command."),
+    ] = None,
     agent_command: Annotated[
-        str | None, typer.Option("--agent-command", help="The program for --agent command.")
+        str | None,
+        typer.Option("--agent-command", help="The program to run (implies --agent command)."),
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
     json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,

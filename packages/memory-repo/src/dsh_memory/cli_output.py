@@ -10,8 +10,7 @@ import re
 import sys
 from typing import Any
 
-from dsh_common.cli import USAGE_ERROR_CODE, emit_json
-from dsh_common.errors import DshError
+from dsh_common.cli import emit_json
 
 # The memory API's field names, as a user of this command line spells them.
 _CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id", "previewId": "--preview-id"}
@@ -26,7 +25,9 @@ _OPENINGS = (
 _CONFIRMATION = re.compile(r"needs the exact confirmation ([A-Z_]+)")
 # A root that is missing or not yet a repository: say how to create it.
 _INIT_HINT = " - run dsh-memory init (with the same --root) to create it"
-_INTEGER = re.compile(r"^-?[0-9]+$")
+#: At most 16 digits: a longer run is no limit any method takes (and Python's int() refuses
+#: more than 4,300 digits); it is handed over as text, so the method's own code answers.
+_INTEGER = re.compile(r"^-?[0-9]{1,16}$")
 
 
 def cli_message(code: object, message: str) -> str:
@@ -56,15 +57,6 @@ def emit_envelope(service: Any, envelope: dict[str, Any]) -> int:
         error["message"] = cli_message(error.get("code"), error["message"])
     emit_json({"ok": False, "error": error}, stream=sys.stderr)
     return 1
-
-
-def one_query(positional: str | None, option: str | None) -> str | None:
-    """The query, positionally or as --query (not two different ones); None when absent."""
-    if positional is not None and option is not None and positional != option:
-        raise DshError(
-            "give the query once: positionally or as --query, not both", code=USAGE_ERROR_CODE
-        )
-    return option if option is not None else positional
 
 
 def integer_or_raw(value: str | None) -> object:

@@ -66,7 +66,9 @@ def context(
     now: _dt.datetime | None = None,
     record_use: bool = True,
 ) -> dict[str, Any]:
-    """The spec's ``memory.context`` value: ``{query, count, records}``.
+    """The spec's ``memory.context`` value: ``{query, count, records}``, plus ``warnings``,
+    ``total`` (the records that matched - with a query, the search's ``count`` - before
+    ``limit``) and ``truncated`` (``total`` is more than the records returned).
 
     ``record_use=False`` reads without recording usage (the service passes it for a Git
     repository that is not a memory repository: reading is fine there, writing is not).
@@ -91,8 +93,9 @@ def context(
         entries: list[tuple[Record, float | None]] = [
             (match.record, match.score) for match in matches[:checked_limit]
         ]
+        total = len(matches)
     else:
-        records, retrieval = search_index.context_candidates(
+        records, total, retrieval = search_index.context_candidates(
             root,
             checked_scope,
             instant,
@@ -134,5 +137,6 @@ def context(
     warnings = search_index.invalid_record_warnings(
         root, checked_scope, use_index=use_index, index_fresh=retrieval["mode"] == "index"
     )
+    # total / truncated: as runs reports them (additive; the spec's fields come first).
     return {"query": checked_query, "count": len(results), "records": results,
-            "warnings": warnings}  # fmt: skip
+            "warnings": warnings, "total": total, "truncated": total > len(results)}  # fmt: skip

@@ -1,15 +1,17 @@
 """A person's own edits, through the same validated transaction as a sync.
 
 - ``write(path, content)``: one record (or summary.md) in, checked like a staged file
-  (payload path, 1 MiB, UTF-8, valid front matter, an id no other record has);
+  (payload path, a name :mod:`dsh_memory.payload_names` accepts, 1 MiB, UTF-8, valid front
+  matter, an id no other record has);
 - ``remove(path)``: one payload file out;
 - ``adopt()``: the hand edits already in the payload (what ``health`` reports as dirty) are
   checked and committed as one run, so editing memory in an editor is a supported path and
   ``needsManualRecovery`` clears.
 
-Each is journaled with ``operation: "edit"`` and can be undone with ``rollback``. For write
-and remove a dirty payload elsewhere is first captured by a recovery checkpoint (as for a
-sync); adopt's recovery point is HEAD, since the dirty files are its change.
+Each is one run of the commit pipeline (:mod:`dsh_memory.pipeline`), journaled with
+``operation: "edit"`` and undone with ``rollback``. For write and remove a dirty payload
+elsewhere is first captured by a recovery checkpoint (as for a sync); adopt's recovery point
+is HEAD, since the dirty files are its change.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from dsh_memory import fsops, journal
 from dsh_memory.apply import apply_change_set
 from dsh_memory.errors import DuplicateIdError, EditInvalidRequestError, EditNotFoundError
 from dsh_memory.frontmatter import is_record_path
-from dsh_memory.operations import _journal_interrupted
-from dsh_memory.oplock import operation_lock
-from dsh_memory.root import SUMMARY_FILE, Layout, live_payload_files
+from dsh_memory.payload_names import name_problem
+from dsh_memory.pipeline import writer_run
+from dsh_memory.root import SUMMARY_FILE, Layout, escape_name, live_payload_files
 from dsh_memory.transactions import GitTransactions
 from dsh_memory.validation import MAX_FILE_BYTES, ChangeSet, check_text, diff, record_id
 
@@ -73,21 +75,35 @@ def _commit(layout: Layout, change: ChangeSet, *, checkpoint: bool) -> dict[str,
     head = tx.require_head()
     run_id = journal.new_run_id(layout.root, "edit")
     clock = journal.RunClock()
-    with operation_lock(layout.root, "edit", run_id,
-                        on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
-        entry = apply_change_set(tx, run, clock, head=head, change=change, fields={},
-                                 checkpoint=checkpoint)  # fmt: skip
-    return {"status": "applied", "runId": run_id, "changedPaths": change.changed_paths,
-            "recoveryCommit": entry["recovery_commit"], "applyCommit": entry["apply_commit"],
-            "journalCommit": entry["journal_commit"]}  # fmt: skip
+    with writer_run(tx, "edit", run_id) as run:
+        outcome = apply_change_set(tx, run, clock, head=head, change=change, fields={},
+                                   checkpoint=checkpoint)  # fmt: skip
+    result: dict[str, Any] = {
+        "status": "applied", "runId": run_id, "changedPaths": change.changed_paths,
+        "recoveryCommit": outcome.recovery_commit, "applyCommit": outcome.apply_commit,
+        "journalCommit": outcome.journal_commit,
+    }  # fmt: skip
+    if not outcome.journaled:
+        result["journaled"] = False
+    return result
 
 
 def _digests(files: dict[str, bytes]) -> dict[str, str]:
     return {p: hashlib.sha256(d).hexdigest() for p, d in files.items()}
 
 
-def write(layout: Layout, path: object, content: object) -> dict[str, Any]:
+def validate_write_path(path: object) -> str:
+    """:func:`validate_edit_path`, plus a name that can be committed and written back
+    (:mod:`dsh_memory.payload_names`: Git-reserved components, the 237-byte file name)."""
     relative = validate_edit_path(path)
+    problem = name_problem(relative)
+    if problem is not None:
+        raise EditInvalidRequestError(f"{escape_name(relative)}: {problem}")
+    return relative
+
+
+def write(layout: Layout, path: object, content: object) -> dict[str, Any]:
+    relative = validate_write_path(path)
     if isinstance(content, str):
         content = content.encode("utf-8")
     if not isinstance(content, bytes):
@@ -119,8 +135,8 @@ def adopt(layout: Layout) -> dict[str, Any]:
         return {"status": "no_change", "runId": None, "changedPaths": []}
     live = _live(tx)
     present = [p for p in dirty if p in live]
-    _check_unique(live, present)
     head_files = tx.tree_files(tx.require_head())
     baseline = {p: "" for p in dirty if p in head_files}  # any digest differs from real ones
-    change = diff(baseline, {p: live[p] for p in present}, {})
+    change = diff(baseline, {p: live[p] for p in present}, {})  # names first (payload_names)
+    _check_unique(live, present)
     return _commit(layout, change, checkpoint=False)

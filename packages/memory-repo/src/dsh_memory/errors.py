@@ -11,8 +11,15 @@ own additions for inputs and operations the spec gives no code to.
 from __future__ import annotations
 
 import errno as _errno
+from typing import Any
 
 from dsh_common.errors import DshError
+
+
+def render_error(code: str, message: str) -> dict[str, Any]:
+    """The spec's failed envelope with a message for people: what every dsh-memory front end
+    (command line, fast path, hook, ``mcp`` without its extra) prints on stderr."""
+    return {"ok": False, "error": {"code": code, "message": message}}
 
 
 class MemoryRepoError(DshError):
@@ -82,6 +89,14 @@ class CommitFailedError(MemoryRepoError, RuntimeError):
     """The live index/HEAD update could not be completed safely (HEAD moved, git failed)."""
 
     code = "commit-failed"
+
+
+class FinalizeFailedError(MemoryRepoError, OSError):
+    """HEAD holds the run's commit, but the live index or work tree could not follow
+    (a full disk, git failing): the run is journaled ``applied`` with this code and stays
+    the active run until ``recover`` finishes it (our own code). ``errno`` is the cause's."""
+
+    code = "finalize-failed"
 
 
 class OperationInProgressError(MemoryRepoError, OSError):

@@ -9,7 +9,8 @@ Public functions (other modules and the partner's migration/status code use thes
 - ``validate(metadata, *, today=None) -> dict`` - the same checks and defaults on a mapping.
 - ``render(metadata) -> str`` - canonical front matter block, ending in ``"---\\n"``.
 - ``split(text) -> (block | None, body)``, ``body_of(text) -> str``, ``has_front_matter(text)``.
-- ``is_record_path(path)``, ``legacy_id(path)``, ``legacy_front_matter(path, day)``.
+- ``is_record_path(path)``, ``legacy_id(path)``, ``legacy_front_matter(path, day)``,
+  ``record_text(data)``.
 - ``is_expired(metadata, now=None)``, ``topic_key(metadata)``,
   ``resolve_topic_conflict(records, now=None)``.
 
@@ -44,12 +45,12 @@ CONFIDENCES = ("high", "medium", "low", "unknown")
 STATUS_PRECEDENCE = {status: rank for rank, status in enumerate(STATUSES)}
 
 ID_RE = re.compile(r"[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)?")
-DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
+DATE_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 FRONT_MATTER_RE = re.compile(r"---\r?\n([\s\S]*?)\r?\n---\r?\n?")
 # The earlier tool needs indentation before "-"; v0.9.3 also accepts unindented block lists.
 _LIST_ITEM_RE = re.compile(r"[ \t]*-\s+(.+)")
-_INT_RE = re.compile(r"-?\d+")
-_FLOAT_RE = re.compile(r"-?\d+\.\d+")
+_INT_RE = re.compile(r"-?[0-9]+")
+_FLOAT_RE = re.compile(r"-?[0-9]+\.[0-9]+")
 _COMMENT_RE = re.compile(r"[ \t]*#")
 # JavaScript's Number.MAX_SAFE_INTEGER: larger integers stay strings, as in the earlier tool.
 _MAX_SAFE_INTEGER = 2**53 - 1
@@ -99,11 +100,24 @@ def legacy_id(path: str) -> str:
 
 
 def legacy_front_matter(path: str, day: str) -> str:
-    """The front matter ``migrateLegacy`` prepends (the earlier tool's exact bytes)."""
+    """The front matter ``migrateLegacy`` prepends and ``legacyRecords`` shows: the earlier
+    tool's exact bytes (``migrationFrontMatter``), the body following the closing ``---``
+    line directly - no blank line, so both tools migrate a record into the same blob."""
     return (
         f"---\nschema_version: {SCHEMA_VERSION}\nid: {legacy_id(path)}\n"
         f"created_at: {day}\nupdated_at: {day}\n---\n"
     )
+
+
+def record_text(data: bytes) -> str | None:
+    """The text of a record file, or None when the file cannot be a record: not UTF-8, or
+    holding a NUL (binary). One test for every door: ``status`` counts such a file as
+    invalid metadata, and search, context and migration skip it."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if "\0" in text else text
 
 
 def has_front_matter(text: str) -> bool:

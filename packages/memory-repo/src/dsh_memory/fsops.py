@@ -27,6 +27,11 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | _NOFOLLOW | _DIRECTORY | _CLOEXEC
+_TEMP_RANDOM_BYTES = 6
+#: Bytes a temporary name adds to the name it replaces: ``.<name>.<12 hex>.tmp``. A name
+#: is only writable when this much more still fits the file system's name limit
+#: (:mod:`dsh_memory.payload_names` bounds names by it before anything is committed).
+TEMP_NAME_OVERHEAD = len(".") + len(".") + 2 * _TEMP_RANDOM_BYTES + len(".tmp")
 
 
 def _open_dir_at(parent_fd: int | None, name: str | Path, *, create: bool) -> int:
@@ -107,7 +112,7 @@ def replace_files(root: Path, files: Iterable[tuple[str, bytes, int]]) -> None:
 
 
 def _replace_at(dir_fd: int, name: str, data: bytes, *, mode: int, durable: bool) -> None:
-    temp = f".{name}.{os.urandom(6).hex()}.tmp"
+    temp = temp_name(name)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
                  dir_fd=dir_fd)  # fmt: skip
     try:
@@ -122,6 +127,11 @@ def _replace_at(dir_fd: int, name: str, data: bytes, *, mode: int, durable: bool
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
         raise
+
+
+def temp_name(name: str) -> str:
+    """The temporary name a file is written under before it is renamed to ``name``."""
+    return f".{name}.{os.urandom(_TEMP_RANDOM_BYTES).hex()}.tmp"
 
 
 def sync_directories(root: Path, relative_dirs: set[str]) -> None:

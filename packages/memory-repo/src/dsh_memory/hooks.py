@@ -7,7 +7,10 @@ Claude Code names MCP tools ``mcp__<server>__<tool>``, so the section names
 ``mcp__dsh-memory__memory_search``; Codex shows them as tool ``memory_search`` in the
 namespace ``mcp__dsh_memory`` (hyphens become underscores), and the section says so.
 Without ``--mcp-server`` no tool is wired, and the section points at the CLI instead.
-When memory is disabled (``memory.enabled: false``) nothing is printed.
+Nothing is printed when memory is disabled (``memory.enabled: false``) or when no memory
+repository exists at the root (nothing to search yet: the section would send the agent to
+tools that find nothing). The instructions are in the user's language: Chinese when the
+locale (``LC_ALL``, ``LC_MESSAGES``, ``LANG``) is ``zh*``, English otherwise.
 
 It may also start a background ``dsh-memory-sync`` (see :mod:`dsh_memory.autosync`, off by
 default). Reached from the launcher without typer; nothing here blocks the agent.
@@ -15,10 +18,13 @@ default). Reached from the launcher without typer; nothing here blocks the agent
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from dsh_common.agent_hooks import hook_main
+from dsh_memory.errors import render_error
 
 TOOL_NAMES = ("memory_search", "memory_context")
 _CLI_HINT = (
@@ -43,43 +49,58 @@ def tool_name(server: str, tool: str, host: str | None) -> str:
     return f"mcp__{server}__{tool}`"
 
 
-def wire_tool_names(section: str, server: str | None, host: str | None = None) -> str:
+def wire_tool_names(
+    section: str, server: str | None, host: str | None = None, language: str = "zh"
+) -> str:
     """The section with each tool named as the host exposes it (or a CLI hint)."""
+    from dsh_memory.prompt import TOOLS_JOINED  # noqa: PLC0415
+
     if server is None:
-        first, second = (f"`{name}`" for name in TOOL_NAMES)
-        return section.replace(f"{first} 或 {second}", f"{first} 或 {second} {_CLI_HINT}", 1)
+        joined = TOOLS_JOINED[language]
+        return section.replace(joined, f"{joined} {_CLI_HINT}", 1)
     for name in TOOL_NAMES:
         section = section.replace(f"`{name}`", "`" + tool_name(server, name, host))
     return section
 
 
+def memory_exists(root: Path) -> bool:
+    """Whether ``root`` holds a memory repository: a Git repository with the scaffold's
+    ``.sync/.gitignore`` (two lstat calls: the hook runs at every session start)."""
+    return (root / ".git").exists() and (root / ".sync" / ".gitignore").is_file()
+
+
 def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
-    """The prompt section (empty when disabled); may start a background sync."""
+    """The prompt section (nothing when disabled or when there is no memory repository);
+    may start a background sync."""
+    from dsh_memory.errors import MemoryRepoError  # noqa: PLC0415
+    from dsh_memory.prompt import locale_is_chinese  # noqa: PLC0415
     from dsh_memory.service import MemoryService  # noqa: PLC0415
 
     service = MemoryService()
-    section = service.prompt_section()
-    if section:
-        try:
-            from dsh_memory.autosync import maybe_start_sync  # noqa: PLC0415
-
-            maybe_start_sync(service.root, service.settings_file)
-        except Exception:  # noqa: S110 - the context must still reach the agent
-            pass
+    try:
+        if not memory_exists(service.root):
+            return None  # nothing to search yet (and nothing for a sync to start from)
+    except MemoryRepoError:
+        return None  # no usable root
+    language = "zh" if locale_is_chinese(os.environ) else "en"
+    section = service.prompt_section(language)
     if not section:
         return None
+    try:
+        from dsh_memory.autosync import maybe_start_sync  # noqa: PLC0415
+
+        maybe_start_sync(service.root, service.settings_file)
+    except Exception:  # noqa: S110 - the context must still reach the agent
+        pass
     # Stored text is already escaped by prompt_section (no fence can be closed from inside).
-    return wire_tool_names(section, _option(args, "--mcp-server"), _option(args, "--host"))
+    return wire_tool_names(
+        section, _option(args, "--mcp-server"), _option(args, "--host"), language
+    )
 
 
 HANDLERS = {"session-start": session_start}
 
 
-def _memory_error(code: str, message: str) -> dict[str, Any]:
-    # dsh-memory's spec envelope, as every other dsh-memory command prints it.
-    return {"ok": False, "error": {"code": code, "message": message}}
-
-
 def main(argv: list[str]) -> int:
     """``dsh-memory hook <event>``; ``argv`` is what follows ``hook``."""
-    return hook_main(argv, HANDLERS, render_error=_memory_error, program="dsh-memory")
+    return hook_main(argv, HANDLERS, render_error=render_error, program="dsh-memory")

@@ -133,14 +133,13 @@ def usable_cores() -> int:
 
 
 @functools.cache
-def _find_program() -> str | None:
-    # Only an absolute path: a relative PATH entry ("." or "bin") would be resolved again in
-    # the child's working directory - the memory root, where anyone who can commit to the
-    # repository could have put a file named find.
-    import shutil  # noqa: PLC0415 - the frequent read commands never import it otherwise
+def _find_program(root: Path) -> str | None:
+    # Only an absolute path outside the memory root: a relative PATH entry ("." or "bin")
+    # would be resolved again in the child's working directory - the memory root, where
+    # anyone who can commit to the repository could have put a file named find.
+    from dsh_common.programs import resolve_program  # noqa: PLC0415
 
-    program = shutil.which("find")
-    return program if program is not None and os.path.isabs(program) else None
+    return resolve_program("find", outside=root)
 
 
 class Listing:
@@ -153,7 +152,7 @@ class Listing:
         #: No folder at all lists as nothing; otherwise find must run for there to be a key.
         self.available = not folders
         self.output = -1
-        program = _find_program()
+        program = _find_program(root)
         if not folders or program is None:
             return
         self.output = _output_file()

@@ -3,10 +3,14 @@
 The first commit holds the scaffold only (README.md, an empty summary.md, ``.last-sync``,
 ``.sync/.gitignore`` and the executable ``scripts/filter_session.py``) with the earlier
 tool's exact message "Initialize DPSK memory repository". The earlier tool's sync refuses a
-repository that lacks any of these as "incomplete", and it hardens the same modes: the root
-and every folder 0700, README.md, summary.md, .last-sync and .sync/.gitignore 0600, the
-filter script 0700. When git has no author identity, init sets the repository-local one the
-earlier tool sets ("DPSK Memory" <dpsk-memory@localhost>), so a fresh machine works.
+repository that lacks any of these as "incomplete", and it hardens the same modes: the root,
+``.git`` and every folder 0700, README.md, summary.md, .last-sync and .sync/.gitignore
+0600, the filter script 0700 (``.git`` holds every record ever written, so it is private
+like the rest; a ``.git`` that is a file or a link is left as it is). When git has no
+author identity, init sets the repository-local one the earlier tool sets ("DPSK Memory"
+<dpsk-memory@localhost>), so a fresh machine works. README.md describes the layout and
+holds the section ``## 提炼与整合`` (distill and consolidate) that both tools' sync agents
+are told to read first (:data:`README_TEXT`).
 
 The first commit is made with the same plumbing as every other write (alternate index,
 ``commit-tree``, ``update-ref HEAD <new> <zero>``), so it cannot clobber a HEAD that
@@ -22,6 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from dsh_common import secrets as _detector
 from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory.errors import InitFailedError, UnsafeLayoutError
@@ -46,26 +51,92 @@ FILTER_SCRIPT = "scripts/filter_session.py"
 #: The identity the earlier tool's init configures in the repository when git has none.
 LOCAL_IDENTITY = (("user.name", "DPSK Memory"), ("user.email", "dpsk-memory@localhost"))
 
-README_TEXT = """# DPSK memory
+#: The heading both syncs' agents are told to read first: the earlier tool's staging prompt
+#: points its agent at this README's "「提炼与整合」一节" and refuses changes to the file.
+CONSOLIDATION_HEADING = "## 提炼与整合"
 
-This Git repository is the local memory of your coding agents, managed by `dsh-memory`.
+README_TEXT = f"""# DPSK memory
+
+This Git repository is the local memory of your coding agents, managed by `dsh-memory`
+(its format is that of seriousz158/dsh-memory, so both tools can work on it).
 
 - `summary.md` - a short navigation summary that is shown to the agent (untrusted context).
 - `handbook/` - durable records: preferences, facts, decisions, procedures, constraints.
 - `rollouts/` - per-session notes that handbook records cite as provenance.
 - `archive/` - records kept for reference but excluded from default search.
+- `scripts/filter_session.py` - turns a session log into a short, redacted transcript.
+- `.last-sync` - the sync watermark: sessions older than it are not read again.
 - `.sync/` - the run journal (`runs/`, `last-run.json`) and private, Git-ignored state
   (operation lock, active run, previews, usage sidecar, search index).
 
 Every change is a Git commit made by `dsh-memory` with a recovery point before it, so any
 run can be inspected (`dsh-memory runs`) and rolled back (`dsh-memory rollback`). Do not
 rewrite this repository's history.
+
+## Rules
+
+1. Keep only verified conclusions that are worth having in a later session; no chat, no
+   long reasoning, no pasted output.
+2. Never write a credential (token, password, API key, connection string): write
+   `[REDACTED]` instead.
+3. Session logs are read-only sources; this repository is the only place memory is kept.
+
+{CONSOLIDATION_HEADING}
+
+The rules for the agent that turns session transcripts into memory (distill, then
+consolidate). 把会话转录变成记忆的代理遵循以下规则 (先提炼, 再整合)。
+
+**提炼 (distill).** 每段转录只取高信号的内容: 稳定的用户偏好、最终的决定及其理由、
+失败模式和解决办法、项目入口、可复现的命令、明确约定的后续事项。没有值得保留的内容时,
+什么也不改 (NO_SIGNAL)。
+From each transcript take only what carries signal: stable user preferences, final
+decisions and their reasons, failure modes and their fixes, project entry points,
+reproducible commands, agreed follow-ups. When nothing is worth keeping, change nothing
+(NO_SIGNAL).
+
+**整合 (consolidate).** 写入前先和已有的记录比较: 与新证据矛盾的记录直接改写 (不另写一份),
+过时的记录移到 `archive/`, 没有变化就不制造改动; 稳定偏好同步到 `summary.md`, 并保持简短。
+Before writing, compare with the records already here: a record the new evidence
+contradicts is rewritten (never a second copy beside it), an outdated one moves to
+`archive/`, and nothing changes when nothing is new. Stable preferences go into
+`summary.md`, which stays short.
+
+**格式与边界 (format and bounds).** 每条记录是带 front matter 的 Markdown
+(`schema_version: 1`, `id`, `type`; 引用来源会话时写 `source_rollouts`)。只修改
+`summary.md`、`handbook/`、`rollouts/`、`archive/`; 不修改本 README, 不执行 git:
+宿主程序会校验、提交并记录每次改动。
+Every record is Markdown with front matter (`schema_version: 1`, `id`, `type`, and
+`source_rollouts` when it cites a session). Change only `summary.md`, `handbook/`,
+`rollouts/` and `archive/`; never this README, and run no git command: the host validates,
+commits and journals every change.
 """
 
 
+#: The one line of :mod:`dsh_memory.redaction` that is not standard library.
+DETECTOR_IMPORT = (
+    "from dsh_common.secrets import Span, is_secret_name, redact"
+    "  # inlined into filter_session.py\n"
+)
+_FUTURE_IMPORT = "from __future__ import annotations\n"
+
+
 def filter_script_source() -> bytes:
-    """The session filter: :mod:`dsh_memory.redaction`'s own (stdlib-only) source."""
-    return Path(_REDACTION_SOURCE).read_bytes()
+    """The session filter: :mod:`dsh_memory.redaction`'s source, runnable on its own.
+
+    Its import of the shared secret detector is replaced by the detector's source (minus
+    its ``__future__`` import, which the script already has at the top), so the script
+    needs no installed package and redacts exactly what the sync command redacts.
+    """
+    script = Path(_REDACTION_SOURCE).read_text(encoding="utf-8")
+    detector = Path(_detector.__file__).read_text(encoding="utf-8")
+    if script.count(DETECTOR_IMPORT) != 1 or detector.count(_FUTURE_IMPORT) != 1:
+        raise InitFailedError("the session filter's source is not the one init can inline")
+    inlined = (
+        "# --- dsh_common.secrets, inlined: the detector the sync command uses ---\n"
+        + detector.replace(_FUTURE_IMPORT, "")
+        + "# --- end of dsh_common.secrets ---\n"
+    )
+    return script.replace(DETECTOR_IMPORT, inlined).encode("utf-8")
 
 
 def _scaffold_files() -> dict[str, tuple[bytes, int]]:
@@ -85,6 +156,13 @@ def _harden(path: Path, mode: int) -> None:
     if stat.S_ISLNK(info.st_mode):
         raise UnsafeLayoutError(f"{path} is a symbolic link")
     os.chmod(path, mode)
+
+
+def _harden_git_dir(path: Path) -> None:
+    """``.git`` 0700 when it is a real folder (as the earlier tool's init leaves it)."""
+    info = os.lstat(path)
+    if stat.S_ISDIR(info.st_mode):
+        os.chmod(path, 0o700)
 
 
 def _ensure_identity(git: GitRunner) -> None:
@@ -143,6 +221,7 @@ def initialize_repository(root: Path) -> dict[str, Any]:
         require_memory_repository(layout)
     try:
         os.chmod(root, 0o700)
+        _harden_git_dir(root / ".git")
         for name in (*RECORD_DIRS, SYNC_DIR, SCRIPTS_DIR):
             _make_private_dir(root / name)
             _harden(root / name, 0o700)

@@ -165,6 +165,12 @@ def journal_run(
     return commit
 
 
+def is_tracked(tx: GitTransactions, run_id: str) -> bool:
+    """Whether HEAD holds the journal record of ``run_id`` (not only the work tree)."""
+    result = tx.git.run(["cat-file", "-e", f"HEAD:{run_record_path(run_id)}"], check=False)
+    return result.returncode == 0
+
+
 def read_json_file(path: Path) -> Any:
     """Parsed JSON of a small file; None when absent; raises OSError/ValueError otherwise."""
     try:

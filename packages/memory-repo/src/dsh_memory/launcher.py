@@ -14,13 +14,14 @@ from typing import Any
 
 
 def _run(values: dict[str, Any], command: str) -> int:
-    from dsh_memory import cli_output  # noqa: PLC0415 - lazy: start-up time
+    from dsh_common.cli import one_query  # noqa: PLC0415 - lazy: start-up time
+    from dsh_memory import cli_output  # noqa: PLC0415
     from dsh_memory.service import MemoryService  # noqa: PLC0415
 
     if command == "status":
         service = MemoryService(values.get("--root"))
         return cli_output.emit_envelope(service, service.status())
-    query = cli_output.one_query(values.get("query"), values.get("--query"))
+    query = one_query(values.get("query"), values.get("--query"))
     service = MemoryService(values.get("--root"))
     method = service.search if command == "search" else service.context
     envelope = method(
@@ -29,12 +30,9 @@ def _run(values: dict[str, Any], command: str) -> int:
     return cli_output.emit_envelope(service, envelope)
 
 
-def _render_error(code: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"code": code, "message": message}}
-
-
 def _fast(argv: list[str]) -> int | None:
     from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+    from dsh_memory.errors import render_error  # noqa: PLC0415
 
     reads = {"--query": "str", "--limit": "str", "--scope": "str"}
     commands = {
@@ -42,7 +40,7 @@ def _fast(argv: list[str]) -> int | None:
         "search": FastCommand(reads, lambda v: _run(v, "search"), "query"),
         "context": FastCommand(reads, lambda v: _run(v, "context"), "query"),
     }
-    return run_fast(argv, commands, global_options=("--root",), render_error=_render_error)
+    return run_fast(argv, commands, global_options=("--root",), render_error=render_error)
 
 
 def main() -> None:

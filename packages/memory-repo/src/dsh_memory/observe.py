@@ -64,7 +64,12 @@ def status(layout: Layout) -> dict[str, Any]:
 def health(root: Path) -> dict[str, Any]:
     """``memory.health()``: lock, active run, journal readability, recovery need."""
     # Here, not at the top: status (an agent's frequent call) needs none of the lock code.
-    from dsh_memory.oplock import finished_record, read_active_run, read_operation_lock  # noqa: PLC0415
+    from dsh_memory.oplock import (  # noqa: PLC0415
+        finished_record,
+        public_lock,
+        read_active_run,
+        read_operation_lock,
+    )
 
     git = GitRunner(root)
     try:
@@ -128,7 +133,7 @@ def health(root: Path) -> dict[str, Any]:
         "gitAvailable": git_available,
         "dataFileCount": len(scan.data_files),
         "payloadDirty": payload_dirty,
-        "operationLock": lock,
+        "operationLock": public_lock(lock),
         "activeRun": active,
         "interruptedRun": interrupted,
         "pendingPreview": previews[0] if previews else None,
@@ -137,7 +142,7 @@ def health(root: Path) -> dict[str, Any]:
         "needsManualRecovery": needs_recovery,
         "headAheadOfJournal": head_ahead,
         "recoverySteps": [
-            *_recovery_steps(root, lock, active, payload_dirty, head_ahead),
+            *_recovery_steps(tx, lock, active, payload_dirty, head_ahead),
             *(
                 [
                     f"{index_lock} exists: if no git process is running in the memory"
@@ -171,7 +176,7 @@ def head_ahead_of_journal(tx: GitTransactions) -> bool:
 
 
 def _recovery_steps(
-    root: Path,
+    tx: GitTransactions,
     lock: dict[str, Any] | None,
     active: dict[str, Any] | None,
     payload_dirty: bool,
@@ -179,7 +184,9 @@ def _recovery_steps(
 ) -> list[str]:
     """Exact steps for each recovery ``health()`` found, in the order to take them."""
     from dsh_memory.oplock import dead_lock_message, finished_record  # noqa: PLC0415
+    from dsh_memory.unjournaled import head_landing  # noqa: PLC0415
 
+    root = tx.root
     steps: list[str] = []
     if active is not None and active.get("state") == "interrupted":
         steps.append(
@@ -194,11 +201,26 @@ def _recovery_steps(
         and not finished_record(root, {"run_id": lock.get("runId")})
     ):
         steps.append(dead_lock_message(root, lock))
-    if head_ahead:
+    landing = head_landing(tx) if head_ahead and active is None else None
+    if landing is not None:
+        # No run is active: recover journals the change itself (the earlier tool's
+        # --apply-preview and clear never journal), and then rollback can undo it.
         steps.append(
-            "HEAD holds a memory change no journal record follows: once the run is journaled"
-            " as interrupted it can be undone with `dsh-memory rollback --run-id <run>"
-            " --confirmation ROLLBACK_MEMORY`"
+            f"HEAD holds a finished memory change ({landing.subject}) that no journal record"
+            " names: `dsh-memory recover --confirmation RECOVER_MEMORY` journals it with its"
+            " commits; `dsh-memory rollback --run-id <run> --confirmation ROLLBACK_MEMORY`"
+            " can undo it then (`dsh-memory runs` names the run)"
+        )
+    elif head_ahead and active is not None:
+        steps.append(
+            "HEAD holds a memory change no journal record follows: once `dsh-memory recover"
+            " --confirmation RECOVER_MEMORY` has journaled the run it can be undone with"
+            " `dsh-memory rollback --run-id <run> --confirmation ROLLBACK_MEMORY`"
+        )
+    elif head_ahead:
+        steps.append(
+            f"HEAD holds a memory change no journal record follows and no run says what it"
+            f" was: inspect it with `git -C {root} show --stat HEAD`"
         )
     if payload_dirty:
         steps.append(

@@ -61,11 +61,6 @@ class PayloadScan:
     invalid_metadata: list[dict[str, str]]
 
 
-def legacy_front_matter(path: str, day: str) -> str:
-    """The spec's deterministic block for a legacy record, with its blank separator line."""
-    return frontmatter.legacy_front_matter(path, day) + "\n"
-
-
 def _mtime_day(root: Path, relative: str) -> str:
     info = os.lstat(root / relative)
     return _dt.datetime.fromtimestamp(info.st_mtime, _dt.UTC).strftime("%Y-%m-%d")
@@ -93,8 +88,11 @@ def scan_payload(root: Path) -> PayloadScan:
             continue
         try:
             raw = fsops.read_file_nofollow(root, relative, MAX_RECORD_BYTES)
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+        except OSError:
+            raw = None
+        text = frontmatter.record_text(raw) if raw is not None else None
+        if raw is None or text is None:
+            # Too large, unreadable, not UTF-8 or binary: the readers skip it, so it counts.
             invalid.append({"path": relative, "code": "invalid-metadata"})
             continue
         block, _ = frontmatter.split(text)
@@ -104,7 +102,7 @@ def scan_payload(root: Path) -> PayloadScan:
                 LegacyRecord(
                     path=relative,
                     id=frontmatter.legacy_id(relative),
-                    front_matter=legacy_front_matter(relative, day),
+                    front_matter=frontmatter.legacy_front_matter(relative, day),
                     day=day,
                     size=len(raw),
                     text=text,

@@ -18,6 +18,7 @@ from dsh_common.errors import DshError
 from dsh_memory import journal
 from dsh_memory.apply import apply_change_set, check_live_unchanged, staging_digest
 from dsh_memory.errors import (
+    FinalizeFailedError,
     InterruptedRunError,
     LiveMemoryChangedError,
     OperationInProgressError,
@@ -27,8 +28,7 @@ from dsh_memory.errors import (
     PreviewNotFoundError,
 )
 from dsh_memory.journal import read_json_file
-from dsh_memory.operations import _journal_interrupted
-from dsh_memory.oplock import operation_lock
+from dsh_memory.pipeline import writer_run
 from dsh_memory.previews import MANIFEST_FILE, STAGING_DIR, pending_preview
 from dsh_memory.root import Layout
 from dsh_memory.transactions import GitTransactions
@@ -53,8 +53,7 @@ def apply_preview(layout: Layout, preview_id: object) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise PreviewApplyFailedError(f"preview {identifier} has no manifest")
     run_id = journal.unique_run_id(layout.root, identifier)
-    with operation_lock(layout.root, "preview", run_id,
-                        on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
+    with writer_run(tx, "preview", run_id) as run:
         try:
             run.set_phase("validating")
             change = validate_staging(directory / STAGING_DIR, manifest)
@@ -64,7 +63,10 @@ def apply_preview(layout: Layout, preview_id: object) -> dict[str, Any]:
             fields = {"candidate_sessions": count, "processed_sessions": count,
                       "skipped_sessions": 0,
                       "staging_digest": staging_digest(manifest["entries"], change)}  # fmt: skip
-            entry = apply_change_set(tx, run, clock, head=head, change=change, fields=fields)
+            outcome = apply_change_set(tx, run, clock, head=head, change=change, fields=fields)
+        except FinalizeFailedError:
+            shutil.rmtree(directory, ignore_errors=True)  # HEAD holds it: consumed all the same
+            raise
         except _OWN_CODES:
             raise
         except DshError as exc:
@@ -74,7 +76,7 @@ def apply_preview(layout: Layout, preview_id: object) -> dict[str, Any]:
         "status": "applied",
         "previewId": identifier,
         "changed_paths": change.changed_paths,
-        "recovery_commit": entry["recovery_commit"],
-        "apply_commit": entry["apply_commit"],
-        "journaled": True,
+        "recovery_commit": outcome.recovery_commit,
+        "apply_commit": outcome.apply_commit,
+        "journaled": outcome.journaled,
     }

@@ -213,11 +213,8 @@ def load_record(root: Path, entry: PayloadEntry) -> Record | None:
         return None
     except (DshError, OSError):
         return Record(path=entry.path, signature=entry.signature, valid=False)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return Record(path=entry.path, signature=entry.signature, valid=False)
-    if "\0" in text:
+    text = frontmatter.record_text(data)
+    if text is None:  # not UTF-8 or binary: status counts it as invalid metadata too
         return Record(path=entry.path, signature=entry.signature, valid=False)
     return record_from_text(entry.path, entry.signature, text)
 

@@ -1,21 +1,34 @@
 #!/usr/bin/env python3
 """Turn an agent session log into a compact, redacted Markdown transcript.
 
-This module is deliberately standard-library only: ``dsh-memory init`` copies its source
-verbatim to ``<root>/scripts/filter_session.py`` (mode 0700), where the earlier tool's sync
-expects an executable session filter. One implementation serves both the sync command and
-that script, so they can never disagree about what is redacted.
+This module is deliberately standard-library only, apart from :mod:`dsh_common.secrets`
+(itself standard-library only): ``dsh-memory init`` writes this source, with the detector's
+source inlined in place of its import line, to ``<root>/scripts/filter_session.py`` (mode
+0700), where the earlier tool's sync expects an executable session filter. One
+implementation serves both the sync command and that script, so they can never disagree
+about what is redacted.
 
-Rules (the earlier tool's filter, docs/sync-facts.md):
+Rules (the earlier tool's filter, docs/sync-facts.md, with the shared detector's shapes):
 
 - every string is redacted *before* it is truncated (a secret cut in half by truncation
-  would otherwise escape the patterns): bearer tokens, ``sk-`` keys, GitHub and AWS key
-  shapes, secret query parameters, and absolute home prefixes (``/home/<user>``,
-  ``/Users/<user>``, ``/root`` become ``$HOME``);
-- a JSON field whose *name* is sensitive (``token``, ``password``, ``api_key`` ...) loses
-  its whole value;
+  would otherwise escape the patterns): every secret
+  :func:`dsh_common.secrets.find_secrets` reports in its eager (redacting) sensitivity -
+  vendor tokens (``sk-``, GitHub, AWS, Slack, Stripe, Google ...), bearer and basic
+  credentials, JWTs, private-key blocks, URL passwords, secret query parameters and
+  assignments (``DB_PASSWORD=…``, ``"client_secret": "…"``), also glued to Chinese text -
+  becomes ``[REDACTED]`` (``Bearer [REDACTED]`` for a bearer token; the name of an
+  assignment, a URL's user and its host stay); then absolute home prefixes
+  (``/home/<user>``, ``/Users/<user>``, ``/root``, not right after ``://``) become
+  ``$HOME``;
+- a JSON field whose *name* is sensitive (``token``, ``password``, ``api_key``,
+  ``db_password``, ``AWS_SECRET_ACCESS_KEY`` ... :func:`dsh_common.secrets.is_secret_name`)
+  loses its whole value;
 - injected ``<system-reminder>`` and "Current runtime context." blocks are dropped;
-- limits: tool arguments 200 characters, tool results 400, messages 2000, metadata 400.
+- limits: tool arguments 200 characters, tool results 400, messages 2000, metadata 400;
+- a log line (or a tool's JSON arguments) nested more than 100 arrays/objects deep is
+  skipped and counted, like a malformed line: every walk over it would exhaust the stack.
+  (``dsh_common.jsonlines`` applies the same rule to the same bytes for the sync itself;
+  this copy exists because the script must run with the standard library alone.)
 
 Three log formats are read: DSH session logs (``session`` / ``turn/start`` /
 ``user/message`` / ``assistant/message`` / ``tool/call`` / ``tool/result`` events), Claude
@@ -29,47 +42,50 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from dsh_common.secrets import Span, is_secret_name, redact  # inlined into filter_session.py
 
 ARG_MAX = 200
 RESULT_MAX = 400
 MESSAGE_MAX = 2000
 METADATA_MAX = 400
 REDACTION = "[REDACTED]"
+#: Deepest nesting of arrays/objects read from a log (dsh_common.jsonlines.MAX_DEPTH).
+MAX_DEPTH = 100
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
-BEARER_RE = re.compile(r"(?i)\bbearer[ \t]+[A-Za-z0-9._~+/=-]{3,}")
-SK_KEY_RE = re.compile(r"\bsk-[A-Za-z0-9_-]{3,}", re.IGNORECASE)
-GITHUB_KEY_RE = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{4,}|github_pat_[A-Za-z0-9_]{20,})\b", re.IGNORECASE
+# The earlier filter's home prefixes, except right after "://": "mysql://root:pw@db" names
+# a user, not a folder.
+HOME_PREFIX_RE = re.compile(
+    r"(?<![A-Za-z0-9_])(?<!:/)(?:/Users/[^/\s]+|/home/[^/\s]+|/root)(?=/|\b)"
 )
-AWS_KEY_RE = re.compile(r"\b(?:A3T|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ASCA)[A-Z0-9]{16}\b")
-QUERY_SECRET_RE = re.compile(
-    r"(?i)([?&](?:access_token|api[_-]?key|auth|password|passwd|pwd|token)=)([^&#\s\"']+)"
-)
-HOME_PREFIX_RE = re.compile(r"(?<![A-Za-z0-9_])(?:/Users/[^/\s]+|/home/[^/\s]+|/root)(?=/|\b)")
-SENSITIVE_FIELD_RE = re.compile(
-    r"(?i)^(?:access[_-]?token|api[_-]?key|authorization|auth|password|passwd|pwd|secret|token)$"
-)
+
+
+def _replacement(span: Span) -> str:
+    return f"Bearer {REDACTION}" if span.kind == "bearer" else REDACTION
 
 
 def redact_text(value: str) -> str:
-    """Redact credential shapes and normalise absolute home prefixes to ``$HOME``."""
-    value = HOME_PREFIX_RE.sub("$HOME", value)
-    value = QUERY_SECRET_RE.sub(lambda match: f"{match.group(1)}{REDACTION}", value)
-    value = BEARER_RE.sub(f"Bearer {REDACTION}", value)
-    value = SK_KEY_RE.sub(REDACTION, value)
-    value = GITHUB_KEY_RE.sub(REDACTION, value)
-    return AWS_KEY_RE.sub(REDACTION, value)
+    """Replace every secret, then normalise absolute home prefixes to ``$HOME``.
+
+    Secrets go first, so that nothing the home rule rewrites can break a secret's shape
+    before the detector sees it.
+    """
+    return HOME_PREFIX_RE.sub("$HOME", redact(value, _replacement, eager=True))
+
+
+def sensitive_field(name: object) -> bool:
+    """A JSON field whose value is dropped whole: its name says it holds a secret."""
+    return is_secret_name(str(name), eager=True)
 
 
 def redact_value(value: Any, field_name: object = None) -> Any:
     """Recursively redact parsed data; a sensitive field name hides its whole value."""
-    if field_name is not None and SENSITIVE_FIELD_RE.match(str(field_name)):
+    if field_name is not None and sensitive_field(field_name):
         return REDACTION
     if isinstance(value, str):
         return redact_text(value)
@@ -87,11 +103,35 @@ def truncate(value: str, limit: int) -> str:
     return value[:limit] + f" …[truncated {len(value) - limit} chars]"
 
 
+def _nesting_exceeds(value: Any) -> bool:
+    """Whether ``value`` nests arrays/objects deeper than :data:`MAX_DEPTH` (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
+def loads_bounded(text: str) -> tuple[Any, bool]:
+    """``(value, True)`` for JSON nested at most :data:`MAX_DEPTH` deep, else ``(None, False)``."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, False
+    if text.count("[") + text.count("{") > MAX_DEPTH and _nesting_exceeds(value):
+        return None, False
+    return value, True
+
+
 def summarize_arguments(raw: Any) -> str:
     """Tool arguments: parsed JSON is redacted field by field, then serialised, then cut."""
-    try:
-        parsed = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
+    parsed, ok = loads_bounded(raw) if isinstance(raw, str) else (raw, True)
+    if not ok:
         return truncate(redact_text(str(raw)), ARG_MAX)
     return truncate(json.dumps(redact_value(parsed), ensure_ascii=False), ARG_MAX)
 
@@ -126,7 +166,7 @@ def _nested_texts(node: Any) -> Iterator[str]:
             yield redact_text(str(node["text"]))
             return
         for key, value in node.items():
-            if SENSITIVE_FIELD_RE.match(str(key)):
+            if sensitive_field(key):
                 yield REDACTION
             else:
                 yield from _nested_texts(value)
@@ -250,19 +290,25 @@ def detect_format(events: list[dict[str, Any]]) -> str:
     return "dsh"
 
 
-def parse_lines(raw: bytes) -> list[dict[str, Any]]:
-    """JSON lines as objects; malformed lines are skipped (a log may end mid-write)."""
+def read_lines(raw: bytes) -> tuple[list[dict[str, Any]], int]:
+    """JSON lines as objects, and how many lines were skipped as malformed (a log may end
+    mid-write) or nested too deep. Lines split on ``\n`` only (a string may hold U+2028)."""
     events: list[dict[str, Any]] = []
-    for line in raw.decode("utf-8", errors="replace").splitlines():
+    skipped = 0
+    for line in raw.splitlines():
         if not line.strip():
             continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict):
+        event, ok = loads_bounded(line.decode("utf-8", errors="replace"))
+        if not ok:
+            skipped += 1
+        elif isinstance(event, dict):
             events.append(event)
-    return events
+    return events, skipped
+
+
+def parse_lines(raw: bytes) -> list[dict[str, Any]]:
+    """The objects of :func:`read_lines`."""
+    return read_lines(raw)[0]
 
 
 def render(events: list[dict[str, Any]], log_format: str | None = None) -> str:
@@ -286,9 +332,12 @@ def _decompress(raw: bytes) -> bytes:
         return zstandard.ZstdDecompressor().stream_reader(raw).read()
     except ImportError:
         pass
-    if shutil.which("zstd") is None:
+    from dsh_common.programs import resolve_program  # noqa: PLC0415 - only for zstd input
+
+    program = resolve_program("zstd")  # never a zstd in the working directory
+    if program is None:
         raise SystemExit("filter_session.py: zstd input needs the zstandard module or zstd")
-    return subprocess.run(["zstd", "-dc"], input=raw, capture_output=True, check=True).stdout
+    return subprocess.run([program, "-dc"], input=raw, capture_output=True, check=True).stdout
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,10 +2,10 @@
 
 The run must be ``applied`` - or ``interrupted`` with both commits, when its writer died
 after the HEAD compare-and-swap - and its apply commit's *payload tree* must still equal
-HEAD's (journal commits after it do not count). The rollback is a normal transaction
-(:mod:`dsh_memory.operations`): recovery point = HEAD, a ``DPSK memory rollback: <run>``
-commit restoring the recovery tree, the live index, the work tree (blobs streamed in
-bounded chunks), then the journal record ``rolled_back``. Never reset, force or rewrite.
+HEAD's (journal commits after it do not count). The rollback is a writer of the commit
+pipeline (:mod:`dsh_memory.pipeline`): recovery point = HEAD, a ``DPSK memory rollback:
+<run>`` commit restoring the recovery tree, the live index, the work tree (blobs streamed
+in bounded chunks), then the journal record ``rolled_back``. Never reset, force or rewrite.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_common.errors import GitError
-from dsh_memory import fsops, journal, payload_state
+from dsh_memory import journal, payload_state
 from dsh_memory.errors import (
     CommitFailedError,
     InterruptedRunError,
@@ -23,15 +23,16 @@ from dsh_memory.errors import (
     RollbackNotApplicableError,
     RollbackRunNotFoundError,
 )
-from dsh_memory.operations import (
-    _OID,
-    ROLLBACK_CONFIRMATION,
-    _apply,
-    _finalize,
-    _journal_interrupted,
+from dsh_memory.operations import ROLLBACK_CONFIRMATION
+from dsh_memory.oplock import ACTIVE_RUN_FILE, LOCK_FILE, read_active_run
+from dsh_memory.pipeline import (
+    OID_RE,
+    Proposal,
+    commit_run,
+    journal_interrupted_run,
+    writer_run,
 )
-from dsh_memory.oplock import ACTIVE_RUN_FILE, LOCK_FILE, operation_lock, read_active_run
-from dsh_memory.root import RECORD_DIRS, Layout, require_memory_repository
+from dsh_memory.root import Layout, require_memory_repository
 from dsh_memory.transactions import Blob, GitTransactions
 
 __all__ = ["ROLLBACK_CONFIRMATION", "rollback"]
@@ -59,7 +60,7 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
         ):
             # The run died before its journal commit: journal it now (with the commits it
             # recorded before the CAS) so that, after recovery, this rollback can proceed.
-            _journal_interrupted(tx)(active)
+            journal_interrupted_run(tx)(active)
             raise InterruptedRunError(
                 f"run {run_id} was interrupted and is now journaled with its commits; delete"
                 f" {root / ACTIVE_RUN_FILE} and {root / LOCK_FILE}, then roll it back"
@@ -72,8 +73,8 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
         record.get("status") not in ("applied", "interrupted")
         or not isinstance(recovery_commit, str)
         or not isinstance(apply_commit, str)
-        or not _OID.fullmatch(recovery_commit)
-        or not _OID.fullmatch(apply_commit)
+        or not OID_RE.fullmatch(recovery_commit)
+        or not OID_RE.fullmatch(apply_commit)
         or tx.git.rev_parse(f"{recovery_commit}^{{commit}}") is None
         or tx.git.rev_parse(f"{apply_commit}^{{commit}}") is None
     ):
@@ -94,32 +95,20 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
     _check_rollback_dirt(tx, dirty, before, after, run_id)
     rollback_id = journal.unique_run_id(root, f"{journal.utc_stamp()}-rollback")
     clock = journal.RunClock()
-    with operation_lock(root, "rollback", rollback_id,
-                        on_interrupted=_journal_interrupted(tx)) as run:  # fmt: skip
+    with writer_run(tx, "rollback", rollback_id) as run:
+        run.set_phase("validating")
         try:
-            run.set_phase("validating")
-            commit = _apply(tx, run, head=head, recovery=head, dirty=dirty, changes=changes,
-                            message=f"DPSK memory rollback: {run_id}")  # fmt: skip
+            outcome = commit_run(
+                tx, run, clock, head=head, checkpoint=False, dirty=dirty,
+                propose=lambda _recovery: Proposal(
+                    changes=changes, message=f"DPSK memory rollback: {run_id}"
+                ),
+            )  # fmt: skip
         except CommitFailedError as exc:
             raise RollbackFailedError(f"rollback failed: {exc.message}") from exc
         except (GitError, OSError) as exc:
-            raise RollbackFailedError(f"rollback failed: {exc}") from exc
-        entry = journal.make_record(
-            run_id=rollback_id, operation="rollback", status="rolled_back",
-            started_at=clock.started_at, changed_paths=sorted(changes), recovery_commit=head,
-            apply_commit=commit,
-        )  # fmt: skip
-
-        def restore() -> None:
-            tx.materialize_streamed(changes)
-            for name in RECORD_DIRS:
-                fsops.prune_empty_directories(root, name)
-
-        try:
-            journal_commit = _finalize(tx, run, clock, entry, restore,
-                                       touched=set(dirty) | set(changes))  # fmt: skip
-        except (GitError, OSError) as exc:
             raise RollbackFailedError(f"rollback failed after its commit: {exc}") from exc
+    commit, journal_commit = outcome.apply_commit, outcome.journal_commit
     result: dict[str, Any] = {
         "runId": run_id, "rollbackRunId": rollback_id, "status": "rolled_back",
         "changedPaths": sorted(changes), "recoveryCommit": head, "rollbackCommit": commit,

@@ -84,7 +84,8 @@ def validate_limit(
         return default
     if isinstance(limit, str):
         stripped = limit.strip()
-        if not stripped.isascii() or not stripped.isdigit():
+        # Past 16 digits no limit fits (and int() refuses more than 4,300 digits).
+        if not stripped.isascii() or not stripped.isdigit() or len(stripped) > 16:
             raise error(f"limit must be an integer from 1 to {MAX_LIMIT}")
         limit = int(stripped)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

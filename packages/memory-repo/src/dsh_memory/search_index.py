@@ -552,8 +552,9 @@ def _visible_indexed(
     today: str,
     used_paths: list[str],
     unused_limit: int,
-) -> list[Record]:
-    """Visible records that have usage, plus the first ``unused_limit`` by (id, path).
+) -> tuple[list[Record], int]:
+    """Visible records that have usage, plus the first ``unused_limit`` by (id, path), and
+    how many records are visible in all.
 
     Records without usage all tie on the usage keys and are ordered by logical id then path,
     so no record past the first ``unused_limit`` of them can reach a top-``unused_limit``
@@ -579,11 +580,14 @@ def _visible_indexed(
     unused = connection.execute(
         visible + " ORDER BY record_id, path LIMIT :unused_limit", parameters
     ).fetchall()
+    (total,) = connection.execute(
+        visible.replace("path, signature, record_id", "count(*)", 1), parameters
+    ).fetchone()
     rows = {row[0]: row for row in [*used, *unused]}
     return [
         Record(path=p, signature=sig, valid=True, id=rid, partial=True)
         for p, sig, rid in rows.values()
-    ]
+    ], int(total)
 
 
 def _completed_head(root: Path, ranked: list[scoring.Match], count: int) -> list[scoring.Match]:
@@ -624,8 +628,9 @@ def context_candidates(
     limit: int,
     *,
     use_index: bool = True,
-) -> tuple[list[Record], dict[str, Any]]:
-    """The visible records a query-less context read must order (see ``_visible_indexed``).
+) -> tuple[list[Record], int, dict[str, Any]]:
+    """The visible records a query-less context read must order (see ``_visible_indexed``),
+    how many records are visible in all, and how they were found.
 
     From the index they are partial (no body); :func:`complete_records` fills in the few a
     caller keeps. The scan returns every visible record, complete.
@@ -634,19 +639,19 @@ def context_candidates(
     if use_index:
         try:
             today = now.astimezone(_dt.UTC).date().isoformat()
-            records, state = query_fresh(
+            (records, total), state = query_fresh(
                 root,
                 lambda connection, _meta: _visible_indexed(
                     connection, folders, today, used_paths, limit
                 ),
             )
-            return records, {"mode": "index", "indexState": state}
+            return records, total, {"mode": "index", "indexState": state}
         except (IndexUnavailable, sqlite3.Error, OSError, ValueError):
             retrieval = {"mode": "scan", "indexState": "unavailable"}
     else:
         retrieval = {"mode": "scan", "indexState": "disabled"}
     visible = [record for record in _scan(root, folders) if is_visible(record, scope, now)]
-    return visible, retrieval
+    return visible, len(visible), retrieval
 
 
 #: At most this many left-out records are named in a search/context ``warnings`` list.

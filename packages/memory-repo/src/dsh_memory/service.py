@@ -251,10 +251,10 @@ class MemoryService:
 
     def write(self, path: object = _MISSING, content: object = _MISSING) -> Envelope:
         """Write one payload file as a journaled ``edit`` run (validated like a sync)."""
-        from dsh_memory.edits import validate_edit_path, write  # noqa: PLC0415
+        from dsh_memory.edits import validate_write_path, write  # noqa: PLC0415
 
         def action() -> Any:
-            validate_edit_path(path)
+            validate_write_path(path)  # before the repository is opened
             return write(self._layout(), path, content)
 
         return self._envelope("write", action)
@@ -324,7 +324,7 @@ class MemoryService:
 
     # -- the system prompt -----------------------------------------------------------------
 
-    def prompt_section(self) -> str:
+    def prompt_section(self, language: str = "zh") -> str:
         """The memory system-prompt section; empty when memory is disabled."""
         from dsh_memory.prompt import prompt_section  # noqa: PLC0415
         from dsh_memory.settings import read_enabled  # noqa: PLC0415
@@ -336,8 +336,8 @@ class MemoryService:
         try:
             root = self.root
         except errors.MemoryRepoError:
-            return prompt_section(None, enabled=enabled)  # no readable root: static text
-        return prompt_section(root, enabled=enabled)
+            return prompt_section(None, enabled=enabled, language=language)  # static text
+        return prompt_section(root, enabled=enabled, language=language)
 
 
 def _snake(name: str) -> str:

@@ -36,7 +36,7 @@ MAX_SESSION_FILE_BYTES = 64 * 1024 * 1024
 MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
 
 _DSH_NAME = re.compile(r"^session[A-Za-z0-9._-]*\.jsonl(\.zstd|\.zst)?$")
-_DATE_PARTS = (re.compile(r"^\d{4}$"), re.compile(r"^\d{2}$"), re.compile(r"^\d{2}$"))
+_DATE_PARTS = (re.compile(r"^[0-9]{4}$"), re.compile(r"^[0-9]{2}$"), re.compile(r"^[0-9]{2}$"))
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,14 @@ from typing import Any
 
 from dsh_memory import fsops
 from dsh_memory.errors import StagingInvalidError, UnsafeLayoutError
-from dsh_memory.root import README_FILE, RECORD_DIRS, SUMMARY_FILE, live_payload_files
+from dsh_memory.root import (
+    README_FILE,
+    RECORD_DIRS,
+    SUMMARY_FILE,
+    escape_name,
+    is_utf8_name,
+    live_payload_files,
+)
 
 MAX_STAGED_FILE_BYTES = 1024 * 1024
 #: Live files larger than this cannot be staged at all (the agent could not keep them).
@@ -80,8 +87,12 @@ def git_mode(mode: int) -> str:
 
 
 def live_entries(root: Path) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
-    """Manifest entries and contents of the live payload plus README.md."""
-    paths = live_payload_files(root)
+    """Manifest entries and contents of the live payload plus README.md.
+
+    A live name that is not UTF-8 is left out (and so left alone, as clear leaves it): no
+    manifest, digest or journal record can carry it, and an agent never sees it.
+    """
+    paths = [p for p in live_payload_files(root) if is_utf8_name(p)]
     if (root / README_FILE).is_file() and not (root / README_FILE).is_symlink():
         paths.append(README_FILE)
     entries: list[dict[str, Any]] = []
@@ -128,23 +139,24 @@ def walk_staging(staging: Path) -> Iterator[tuple[str, os.stat_result]]:
         with os.scandir(directory) as entries:
             for entry in sorted(entries, key=lambda e: e.name):
                 relative = f"{prefix}/{entry.name}" if prefix else entry.name
+                shown = escape_name(relative)  # messages are JSON: never a lone surrogate
                 info = os.lstat(entry.path)
                 if stat.S_ISLNK(info.st_mode):
-                    raise UnsafeLayoutError(f"the agent left a symbolic link at {relative}")
+                    raise UnsafeLayoutError(f"the agent left a symbolic link at {shown}")
                 if stat.S_ISDIR(info.st_mode):
                     if not prefix and entry.name not in RECORD_DIRS:
-                        raise StagingInvalidError(f"{relative}/ is not a payload folder")
+                        raise StagingInvalidError(f"{shown}/ is not a payload folder")
                     stack.append(relative)
                 elif stat.S_ISREG(info.st_mode):
                     if not (_is_payload(relative) or relative == README_FILE):
-                        raise StagingInvalidError(f"{relative} is outside the payload")
+                        raise StagingInvalidError(f"{shown} is outside the payload")
                     if info.st_nlink > 1:
                         # A hard link would import whatever file it shares (a key, a config)
                         # and let later edits of that file look like memory edits.
-                        raise UnsafeLayoutError(f"the agent left a hard link at {relative}")
+                        raise UnsafeLayoutError(f"the agent left a hard link at {shown}")
                     yield relative, info
                 else:
-                    raise UnsafeLayoutError(f"{relative} is not a regular file")
+                    raise UnsafeLayoutError(f"{shown} is not a regular file")
 
 
 def read_staged(staging: Path, relative: str, limit: int) -> bytes:

@@ -1,6 +1,7 @@
 """``dsh-memory-sync``: one incremental consolidation run, or a preview of one.
 
-Steps of a run (the active-run phase in brackets; crash points for tests in quotes):
+Steps of a run (the active-run phase in brackets; crash points for tests in quotes - the
+pipeline's own, from ``after-recovery`` on, are in :mod:`dsh_memory.crashpoints`):
 
 1. ``memory.enabled: false`` -> nothing at all happens ("memory.enabled is false; skipping
    sync."): no lock, no scan, no watermark. Otherwise a sync or preview first runs ``init``
@@ -11,12 +12,15 @@ Steps of a run (the active-run phase in brackets; crash points for tests in quot
 3. The operation lock (``sync``; not for ``--dry-run``). A dead earlier run is journaled
    ``interrupted`` and this run stops with ``interrupted-run``: recover first.
 4. [staging] "staging": each transcript is redacted into the private folder - before the
-   agent, the staging copy or anything else sees it - then the payload is copied.
+   agent, the staging copy or anything else sees it - then the payload is copied. Logs are
+   read with :mod:`dsh_common.jsonlines`: a line that is not JSON or nests too deep is
+   skipped and counted (``skippedLines`` in the result, when there are any).
 5. The agent edits the staging copy (agent.py), within its time limit.
 6. [validating] "validating": validation.py; then live memory must still be the baseline.
 7. A refused change (or a failed agent) journals ``failed`` with its code and leaves live
    memory and the watermark alone. No change journals ``no_change`` and advances the
-   watermark. Otherwise [applying] / [finalizing]: apply.py, one transaction.
+   watermark. Otherwise [applying] / [finalizing]: one run of the commit pipeline
+   (apply.py -> pipeline.py), whose journal commit carries the advanced watermark.
 
 ``--dry-run`` runs steps 2, 4-6 without the lock and reports what would change; nothing is
 written to the repository. ``--preview ID`` runs 3-6 and stores the result as a preview
@@ -30,24 +34,24 @@ import secrets
 import shutil
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dsh_common.errors import DshError
+from dsh_common.jsonlines import read_json_lines
 from dsh_memory import journal
-from dsh_memory.agent import DEFAULT_TIMEOUT_SECONDS, AgentRun, run_agent
+from dsh_memory.agent import DEFAULT_TIMEOUT_SECONDS, AgentRun, resolve_agent, run_agent
 from dsh_memory.apply import (
     apply_change_set,
     check_live_unchanged,
-    journal_failure,
     journal_outcome,
     staging_digest,
 )
-from dsh_memory.crashpoints import crash_point
+from dsh_memory.crashpoints import STAGING, VALIDATING, crash_point
 from dsh_memory.errors import InterruptedRunError, SyncInvalidRequestError
-from dsh_memory.operations import _journal_interrupted
-from dsh_memory.oplock import OperationRun, operation_lock
+from dsh_memory.oplock import OperationRun
+from dsh_memory.pipeline import journal_failed_run, writer_run
 from dsh_memory.previews import (
     STAGING_DIR,
     create_preview_directory,
@@ -56,7 +60,7 @@ from dsh_memory.previews import (
     write_manifest,
     write_preview_record,
 )
-from dsh_memory.redaction import parse_lines, render
+from dsh_memory.redaction import render
 from dsh_memory.root import LAST_SYNC_FILE, inspect_layout
 from dsh_memory.sessions import (
     IDLE_SECONDS,
@@ -83,7 +87,8 @@ class SyncOptions:
     root: Path
     sources: SessionSources
     env: Mapping[str, str]
-    agent: str = "dsh"
+    #: dsh, claude, codex or command; None: ``command`` when ``agent_command`` is set, else dsh.
+    agent: str | None = None
     agent_command: str | None = None
     timeout: float = DEFAULT_TIMEOUT_SECONDS
     mode: str = "sync"  # sync | dry-run | scan-only | preview
@@ -112,15 +117,20 @@ def read_watermark(root: Path) -> int:
         return info.st_mtime_ns
 
 
-def _redact_candidates(batch: list[Candidate], folder: Path) -> None:
-    """Redacted Markdown transcripts, one per candidate (nothing else reads the raw logs)."""
+def _redact_candidates(batch: list[Candidate], folder: Path) -> int:
+    """Redacted Markdown transcripts, one per candidate (nothing else reads the raw logs);
+    returns how many log lines were skipped (not JSON, or nested too deep to walk)."""
     folder.mkdir(mode=0o700)
+    skipped = 0
     for index, candidate in enumerate(batch, start=1):
-        transcript = render(parse_lines(read_session(candidate)))
+        lines = read_json_lines(read_session(candidate))
+        skipped += lines.skipped
+        transcript = render([event for event in lines.values if isinstance(event, dict)])
         name = f"{index:02d}-{candidate.source}.md"
         fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(transcript + "\n")
+    return skipped
 
 
 def _session_counts(batch: list[Candidate]) -> dict[str, int]:
@@ -142,6 +152,8 @@ def run_sync(options: SyncOptions) -> dict[str, Any]:
         validate_preview_id(options.preview_id)
     if options.mode not in ("sync", "dry-run", "scan-only", "preview"):
         raise SyncInvalidRequestError(f"unknown mode {options.mode!r}")
+    if options.mode != "scan-only":
+        options = replace(options, agent=resolve_agent(options.agent, options.agent_command))
     settings = options.settings_file or settings_path(options.env)
     if not read_enabled(settings):
         return {"status": "disabled", "message": DISABLED_MESSAGE}
@@ -177,25 +189,28 @@ def run_sync(options: SyncOptions) -> dict[str, Any]:
     run_id = new_sync_run_id() if options.mode == "sync" else str(options.preview_id)
     clock = journal.RunClock()
     try:
-        with operation_lock(
-            root, operation, run_id, on_interrupted=_journal_interrupted(tx)
-        ) as run:
+        with writer_run(tx, operation, run_id) as run:
             return _locked_run(options, tx, run, clock, batch, described, new_watermark)
     except InterruptedRunError as exc:
         raise InterruptedRunError(f"{exc.message}; {RECOVER_HINT}") from None
 
 
 def _prepare(
-    options: SyncOptions, tx: GitTransactions, batch: list[Candidate], private: Path
-) -> tuple[Path, dict[str, Any]]:
+    options: SyncOptions, tx: GitTransactions, batch: list[Candidate], private: Path,
+    described: dict[str, Any],
+) -> tuple[Path, dict[str, Any]]:  # fmt: skip
     """Redact, stage, run the agent: the staging folder and its manifest."""
-    crash_point("staging")
-    _redact_candidates(batch, private / "sessions")
+    crash_point(STAGING)
+    skipped = _redact_candidates(batch, private / "sessions")
+    if skipped:
+        # Additive (absent when 0): a log line that is not JSON or nests too deep is left out.
+        described["skippedLines"] = skipped
+        options.progress(f"{skipped} unreadable or too deeply nested log line(s) skipped")
     staging = private / "staging"
     manifest = stage_copy(tx.root, staging, tx.head())
     options.progress(f"running the {options.agent} agent on the staging copy")
     run_agent(
-        options.agent,
+        str(options.agent),
         AgentRun(staging=staging, sessions=private / "sessions", private=private,
                  session_count=len(batch)),
         options.env, command=options.agent_command, timeout=options.timeout,
@@ -209,7 +224,7 @@ def _dry_run(
 ) -> dict[str, Any]:  # fmt: skip
     private = private_directory()
     try:
-        staging, manifest = _prepare(options, tx, batch, private)
+        staging, manifest = _prepare(options, tx, batch, private, described)
         change = validate_staging(staging, manifest)
     finally:
         remove_private_directory(private)
@@ -230,14 +245,14 @@ def _locked_run(  # noqa: PLR0917 - one private call site, every argument needed
     preview = options.mode == "preview"
     try:
         try:
-            staging, manifest = _prepare(options, tx, batch, private)
+            staging, manifest = _prepare(options, tx, batch, private, described)
             run.set_phase("validating")
-            crash_point("validating")
+            crash_point(VALIDATING)
             change = validate_staging(staging, manifest)
             head = check_live_unchanged(tx, manifest)
         except DshError as exc:
             if not preview:
-                journal_failure(tx, run, clock, exc, counts)
+                journal_failed_run(tx, run, clock, exc, counts)
             raise
         if preview:
             return _store_preview(options, tx, staging, manifest, change, described)
@@ -253,16 +268,23 @@ def _locked_run(  # noqa: PLR0917 - one private call site, every argument needed
             run.set_phase("finalizing")
             commit = journal_outcome(tx, entry, new_watermark)
             options.progress("no memory changes, nothing to apply")
-            return {"status": "no_change", "runId": run.run_id, "changedPaths": [],
-                    "journalCommit": commit, **described}  # fmt: skip
-        entry = apply_change_set(tx, run, clock, head=head, change=change, fields=fields,
-                                 watermark_ns=new_watermark)  # fmt: skip
+            unchanged: dict[str, Any] = {"status": "no_change", "runId": run.run_id,
+                                         "changedPaths": [], "journalCommit": commit}  # fmt: skip
+            if commit is None:
+                unchanged["journaled"] = False
+            return {**unchanged, **described}
+        outcome = apply_change_set(tx, run, clock, head=head, change=change, fields=fields,
+                                   watermark_ns=new_watermark)  # fmt: skip
         options.progress(f"applied {len(change.changed_paths)} change(s) in run {run.run_id}")
-        return {
+        applied: dict[str, Any] = {
             "status": "applied", "runId": run.run_id, **change.describe(),
-            "recoveryCommit": entry["recovery_commit"], "applyCommit": entry["apply_commit"],
-            "journalCommit": entry["journal_commit"], **described,
+            "recoveryCommit": outcome.recovery_commit, "applyCommit": outcome.apply_commit,
+            "journalCommit": outcome.journal_commit,
         }  # fmt: skip
+        if not outcome.journaled:
+            applied["journaled"] = False
+            options.progress(f"run {run.run_id} is applied but not journaled; {RECOVER_HINT}")
+        return {**applied, **described}
     finally:
         remove_private_directory(private)
 

@@ -98,6 +98,8 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "query": {"type": ["string", "null"]},
                 "count": {"type": "integer"},
                 "records": {"type": "array", "items": _CONTEXT_RECORD},
+                "total": {"type": "integer"},
+                "truncated": {"type": "boolean"},
                 "notice": {"type": "string"},
             },
             "required": ["count", "records", "notice"],

@@ -24,9 +24,8 @@ from pathlib import Path
 from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory import fsops, payload_state
-from dsh_memory.crashpoints import crash_point
 from dsh_memory.errors import CheckpointFailedError, CommitFailedError, RepoUnavailableError
-from dsh_memory.root import PAYLOAD_PATHS, SUMMARY_FILE, Layout
+from dsh_memory.root import PAYLOAD_PATHS, SUMMARY_FILE, Layout, escape_name
 
 ZERO_OID = "0" * 40
 FILE_MODE = "100644"
@@ -90,6 +89,39 @@ class GitTransactions:
             if kind == "blob":
                 files[path.decode("utf-8", "surrogateescape")] = Blob(mode, oid)
         return files
+
+    def tree_diff(self, old: str, new: str) -> dict[str, Blob | None]:
+        """Every path whose blob differs from ``old`` to ``new`` (commits or trees), with its
+        blob in ``new`` (None: absent there). The whole tree, not only the payload."""
+        result = self.git.run(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
+                               old, new], max_output=256 << 20)  # fmt: skip
+        fields = result.stdout.split(b"\0")
+        changes: dict[str, Blob | None] = {}
+        for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
+            if not meta.startswith(b":"):
+                continue
+            _old_mode, new_mode, _old_oid, new_oid, status = meta[1:].decode().split(" ")
+            path = raw_path.decode("utf-8", "surrogateescape")
+            changes[path] = None if status == "D" else Blob(new_mode, new_oid)
+        return changes
+
+    def tree_mismatches(self, tree: str, changes: TreeChanges) -> list[str]:
+        """The paths of ``changes`` that ``tree`` does not hold as asked (sorted).
+
+        Git leaves some paths out of a tree without failing (``update-index`` only warns
+        "Ignoring path" for a ``.git`` component, whatever it considers reserved); a commit
+        built from such a tree would be "applied" without the file.
+        """
+        prefixes = sorted({p.split("/", 1)[0] for p in changes})
+        if not prefixes:
+            return []
+        held = self.tree_files(tree, prefixes)
+        return sorted(p for p, blob in changes.items() if held.get(p) != blob)
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or in its history."""
+        result = self.git.run(["merge-base", "--is-ancestor", ancestor, descendant], check=False)
+        return result.returncode == 0
 
     def payload_dirty_paths(self) -> list[str]:
         """Payload paths whose work-tree or index state differs from HEAD (incl. untracked).
@@ -229,12 +261,10 @@ class GitTransactions:
         if (self.git_dir() / "index.lock").exists():
             # The index update after the CAS would fail: refuse while nothing has moved.
             raise CommitFailedError("another git process holds the index lock (index.lock)")
-        crash_point("before-cas")
         try:
             self.git.run(["update-ref", "-m", "dsh-memory", "HEAD", new, old or ZERO_OID])
         except DshError as exc:
             raise CommitFailedError(f"HEAD could not be moved safely: {exc}") from exc
-        crash_point("after-cas")
 
     def index_entries(self, paths: Iterable[str]) -> dict[str, Blob | None]:
         """Live index entries (stage 0) for exactly ``paths``.
@@ -399,9 +429,18 @@ class GitTransactions:
         try:
             changes = self.snapshot_changes(paths)
             tree = self.build_tree(head, changes)
-            return self.commit_tree(tree, [head], message), paths
+            dropped = self.tree_mismatches(tree, changes)
+            commit = self.commit_tree(tree, [head], message)
         except (GitError, OSError) as exc:
             raise CheckpointFailedError(f"recovery checkpoint failed: {exc}") from exc
+        if dropped:
+            # A checkpoint without the file would make whatever the writer does to it next
+            # (clear deletes it) unrecoverable.
+            raise CheckpointFailedError(
+                f"git cannot record {escape_name(dropped[0])} in a recovery checkpoint (a name"
+                " Git reserves, such as a .git folder): move or delete it by hand first"
+            )
+        return commit, paths
 
     def snapshot_changes(self, paths: Sequence[str]) -> dict[str, Blob | None]:
         """Tree changes that record the live content of ``paths`` (absent ones deleted)."""

@@ -7,8 +7,8 @@ Format (the earlier tool's, so either tool can read the other's file)::
 
 - at most 1 MiB, mode 0600, never committed (``.git/info/exclude`` gets
   ``.sync/usage.json``, ``.sync/usage.lock`` and ``.sync/.usage.*.tmp``);
-- written atomically: ``.sync/.usage.<pid>.<uuid>.tmp`` (exclusive create, 0600, fsync),
-  then renamed over ``usage.json``;
+- written atomically (:func:`dsh_common.io.atomic_write`): ``.sync/.usage.json.<random>.tmp``
+  (exclusive create, 0600, fsync), then renamed over ``usage.json``;
 - updates are serialised across processes by the directory lock ``.sync/usage.lock/``
   (``mkdir`` is atomic) holding ``owner.json`` ``{"pid", "started_at"}``: 400 attempts
   5 ms apart; a lock whose owner process is gone *and* whose directory is older than 30 s is
@@ -26,7 +26,6 @@ import os
 import stat
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -254,22 +253,6 @@ def _serialise_within_budget(usage: Usage) -> bytes:
     return data
 
 
-def _write_usage(sync: Path, data: bytes) -> None:
-    temporary = sync / f".usage.{os.getpid()}.{uuid.uuid4()}.tmp"
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, sync / "usage.json")
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 def record_usage(root: Path, paths: Iterable[str], now: _dt.datetime | None = None) -> Usage:
     """Add one use to each path (duplicates count once) and return the updated sidecar."""
     unique = list(dict.fromkeys(paths))
@@ -284,7 +267,10 @@ def record_usage(root: Path, paths: Iterable[str], now: _dt.datetime | None = No
         for path in unique:
             previous = records.get(path, {"usage_count": 0, "last_usage": None})
             records[path] = {"usage_count": previous["usage_count"] + 1, "last_usage": timestamp}
-        _write_usage(sync, _serialise_within_budget(usage))
+        # Our own sidecar: a hard link to it is split, not refused (read_usage already
+        # refused anything but a regular file).
+        data = _serialise_within_budget(usage)
+        atomic_write(sync / "usage.json", data, mode=0o600, refuse_hard_links=False)
     ensure_git_exclude(root, GIT_EXCLUDE_ENTRIES)
     return usage
 

@@ -5,6 +5,7 @@ The staging limits are the earlier tool's (sync-apply.py), with its codes:
 | rule | code |
 |---|---|
 | payload paths only (summary.md, handbook/ ...); README.md unchanged | ``staging-invalid`` |
+| a new or changed file's name passes :mod:`dsh_memory.payload_names` | ``staging-invalid`` |
 | no symbolic link or special file | ``unsafe-layout`` |
 | a file is at most 1 MiB | ``file-too-large`` |
 | UTF-8 text without NUL | ``binary-file`` |
@@ -35,7 +36,8 @@ from dsh_memory.errors import (
     StagingInvalidError,
     TooManyFilesError,
 )
-from dsh_memory.root import README_FILE
+from dsh_memory.payload_names import name_problem
+from dsh_memory.root import README_FILE, escape_name
 from dsh_memory.staging import git_mode, read_staged, walk_staging
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -62,6 +64,14 @@ class ChangeSet:
         return {"changedPaths": self.changed_paths, "added": self.added,
                 "modified": self.modified, "deleted": self.deleted,
                 "changedBytes": self.changed_bytes}  # fmt: skip
+
+
+def check_name(relative: str) -> None:
+    """A file this change writes must have a name that can be committed and written back
+    (:func:`dsh_memory.payload_names.name_problem`); refused before anything else runs."""
+    problem = name_problem(relative)
+    if problem is not None:
+        raise StagingInvalidError(f"{escape_name(relative)}: {problem}")
 
 
 def check_text(relative: str, data: bytes) -> str:
@@ -115,6 +125,8 @@ def diff(
     change = ChangeSet()
     for relative in sorted(proposed):
         digest = hashlib.sha256(proposed[relative]).hexdigest()
+        if baseline.get(relative) != digest:
+            check_name(relative)
         if relative not in baseline:
             change.added.append(relative)
         elif baseline[relative] != digest:
@@ -162,5 +174,8 @@ def validate_staging(staging: Path, manifest: Mapping[str, Any]) -> ChangeSet:
         readme is None or hashlib.sha256(readme).hexdigest() != readme_digest
     ):
         raise StagingInvalidError("README.md is read-only and was changed")
+    for relative, data in proposed.items():
+        if baseline.get(relative) != hashlib.sha256(data).hexdigest():
+            check_name(relative)  # before any message quotes the name (it may not be UTF-8)
     check_files(proposed)
     return diff(baseline, proposed, modes)

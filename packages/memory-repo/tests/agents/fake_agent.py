@@ -51,6 +51,17 @@ def main() -> int:
         write("README.md", "rewritten\n")
     elif scenario == "outside":
         write("notes.txt", "not payload\n")
+    elif scenario == "long-name":
+        # A record named after an 80-character Chinese title: 243 bytes, a legal file name
+        # whose temporary sibling (.<name>.<12 hex>.tmp) no file system can hold.
+        title = "缓存雪崩的预防与热点键永不过期策略" * 5
+        write(f"handbook/{title[:80]}.md", RECORD.format(id="project/long", body="Long."))
+    elif scenario == "dotgit":
+        write("handbook/.git/x.md", RECORD.format(id="project/hidden", body="Hidden."))
+    elif scenario == "badname":
+        name = os.fsencode(Path.cwd() / "handbook") + b"/bad-\xff-name.md"
+        with open(name, "wb") as handle:
+            handle.write(RECORD.format(id="project/bad-name", body="x").encode())
     elif scenario == "sleep":
         time.sleep(60)
     elif scenario == "fail":
@@ -63,6 +74,13 @@ def main() -> int:
         sessions = Path(os.environ["DSH_MEMORY_SESSIONS"])
         text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(sessions.iterdir()))
         write("rollouts/transcripts.md", text)
+    elif scenario == "received":
+        # Everything the sync hands the agent - its prompt and every transcript - kept as a
+        # rollout, so it reaches the memory's Git history if it holds anything.
+        sessions = Path(os.environ["DSH_MEMORY_SESSIONS"])
+        parts = ["# prompt", *sys.argv[2:], "# transcripts"]
+        parts += [p.read_text(encoding="utf-8") for p in sorted(sessions.iterdir())]
+        write("rollouts/received.md", "\n".join(parts) + "\n")
     elif scenario != "noop":
         print(f"unknown scenario {scenario}", file=sys.stderr)
         return 2

@@ -295,6 +295,11 @@ def open_in_browser(url: str, folder: Path) -> Path:
     descriptor = os.open(redirect, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(page)
+    # webbrowser starts xdg-open, a browser... by bare name: this process's PATH must not
+    # find one in the directory the command was started from (a relative or empty entry).
+    from dsh_common.programs import safe_search_path  # noqa: PLC0415
+
+    os.environ["PATH"] = safe_search_path()
     webbrowser.open(redirect.as_uri())
     return redirect
 
