@@ -62,10 +62,10 @@ def _handler(server_state: GitHttpServer, git: str) -> type[BaseHTTPRequestHandl
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # one request per connection: simplest for CGI
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             return  # requests are recorded in server_state.requests instead
 
-        def _user(self) -> str | None | bool:
+        def _user(self) -> str | bool | None:
             """The authenticated user; False when credentials are required and wrong."""
             header = self.headers.get("Authorization")
             expected = server_state.credentials

@@ -124,6 +124,18 @@ def hardened_env(
     return env
 
 
+#: The only commands :meth:`GitRunner.run` opens a transport for (git_remote's fetch and push).
+_TRANSFER_COMMANDS = ("fetch", "push")
+
+
+def _subcommand(args: Sequence[str]) -> str | None:
+    """The git command ``args`` run, after any leading ``-c <setting>`` pairs."""
+    index = 0
+    while index + 1 < len(args) and args[index] == "-c":
+        index += 2
+    return args[index] if index < len(args) else None
+
+
 def _checked_transport(transport: str) -> str:
     # Only the short list of dsh_common.git_remote, never ext, fd or a helper's name.
     if transport not in ("file", "https", "http", "ssh"):
@@ -244,6 +256,8 @@ class GitRunner:
         ``transport`` is for :mod:`dsh_common.git_remote` only: fetch and push to a URL it
         checked, over that URL's own transport.
         """
+        if transport is not None and _subcommand(args) not in _TRANSFER_COMMANDS:
+            raise ValueError(f"a transport is opened only for {' and '.join(_TRANSFER_COMMANDS)}")
         argv = self.argv(args, transport=transport)
         shown = [redact_url(a) for a in argv]
         remaining = self.remaining_budget

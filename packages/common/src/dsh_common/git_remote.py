@@ -46,13 +46,25 @@ _HIDDEN = "***"
 _SCP_LIKE = re.compile(r"(?:(?P<user>[^@/:]+)@)?(?P<host>\[[^\]/]+\]|[^@/:\[\]]+):(?P<path>.*)")
 _HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s]+)@")
+_BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
+# The user part runs to the *last* "@" before the path: a password may hold an "@" itself.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s]+)@")
+# scp-like text whose path starts like "password@host:": a user:password@host:path remote.
+_SCP_PASSWORD = re.compile(r"[^/]*@[^/]*:")
+_SCP_USERINFO = re.compile(r"^(?P<user>[^/:@]+):[^/]*@(?=[^/]*:)")
 
 
 class RemoteUrlError(DshError, ValueError):
     """A remote URL we will not hand to git (its transport, its shape or its host)."""
 
     code = "remote-invalid"
+
+
+class RemoteConfigError(DshError, ValueError):
+    """The repository's own config would redirect a transfer (``url.<x>.insteadOf``) or run
+    a program during it: refused before git starts."""
+
+    code = "unsafe-config"
 
 
 @dataclass(frozen=True)
@@ -144,7 +156,7 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
     """
     if not isinstance(text, str) or not text.strip():
         raise RemoteUrlError("a remote URL is required")
-    shown = redact_url(text)
+    shown = _SCP_USERINFO.sub(r"\g<user>:" + _HIDDEN + "@", redact_url(text), count=1)
     if len(text) > MAX_URL_LENGTH:
         raise _refuse(shown[:80] + "…", f"it is longer than {MAX_URL_LENGTH} characters")
     if _CONTROL.search(text):
@@ -166,6 +178,10 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
             raise _refuse(shown, "a user name may not start with '-'")
         if not scp.group("path"):
             raise _refuse(shown, "it names no repository path")
+        if _SCP_PASSWORD.match(scp.group("path")):
+            # "user:password@host:path": git would hand "user" to ssh as the host and the
+            # password would be shown as a path. ssh takes no password in a URL anyway.
+            raise _refuse(shown, "a host:path remote holds no password (use ssh keys)")
         return RemoteUrl(url=text, transport="ssh", shown=shown)
     path = Path(base if base is not None else os.getcwd(), text)
     absolute = os.path.normpath(path if path.is_absolute() else path.absolute())
@@ -184,17 +200,57 @@ TRANSFER_TIMEOUT = 300.0
 _PROGRAM_KEYS = ("core.sshcommand", "credential.helper")
 
 
-def _user_level(runner: GitRunner, key: str) -> list[str]:
-    """``key``'s values from the system and global config, in git's order."""
-    result = runner.run(["config", "--show-scope", "--includes", "--get-all", key], check=False)
+def _config_entries(runner: GitRunner, pattern: str) -> list[tuple[str, str, str]]:
+    """``(scope, key, value)`` of every config entry whose key matches ``pattern``."""
+    result = runner.run(
+        ["config", "--show-scope", "--includes", "--null", "--get-regexp", pattern], check=False
+    )
     if result.returncode not in (0, 1):
         return []
-    values = []
-    for line in result.text.splitlines():
-        scope, _, value = line.partition("\t")
-        if scope in ("system", "global"):
-            values.append(value)
-    return values
+    entries = []
+    # --null: "<scope>\0<key>\n<value>\0" per entry.
+    fields = result.stdout.decode("utf-8", "replace").split("\0")
+    for scope, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key, _, value = entry.partition("\n")
+        entries.append((scope, key, value))
+    return entries
+
+
+def _user_level(runner: GitRunner, key: str) -> list[str]:
+    """``key``'s values from the system and global config, in git's order."""
+    pattern = "^" + re.escape(key) + "$"
+    return [v for scope, _, v in _config_entries(runner, pattern) if scope in _USER_SCOPES]
+
+
+#: Config levels that are the user's own; ``local`` and ``worktree`` belong to the
+#: repository (untrusted), ``command`` is ours (the runner's ``-c``).
+_USER_SCOPES = ("system", "global")
+
+
+def repository_config(runner: GitRunner, pattern: str) -> list[str]:
+    """Keys matching ``pattern`` (a ``git config --get-regexp`` pattern) that the
+    repository's own config sets (its ``local`` and ``worktree`` levels and what they
+    include) - the levels anyone who can write the repository controls."""
+    return sorted(
+        {key for scope, key, _ in _config_entries(runner, pattern)
+         if scope not in (*_USER_SCOPES, "command")}
+    )  # fmt: skip
+
+
+def check_transfer_config(runner: GitRunner) -> None:
+    """Refuse a transfer the repository's own config would redirect.
+
+    ``url.<base>.insteadOf`` rewrites every URL that starts with a given text - even the
+    one we pass on the command line - and cannot be switched off by a ``-c``: a rule
+    ``url."https://attacker/".insteadOf = "https://"`` would send a URL's credentials to
+    another host. The user's own (global) rewrites are kept; the repository's refuse.
+    """
+    keys = repository_config(runner, r"^url\..*\.(insteadof|pushinsteadof)$")
+    if keys:
+        raise RemoteConfigError(
+            f"the repository's own git config rewrites remote URLs ({keys[0]}); remove it"
+            " (`git config --local --unset ...`) before fetching or pushing"
+        )
 
 
 def _transfer_config(runner: GitRunner) -> list[str]:
@@ -213,7 +269,17 @@ def _transfer_config(runner: GitRunner) -> list[str]:
     settings.extend(
         f"credential.helper={helper}" for helper in _user_level(runner, "credential.helper")
     )
-    settings += ["push.gpgSign=false", "fetch.recurseSubmodules=false", "submodule.recurse=false"]
+    settings += [
+        "push.gpgSign=false",
+        "fetch.recurseSubmodules=false",
+        "submodule.recurse=false",
+        # What another repository sends us is checked as it arrives.
+        "fetch.fsckObjects=true",
+        # Config can name a file the cookies of a transfer are written to.
+        "http.saveCookies=false",
+        # With alternates, this names a shell command git runs to list their refs.
+        "core.alternateRefsCommand=true",
+    ]
     return [arg for setting in settings for arg in ("-c", setting)]
 
 
@@ -225,12 +291,24 @@ def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
     command through the shell, so the program path is quoted).
     """
     git = shlex.quote(runner.program())
-    switches = "-c core.hooksPath=/dev/null -c core.fsmonitor=false -c protocol.allow=never"
-    return [f"--{name}={git} {switches} {name}"]
+    switches = [
+        "core.hooksPath=/dev/null",
+        "core.fsmonitor=false",
+        "protocol.allow=never",
+        "core.alternateRefsCommand=true",
+        # A non-bare remote set to updateInstead would check the push out in its work tree
+        # (running the filters its config names); gc --auto would start more programs.
+        "receive.denyCurrentBranch=refuse",
+        "receive.autogc=false",
+        "gc.auto=0",
+    ]
+    options = " ".join(f"-c {switch}" for switch in switches)
+    return [f"--{name}={git} {options} {name}"]
 
 
 def fetch(runner: GitRunner, remote: RemoteUrl, refspecs: Sequence[str]) -> GitResult:
     """``git fetch`` of ``refspecs`` from ``remote`` over its own transport only."""
+    check_transfer_config(runner)
     args = [*_transfer_config(runner), "fetch", "--no-tags", "--no-recurse-submodules"]
     args += ["--no-write-fetch-head", "--no-auto-gc", "--quiet"]
     if remote.transport == "file":
@@ -257,6 +335,7 @@ def push(runner: GitRunner, remote: RemoteUrl, commit: str, branch: str) -> Push
     reported as ``rejected`` with git's reason (``non-fast-forward``, ``fetch first``).
     """
     refspec = f"{commit}:refs/heads/{branch}"
+    check_transfer_config(runner)
     args = [*_transfer_config(runner), "push", "--porcelain", "--no-verify"]
     args += ["--no-recurse-submodules", "--no-signed"]
     if remote.transport == "file":
@@ -288,3 +367,27 @@ def push(runner: GitRunner, remote: RemoteUrl, commit: str, branch: str) -> Push
             stderr=result.stderr,
         )
     return PushOutcome("pushed", "")
+
+
+#: What git says when the remote has no such branch (an empty repository, say).
+_NO_REMOTE_REF = "couldn't find remote ref"
+
+
+def fetch_branch(
+    runner: GitRunner, remote: RemoteUrl, branch: str, tracking_ref: str
+) -> str | None:
+    """Fetch ``branch`` of ``remote`` into ``tracking_ref``; return its commit.
+
+    None when the remote has no such branch (an empty repository): the tracking ref is then
+    removed too, so nothing shows a tip the remote no longer has.
+    """
+    if not _BRANCH_NAME.fullmatch(branch) or not tracking_ref.startswith("refs/remotes/"):
+        raise ValueError(f"refusing to fetch {branch!r} into {tracking_ref!r}")
+    try:
+        fetch(runner, remote, [f"+refs/heads/{branch}:{tracking_ref}"])
+    except GitError as exc:
+        if _NO_REMOTE_REF not in exc.stderr:
+            raise
+        runner.run(["update-ref", "-d", tracking_ref], check=False)
+        return None
+    return runner.rev_parse(f"{tracking_ref}^{{commit}}")
