@@ -44,7 +44,7 @@ from dsh_memory.incoming import check_incoming
 from dsh_memory.oplock import OperationRun
 from dsh_memory.payload_state import blob_id
 from dsh_memory.pipeline import Outcome, Proposal, commit_run, writer_run
-from dsh_memory.remote_config import configured_remote, fetch_remote, record
+from dsh_memory.remote_config import configured_remote, fetch_remote, record, refuse_unfinished
 from dsh_memory.remote_merge import merge_base, merge_commits
 from dsh_memory.root import (
     LAST_SYNC_FILE,
@@ -67,6 +67,7 @@ def pull(layout: Layout) -> dict[str, Any]:
     require_memory_repository(layout)
     tx = GitTransactions(layout)
     remote = configured_remote(tx)
+    refuse_unfinished(tx, "pulling")
     try:
         check_merge_config(tx)
         theirs = fetch_remote(tx, remote)

@@ -26,21 +26,19 @@ from dsh_common.errors import GitError
 from dsh_common.git_remote import RemoteConfigError, redact_url
 from dsh_common.git_remote import push as git_push
 from dsh_memory.errors import (
-    InterruptedRunError,
     MemoryRepoError,
-    OperationInProgressError,
     PushRejectedError,
     PushUnjournaledDeletionError,
     RemoteUnavailableError,
     UnsafeConfigError,
 )
-from dsh_memory.observe import head_ahead_of_journal
 from dsh_memory.pipeline import OID_RE
 from dsh_memory.remote_config import (
     Remote,
     configured_remote,
     fetch_remote,
     record,
+    refuse_unfinished,
     transfer_runner,
 )
 from dsh_memory.remote_merge import read_texts
@@ -66,26 +64,8 @@ def push(layout: Layout) -> dict[str, Any]:
     return result
 
 
-def _refuse_unfinished(tx: GitTransactions) -> None:
-    from dsh_memory.oplock import held_lock_message, read_active_run, read_operation_lock  # noqa: PLC0415
-
-    lock = read_operation_lock(tx.root)
-    if lock is not None:
-        raise OperationInProgressError(
-            held_lock_message(tx.root, lock) + "; push again when it is done"
-            if lock["active"]
-            else "a dead writer left the operation lock: see `dsh-memory health` before pushing"
-        )
-    active = read_active_run(tx.root)
-    if (active is not None and active.get("state") == "interrupted") or head_ahead_of_journal(tx):
-        raise InterruptedRunError(
-            "this memory holds a change no journal record finishes (an interrupted run):"
-            " run `dsh-memory recover --confirmation RECOVER_MEMORY` before pushing"
-        )
-
-
 def _push(tx: GitTransactions, remote: Remote) -> dict[str, Any]:
-    _refuse_unfinished(tx)
+    refuse_unfinished(tx, "pushing")
     head = tx.require_head()
     theirs = fetch_remote(tx, remote)
     answer = {"status": "up-to-date", "commit": head, "remoteHeadBefore": theirs,

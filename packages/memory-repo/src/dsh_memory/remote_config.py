@@ -40,6 +40,8 @@ from dsh_common.git_remote import (
 from dsh_common.io import atomic_write, ensure_private_directory
 from dsh_memory import journal
 from dsh_memory.errors import (
+    InterruptedRunError,
+    OperationInProgressError,
     RemoteFailedError,
     RemoteInvalidError,
     RemoteNotConfiguredError,
@@ -146,6 +148,36 @@ def remove_remote(layout: Layout) -> Any:
 
 
 # -- talking to it ---------------------------------------------------------------------------
+
+
+def refuse_unfinished(tx: GitTransactions, doing: str) -> None:
+    """Neither pull nor push works on a memory a writer holds or left half-done.
+
+    A held lock is ``operation-in-progress``; an interrupted run, or HEAD a payload commit
+    no journal commit followed, is ``interrupted-run`` (``recover`` first): the remote would
+    otherwise get, or be merged into, a change this machine has not finished. A dead lock
+    with no run left is ``operation-in-progress`` with the step that clears it.
+    """
+    from dsh_memory.observe import head_ahead_of_journal  # noqa: PLC0415
+    from dsh_memory.oplock import (  # noqa: PLC0415
+        dead_lock_message,
+        finished_record,
+        held_lock_message,
+        read_active_run,
+        read_operation_lock,
+    )
+
+    lock = read_operation_lock(tx.root)
+    if lock is not None and lock["active"]:
+        raise OperationInProgressError(f"{held_lock_message(tx.root, lock)}; try again later")
+    active = read_active_run(tx.root)
+    if (active is not None and active.get("state") == "interrupted") or head_ahead_of_journal(tx):
+        raise InterruptedRunError(
+            "this memory holds a run that did not finish: run `dsh-memory recover"
+            f" --confirmation RECOVER_MEMORY` before {doing}"
+        )
+    if lock is not None and finished_record(tx.root, {"run_id": lock.get("runId")}) is None:
+        raise OperationInProgressError(dead_lock_message(tx.root, lock))
 
 
 def transfer_runner(tx: GitTransactions) -> GitRunner:
