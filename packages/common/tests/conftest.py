@@ -41,3 +41,21 @@ def repo(tmp_path: Path) -> Path:
     git(root, "add", "tracked.txt")
     git(root, "commit", "-q", "-m", "first")
     return root
+
+
+@pytest.fixture(scope="session")
+def weight_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A weight cache folder for the session (the first encoder below builds its file)."""
+    return tmp_path_factory.mktemp("embedding") / "cache" / "embedding"
+
+
+@pytest.fixture(scope="session")
+def encoder(weight_cache_dir: Path) -> object:
+    """The real bundled model, its weights mapped from the session's cache file."""
+    from dsh_common.embedding.model import load_encoder
+
+    first = load_encoder(weight_cache_dir)
+    assert first.cache_status in {"built", "mapped"}, first.cache_status
+    mapped = load_encoder(weight_cache_dir)
+    assert mapped.cache_status == "mapped", mapped.cache_status
+    return mapped

@@ -226,3 +226,19 @@ def test_a_megabyte_of_near_misses_is_answered_correctly() -> None:
             assert spans, unit  # these do hold secrets (or cut key blocks)
         else:
             assert spans == [], (unit, spans[:3])
+
+
+def test_a_value_inside_json_escaped_text_ends_at_the_escaped_newline() -> None:
+    # A transcript renders a tool call as JSON: the newline after a value is the two
+    # characters "\n". A redacted value there is a placeholder, a real one is found whole.
+    redacted = '- tool: shell({"cmd": "aws_secret_access_key = [REDACTED]\\n"})\\n'
+    assert find_secrets(redacted) == []
+    secret = "wJalr" + "XUtnFEMI/K7MDENG/bPxRfiCY" + "EXAMPLEKEY"
+    text = f'shell({{"cmd": "aws_secret_access_key = {secret}\\n"}})'
+    spans = find_secrets(text)
+    assert [(span.kind, text[span.start : span.end]) for span in spans] == [("assignment", secret)]
+
+
+def test_a_redacted_flag_inside_json_inside_json_is_a_placeholder() -> None:
+    text = '{"cmd": "{\\"cmd\\": \\"mysql --password [REDACTED]\\"}"}'
+    assert find_secrets(text) == []

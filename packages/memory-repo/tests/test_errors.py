@@ -54,6 +54,7 @@ EXTRA_CODES = {
     "too-many-files",
     "change-too-large",
     "binary-file",
+    "secret-in-content",
     "duplicate-id",
     "sync-failed",
     "sync-unavailable",

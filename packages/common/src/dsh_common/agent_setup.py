@@ -65,6 +65,7 @@ from dsh_common.agent_setup_files import (
     target,
     write_all,
 )
+from dsh_common.programs import resolve_program
 
 __all__ = [
     "HOOK_TIMEOUT_SECONDS",
@@ -127,16 +128,26 @@ class Locations:
 
 
 def resolve_command(program: str) -> str:
-    """The absolute path of ``program`` beside the running Python, else its bare name.
+    """The absolute path of ``program``: beside the running Python, else found on ``PATH``.
 
     A host starts hooks and servers with its own ``PATH``, which often lacks the virtual
     environment's ``bin``; the console script next to ``sys.executable`` is the one that
     belongs to this installation. Not resolved through symlinks: a venv's python is one.
+    Otherwise ``PATH`` is searched as :func:`dsh_common.programs.resolve_program` does
+    (absolute entries only). A bare name is never written: the host would look it up on
+    its own ``PATH`` from inside whatever repository the user opened, where a relative entry
+    finds a program anyone who can commit there planted.
     """
     candidate = Path(sys.executable).parent / program
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return str(candidate)
-    return program
+    found = resolve_program(program)
+    if found is None:
+        raise AgentSetupError(
+            f"{program} is neither beside this Python ({Path(sys.executable).parent}) nor on an"
+            " absolute PATH entry: run setup with the installation that has the command"
+        )
+    return found
 
 
 def locations(

@@ -308,6 +308,7 @@ _UNCLOSED_VALUE = re.compile(r"\\?[\"'](?P<v>[^\"'\r\n]{0,4096})", _A)
 _BARE_VALUE = re.compile(r"[!#-&(-_a-~]{1,4096}", _A)  # printable ASCII but space, quotes, `
 _QUERY_VALUE = re.compile(r"[!#-%(-_a-~]{1,4096}", _A)  # ... and "&" ends a query parameter
 _SENTENCE_TAIL = ".,;:!?"
+_ESCAPED_BREAK = re.compile(r"\\[\\nrt\"']")
 _CLOSERS = {")": "(", "]": "[", "}": "{", ">": "<"}
 _VALUE_WINDOW = 8192
 _PLACEHOLDER = re.compile(
@@ -381,7 +382,16 @@ def _value(text: str, start: int, *, query: bool) -> tuple[int, int, bool] | Non
     match = (_QUERY_VALUE if query else _BARE_VALUE).match(text, start, window)
     if match is None:
         return None
-    return start, _trimmed_end(text, start, match.end()), False
+    end = match.end()
+    # Text quoted inside JSON (a transcript's tool call) ends a line with the two characters
+    # "\n" (and JSON inside JSON escapes its quotes as \\\"): an unquoted value stops at
+    # such an escape, as it would at the character it stands for.
+    escape = _ESCAPED_BREAK.search(text, start, min(len(text), end + 1))
+    if escape is not None:
+        end = escape.start()
+        if end <= start:
+            return None
+    return start, _trimmed_end(text, start, end), False
 
 
 def _plausible(value: str, *, eager: bool, quoted: bool, prose_form: bool) -> bool:

@@ -127,13 +127,86 @@ def inspect_command(
     emit_json(inspect(workspace, id))
 
 
-@app.command("check", epilog="\b\nExample:\n  dsh-compound check --format text")
-def check_command(workspace: WorkspaceOption) -> None:
+@app.command(
+    "check",
+    epilog="\b\nExample:\n  dsh-compound check --format text\n"
+    "  dsh-compound check --staged --fail-on changed --format text   (a pre-commit hook)\n"
+    "  dsh-compound check --changed-since origin/main --fail-on changed --format github",
+)
+def check_command(
+    workspace: WorkspaceOption,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="Exit 1 when a lesson's sources are changed or missing (changed), or when "
+            "any lesson needs review (needs-review). Without it the exit code is 0.",
+        ),
+    ] = None,
+    changed_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changed-since",
+            metavar="REV",
+            help="Only lessons whose sources (or own record) changed between REV and the "
+            "work tree: what a pull request touched.",
+        ),
+    ] = None,
+    staged: Annotated[
+        bool,
+        typer.Option(
+            "--staged",
+            help="Only lessons whose sources (or own record) are in the staged changes: "
+            "what the commit being made touches.",
+        ),
+    ] = False,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="json (default), text (a person's list) or github (one GitHub Actions "
+            "annotation per lesson).",
+        ),
+    ] = None,
+) -> None:
     """Report every record whose sources changed or whose body drifted; count the rest."""
-    from dsh_common.cli import emit_json
+    from dsh_common.cli import emit_json, output_format
+    from dsh_compound.check_report import (
+        FAIL_ON_CHOICES,
+        fails,
+        github_annotations,
+        text_report,
+    )
     from dsh_compound.review import check
 
-    emit_json(check(workspace))
+    if fail_on is not None and fail_on not in FAIL_ON_CHOICES:
+        raise typer.BadParameter(
+            f"{fail_on!r} is not one of: {', '.join(FAIL_ON_CHOICES)}", param_hint="--fail-on"
+        )
+    if output is not None and output != "github":
+        # json and text are taken before parsing, for every command; anything else is wrong.
+        raise typer.BadParameter(
+            f"{output!r} is not one of: json, text, github", param_hint="--format"
+        )
+    if staged and changed_since is not None:
+        raise typer.BadParameter("cannot be combined with --changed-since", param_hint="--staged")
+    only_paths: set[str] | None = None
+    if staged or changed_since is not None:
+        from dsh_compound.changed_paths import paths_changed_since, staged_paths
+
+        if changed_since is not None:
+            _, only_paths = paths_changed_since(workspace, changed_since)
+        else:
+            only_paths = staged_paths(workspace)
+    result = check(workspace, only_paths=only_paths)
+    if output == "github":
+        sys.stdout.write(github_annotations(result, workspace))
+    elif output_format() == "text":
+        sys.stdout.write(text_report(result))
+    else:
+        emit_json(result)
+    if fails(result, fail_on):
+        raise typer.Exit(1)
 
 
 @app.command("mcp", epilog="\b\nExample:\n  dsh-compound mcp --workspace .")

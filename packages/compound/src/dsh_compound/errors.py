@@ -162,6 +162,18 @@ class InvalidLimitError(CompoundError, ValueError):
     code = "invalid-limit"
 
 
+class InvalidRevisionError(CompoundError, ValueError):
+    """``check --changed-since`` names no commit (or starts with ``-``)."""
+
+    code = "invalid-revision"
+
+
+class GitRepositoryError(CompoundError, OSError):
+    """``check --staged`` or ``--changed-since`` outside a git work tree, or git failed."""
+
+    code = "not-a-git-repository"
+
+
 #: The dsh-common leaves we translate, and what they become here.
 _TRANSLATION: dict[type[DshError], type[CompoundError]] = {
     common_errors.WorkspaceError: InvalidWorkspaceError,

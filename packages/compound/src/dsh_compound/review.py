@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import Any
 
 from dsh_compound.corpus import read_record, record_warnings, scan_corpus
@@ -14,6 +15,7 @@ from dsh_compound.evidence import (
     evidence_report,
     evidence_warning,
 )
+from dsh_compound.limits import CORPUS_DIRECTORY
 from dsh_compound.record import self_reported_evidence, summary_of
 from dsh_compound.workspace import select_workspace
 
@@ -50,7 +52,18 @@ def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
     }
 
 
-def check(workspace: str | os.PathLike[str], run: EvidenceRun | None = None) -> dict[str, Any]:
+def touches(id: str, files: list[dict[str, Any]], paths: Collection[str]) -> bool:
+    """Whether the record ``id``, or one of its source ``files``, is among ``paths``."""
+    record = f"{CORPUS_DIRECTORY}/{id}.md"
+    return record in paths or any(entry.get("path") in paths for entry in files)
+
+
+def check(
+    workspace: str | os.PathLike[str],
+    run: EvidenceRun | None = None,
+    *,
+    only_paths: Collection[str] | None = None,
+) -> dict[str, Any]:
     """Evidence and content status of every record in the bounded corpus.
 
     Records that need attention are listed in full under ``needsReview``; records whose
@@ -58,6 +71,10 @@ def check(workspace: str | os.PathLike[str], run: EvidenceRun | None = None) -> 
     ``unchangedConsistent``. When the run's hashing budget left source files unverified,
     the result also has ``unverified: {count, paths, budgetBytes}`` and says so in
     ``warnings``; a corpus within the budget gets exactly the spec's fields.
+
+    ``only_paths`` (workspace-relative paths, as a commit or pull request touched them)
+    keeps to the records that cite one of them or are one of them; the others are not
+    hashed, and ``selection`` says how many were kept.
     """
     selected = select_workspace(workspace)
     scan = scan_corpus(selected)
@@ -66,8 +83,12 @@ def check(workspace: str | os.PathLike[str], run: EvidenceRun | None = None) -> 
     clean_ids: list[str] = []
     evidence_counts = dict.fromkeys(STATUS_PRECEDENCE, 0)
     content_counts = {CONSISTENT: 0, MODIFIED: 0}
+    kept = 0
     for stored in scan.records:
         metadata = stored.parsed.metadata
+        if only_paths is not None and not touches(stored.id, metadata["files"], only_paths):
+            continue
+        kept += 1
         report = evidence_report(selected, metadata["files"], cache)
         status = stored.parsed.content_status
         evidence_counts[report["evidenceStatus"]] += 1
@@ -106,4 +127,6 @@ def check(workspace: str | os.PathLike[str], run: EvidenceRun | None = None) -> 
     summary = cache.summary()
     if summary is not None:
         result["unverified"] = summary
+    if only_paths is not None:
+        result["selection"] = {"paths": len(only_paths), "records": kept}
     return result

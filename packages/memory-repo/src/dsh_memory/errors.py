@@ -290,6 +290,12 @@ class BinaryFileError(MemoryRepoError, ValueError):
     code = "binary-file"
 
 
+class SecretInContentError(MemoryRepoError, ValueError):
+    """A new or changed file holds what dsh-common's secret detector calls a secret."""
+
+    code = "secret-in-content"
+
+
 class DuplicateIdError(MemoryRepoError, ValueError):
     """Two records carry the same front matter id."""
 

@@ -26,6 +26,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from dsh_common import programs as _programs
 from dsh_common import secrets as _detector
 from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
@@ -112,10 +113,18 @@ commits and journals every change.
 """
 
 
-#: The one line of :mod:`dsh_memory.redaction` that is not standard library.
-DETECTOR_IMPORT = (
-    "from dsh_common.secrets import Span, is_secret_name, redact"
-    "  # inlined into filter_session.py\n"
+#: The lines of :mod:`dsh_memory.redaction` that are not standard library, and the
+#: dsh-common modules (standard library only themselves) whose source replaces them.
+INLINED_IMPORTS = (
+    (
+        "from dsh_common.programs import resolve_program  # inlined into filter_session.py\n",
+        _programs,
+    ),
+    (
+        "from dsh_common.secrets import Span, is_secret_name, redact"
+        "  # inlined into filter_session.py\n",
+        _detector,
+    ),
 )
 _FUTURE_IMPORT = "from __future__ import annotations\n"
 
@@ -123,20 +132,22 @@ _FUTURE_IMPORT = "from __future__ import annotations\n"
 def filter_script_source() -> bytes:
     """The session filter: :mod:`dsh_memory.redaction`'s source, runnable on its own.
 
-    Its import of the shared secret detector is replaced by the detector's source (minus
-    its ``__future__`` import, which the script already has at the top), so the script
-    needs no installed package and redacts exactly what the sync command redacts.
+    Its imports of the shared secret detector and program resolver are replaced by their
+    source (minus the ``__future__`` import, which the script already has at the top), so
+    the script needs no installed package and redacts exactly what the sync command redacts.
     """
     script = Path(_REDACTION_SOURCE).read_text(encoding="utf-8")
-    detector = Path(_detector.__file__).read_text(encoding="utf-8")
-    if script.count(DETECTOR_IMPORT) != 1 or detector.count(_FUTURE_IMPORT) != 1:
-        raise InitFailedError("the session filter's source is not the one init can inline")
-    inlined = (
-        "# --- dsh_common.secrets, inlined: the detector the sync command uses ---\n"
-        + detector.replace(_FUTURE_IMPORT, "")
-        + "# --- end of dsh_common.secrets ---\n"
-    )
-    return script.replace(DETECTOR_IMPORT, inlined).encode("utf-8")
+    for line, module in INLINED_IMPORTS:
+        source = Path(str(module.__file__)).read_text(encoding="utf-8")
+        if script.count(line) != 1 or source.count(_FUTURE_IMPORT) != 1:
+            raise InitFailedError("the session filter's source is not the one init can inline")
+        inlined = (
+            f"# --- {module.__name__}, inlined: the code the sync command uses ---\n"
+            + source.replace(_FUTURE_IMPORT, "")
+            + f"# --- end of {module.__name__} ---\n"
+        )
+        script = script.replace(line, inlined)
+    return script.encode("utf-8")
 
 
 def _scaffold_files() -> dict[str, tuple[bytes, int]]:

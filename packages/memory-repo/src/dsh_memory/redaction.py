@@ -47,6 +47,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from dsh_common.programs import resolve_program  # inlined into filter_session.py
 from dsh_common.secrets import Span, is_secret_name, redact  # inlined into filter_session.py
 
 ARG_MAX = 200
@@ -332,8 +333,6 @@ def _decompress(raw: bytes) -> bytes:
         return zstandard.ZstdDecompressor().stream_reader(raw).read()
     except ImportError:
         pass
-    from dsh_common.programs import resolve_program  # noqa: PLC0415 - only for zstd input
-
     program = resolve_program("zstd")  # never a zstd in the working directory
     if program is None:
         raise SystemExit("filter_session.py: zstd input needs the zstandard module or zstd")

@@ -13,9 +13,14 @@ The staging limits are the earlier tool's (sync-apply.py), with its codes:
 | no two records share an id | ``duplicate-id`` |
 | at most 50 added files | ``too-many-files`` |
 | added + modified bytes at most 5 MiB | ``change-too-large`` |
+| no new or changed file holds a secret (:mod:`dsh_common.secrets`) | ``secret-in-content`` |
 
 The same :func:`check_files` serves the sync, preview apply and a person's own edits, so
-``dsh-memory write`` accepts exactly what a sync would.
+``dsh-memory write`` accepts exactly what a sync would. The secret rule is ours (the earlier
+tool has none): the transcripts an agent reads are redacted, but what it - or a person, or
+another agent through ``write`` - puts into a record would otherwise reach the memory's
+history, where only a history rewrite could take it out again. Files that do not change are
+not scanned, so an old record never blocks a run.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common.errors import DshError
+from dsh_common.secrets import find_secrets
 from dsh_memory import frontmatter
 from dsh_memory.errors import (
     BinaryFileError,
     ChangeTooLargeError,
     DuplicateIdError,
     FileTooLargeError,
+    SecretInContentError,
     StagingInvalidError,
     TooManyFilesError,
 )
@@ -87,6 +94,20 @@ def check_text(relative: str, data: bytes) -> str:
     return text
 
 
+def check_no_secret(relative: str, data: bytes) -> None:
+    """Refuse a file that holds a secret; the message names its kind and line, never it."""
+    text = data.decode("utf-8", "replace")
+    spans = find_secrets(text)
+    if spans:
+        first = spans[0]
+        line = text.count("\n", 0, first.start) + 1
+        raise SecretInContentError(
+            f"{escape_name(relative)}: line {line} holds what looks like a secret ({first.kind});"
+            " secrets never enter the memory's history - remove it, or write where it is"
+            " kept instead (a password manager, an environment variable)"
+        )
+
+
 def record_id(relative: str, text: str) -> str | None:
     """The front matter id of a record (None for summary.md and legacy records)."""
     if not frontmatter.is_record_path(relative):
@@ -136,6 +157,8 @@ def diff(
         change.contents[relative] = proposed[relative]
         change.modes[relative] = modes.get(relative, "100644")
     change.deleted = sorted(set(baseline) - set(proposed))
+    for relative, data in change.contents.items():
+        check_no_secret(relative, data)
     if len(change.added) > MAX_ADDED_FILES:
         raise TooManyFilesError(f"{len(change.added)} files added; at most {MAX_ADDED_FILES}")
     change.changed_bytes = sum(len(data) for data in change.contents.values())

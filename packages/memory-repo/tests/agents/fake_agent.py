@@ -56,6 +56,13 @@ def main() -> int:
         # whose temporary sibling (.<name>.<12 hex>.tmp) no file system can hold.
         title = "缓存雪崩的预防与热点键永不过期策略" * 5
         write(f"handbook/{title[:80]}.md", RECORD.format(id="project/long", body="Long."))
+    elif scenario == "secret":
+        # What a careless agent might copy from somewhere the transcripts did not cover:
+        # a key glued to Chinese text (built by concatenation, as in every secret test).
+        token = "sk-" + "proj" + "A1b2C3d4E5f6G7h8I9j0K1L2M3n4"
+        write(
+            "handbook/new-fact.md", RECORD.format(id="project/key", body=f"密钥是{token}不要外传")
+        )
     elif scenario == "dotgit":
         write("handbook/.git/x.md", RECORD.format(id="project/hidden", body="Hidden."))
     elif scenario == "badname":

@@ -1,0 +1,310 @@
+"""``check`` as a gate: exit codes, GitHub annotations, and only what a change touched.
+
+Everything runs the installed ``dsh-compound`` console script on real git repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh_compound.check_report import github_annotations
+
+BIN = Path(sys.executable).parent / "dsh-compound"
+
+
+def dsh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN), *args], capture_output=True, text=True, cwd=cwd, timeout=60, check=False
+    )
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
+def capture(repo: Path, workspace: Path, **fields: object) -> None:
+    draft = {
+        "title": "Login requests time out",
+        "tags": ["login"],
+        "problem": "p",
+        "rootCause": "r",
+        "resolution": "x",
+        "whenToUse": "w",
+        "verification": {"command": "make test", "result": "passed"},
+        **fields,
+    }
+    (workspace / "draft.json").write_text(json.dumps(draft, ensure_ascii=False))
+    done = dsh("capture", "--input", "draft.json", "--workspace", str(workspace), cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    (workspace / "draft.json").unlink()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A committed repository with two lessons: one on config/, one on src/."""
+    root = tmp_path / "repo"
+    (root / "config").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "config" / "test.json").write_text('{"poolSize": 2}\n')
+    (root / "src" / "login.js").write_text("export const timeoutMs = 30000;\n")
+    (root / "src" / "pool.js").write_text("export const size = 2;\n")
+    (root / "README.md").write_text("readme\n")
+    git(root, "init", "-q", "-b", "main")
+    capture(root, root, id="login-timeout", files=["config/test.json", "src/login.js"])
+    capture(root, root, id="pool-size", title="Pool size, 100% of it", files=["src/pool.js"])
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "lessons")
+    return root
+
+
+def run_check(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return dsh("check", "--workspace", str(repo), *args, cwd=repo)
+
+
+def test_without_fail_on_the_exit_stays_zero_and_the_json_is_unchanged(repo: Path) -> None:
+    (repo / "config" / "test.json").write_text('{"poolSize": 4}\n')
+    done = run_check(repo)
+    assert done.returncode == 0
+    result = json.loads(done.stdout)
+    assert [item["id"] for item in result["needsReview"]] == ["login-timeout"]
+    assert "selection" not in result  # the default output keeps its shape
+
+
+@pytest.mark.parametrize("edit", ["change", "delete"])
+def test_fail_on_changed_exits_1_for_changed_or_missing_sources(repo: Path, edit: str) -> None:
+    assert run_check(repo, "--fail-on", "changed").returncode == 0
+    target = repo / "src" / "login.js"
+    if edit == "change":
+        target.write_text("export const timeoutMs = 60000;\n")
+    else:
+        target.unlink()
+    done = run_check(repo, "--fail-on", "changed")
+    assert done.returncode == 1 and done.stderr == ""
+    item = json.loads(done.stdout)["needsReview"][0]
+    assert item["evidenceStatus"] == ("changed" if edit == "change" else "missing")
+
+
+def test_a_hand_edited_body_fails_needs_review_but_not_changed(repo: Path) -> None:
+    record = repo / "docs/solutions/dsh-compound/pool-size.md"
+    record.write_text(record.read_text() + "\nan edit by hand\n")
+    assert run_check(repo, "--fail-on", "changed").returncode == 0
+    done = run_check(repo, "--fail-on", "needs-review")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["needsReview"][0]["contentStatus"] == "modified"
+
+
+def test_github_format_prints_one_annotation_per_lesson(repo: Path) -> None:
+    (repo / "config" / "test.json").write_text("{}\n")
+    (repo / "src" / "pool.js").unlink()
+    done = run_check(repo, "--format", "github", "--fail-on", "changed")
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines == [
+        "::warning file=docs/solutions/dsh-compound/login-timeout.md::lesson 'login-timeout' "
+        "(Login requests time out): sources changed: config/test.json - re-verify the lesson, "
+        "then re-capture it (capture --replace) to refresh it",
+        "::warning file=docs/solutions/dsh-compound/pool-size.md::lesson 'pool-size' "
+        "(Pool size, 100%25 of it): sources missing: src/pool.js - re-verify the lesson, then "
+        "re-capture it (capture --replace) to refresh it",
+        "dsh-compound check: 2 of 2 lesson(s) need review",
+    ]
+
+
+def test_annotation_values_cannot_end_the_command_early(repo: Path) -> None:
+    item = {
+        "id": "x",
+        "title": "a\nb::c",
+        "path": str(repo / "docs/solutions/dsh-compound/we,ird:name.md"),
+        "evidenceStatus": "changed",
+        "evidenceFiles": [{"path": "src/a%b.js", "status": "changed"}],
+        "contentStatus": "consistent",
+        "warnings": [],
+    }
+    result = {
+        "needsReview": [item],
+        "unchangedConsistent": {"count": 0, "ids": []},
+        "warnings": ["bad\r\nline"],
+        "scanned": 1,
+        "truncated": False,
+    }
+    lines = github_annotations(result, repo).splitlines()
+    assert lines[0].startswith(
+        "::warning file=docs/solutions/dsh-compound/we%2Cird%3Aname.md::lesson 'x' (a%0Ab::c): "
+        "sources changed: src/a%25b.js"
+    )
+    assert lines[1] == "::warning::bad%0D%0Aline"
+    assert len(lines) == 3  # nothing a value held started a line of its own
+
+
+def test_text_format_is_a_list_for_a_person(repo: Path) -> None:
+    (repo / "src" / "login.js").write_text("changed\n")
+    done = run_check(repo, "--format", "text")
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == [
+        "login-timeout: Login requests time out",
+        "    sources changed: src/login.js",
+        "To clear a lesson: re-verify the lesson, then re-capture it (capture --replace) to "
+        "refresh it.",
+        "dsh-compound check: 1 of 2 lesson(s) need review",
+    ]
+
+
+def test_changed_since_keeps_to_the_lessons_a_branch_touched(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "README.md").write_text("an unrelated edit\n")
+    git(repo, "commit", "-qam", "docs")
+    done = run_check(repo, "--changed-since", base, "--fail-on", "changed")
+    assert done.returncode == 0
+    result = json.loads(done.stdout)
+    assert result["selection"] == {"paths": 1, "records": 0}
+    # A source edited later and committed: that lesson only, failing the gate.
+    (repo / "src" / "pool.js").write_text("export const size = 8;\n")
+    git(repo, "commit", "-qam", "bigger pool")
+    done = run_check(repo, "--changed-since", base, "--fail-on", "changed")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert [item["id"] for item in result["needsReview"]] == ["pool-size"]
+    assert result["selection"] == {"paths": 2, "records": 1}
+    assert result["unchangedConsistent"]["count"] == 0
+
+
+def test_changed_since_sees_a_rename_under_both_names(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "mv", "src/login.js", "src/signin.js")
+    git(repo, "commit", "-qm", "rename")
+    done = run_check(repo, "--changed-since", base, "--format", "github")
+    assert done.returncode == 0
+    assert "sources missing: src/login.js" in done.stdout
+    capture(repo, repo, id="signin", files=["src/signin.js"])  # cites the new name
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "lesson on the new name")
+    result = json.loads(run_check(repo, "--changed-since", base).stdout)
+    assert result["selection"]["records"] == 2  # the old name's lesson and the new one's
+    assert [item["id"] for item in result["needsReview"]] == ["login-timeout"]
+
+
+def test_changed_since_includes_uncommitted_and_untracked_work(repo: Path) -> None:
+    (repo / "src" / "new.js").write_text("new\n")
+    capture(repo, repo, id="new-file", files=["src/new.js"])  # untracked source and record
+    (repo / "config" / "test.json").write_text("{}\n")  # not committed, not staged
+    result = json.loads(run_check(repo, "--changed-since", "HEAD").stdout)
+    assert result["selection"]["records"] == 2
+    assert [item["id"] for item in result["needsReview"]] == ["login-timeout"]
+
+
+def test_a_recaptured_lesson_is_selected_and_passes(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "src" / "pool.js").write_text("export const size = 8;\n")
+    inspect = json.loads(dsh("inspect", "--id", "pool-size", cwd=repo).stdout)
+    (repo / "d.json").write_text(
+        json.dumps(
+            {
+                "id": "pool-size",
+                "title": "Pool size, re-verified",
+                "tags": ["db"],
+                "problem": "p",
+                "rootCause": "r",
+                "resolution": "x",
+                "whenToUse": "w",
+                "verification": {"command": "make test", "result": "passed"},
+                "files": ["src/pool.js"],
+            }
+        )
+    )
+    done = dsh("capture", "--input", "d.json", "--replace", inspect["digest"], cwd=repo)
+    assert done.returncode == 0, done.stderr
+    (repo / "d.json").unlink()
+    git(repo, "commit", "-qam", "re-verified the pool lesson")
+    done = run_check(repo, "--changed-since", base, "--fail-on", "needs-review")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["selection"] == {"paths": 2, "records": 1}
+
+
+def test_staged_looks_at_the_index_including_deletions(repo: Path) -> None:
+    (repo / "config" / "test.json").write_text("{}\n")  # changed but not staged
+    done = run_check(repo, "--staged", "--fail-on", "changed")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["selection"] == {"paths": 0, "records": 0}
+    git(repo, "rm", "-q", "src/pool.js")
+    done = run_check(repo, "--staged", "--fail-on", "changed", "--format", "text")
+    assert done.returncode == 1
+    assert "    sources missing: src/pool.js" in done.stdout.splitlines()
+
+
+def test_a_sub_folder_workspace_names_paths_from_the_repository_top(tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    service = top / "services" / "api"
+    (service / "src").mkdir(parents=True)
+    (service / "src" / "app.py").write_text("PORT = 8080\n")
+    git(top, "init", "-q", "-b", "main")
+    capture(top, service, id="api-port", files=["src/app.py"])
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "lesson")
+    (service / "src" / "app.py").write_text("PORT = 9090\n")
+    done = dsh(
+        "check",
+        "--workspace",
+        str(service),
+        "--changed-since",
+        "HEAD",
+        "--format",
+        "github",
+        cwd=top,
+    )
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(
+        "::warning file=services/api/docs/solutions/dsh-compound/api-port.md::lesson 'api-port'"
+    )
+    assert "sources changed: src/app.py" in first
+
+
+def test_repository_config_runs_nothing(repo: Path, tmp_path: Path) -> None:
+    (repo / "src" / "login.js").write_text("changed\n")
+    (repo / ".gitattributes").write_text("* diff=evil\n")
+    git(repo, "add", "-A")  # staged before the config is planted: plain git would run it
+    (repo / "config" / "test.json").write_text("{}\n")
+    marker = tmp_path / "ran"
+    program = f"sh -c 'touch {marker}'"
+    git(repo, "config", "core.fsmonitor", program)
+    git(repo, "config", "diff.external", program)
+    git(repo, "config", "diff.evil.textconv", program)
+    staged = json.loads(run_check(repo, "--staged").stdout)
+    since = json.loads(run_check(repo, "--changed-since", "HEAD").stdout)
+    assert staged["selection"]["records"] == 1 and since["selection"]["records"] == 1
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("--changed-since", "no-such-branch"), "invalid-revision"),
+        (("--changed-since", "--output=/tmp/x"), "invalid-revision"),
+        (("--changed-since", "HEAD:README.md"), "invalid-revision"),
+        (("--staged", "--changed-since", "HEAD"), "invalid-arguments"),
+        (("--fail-on", "sometimes"), "invalid-arguments"),
+        (("--format", "xml"), "invalid-arguments"),
+    ],
+)
+def test_bad_gate_arguments_are_json_errors(repo: Path, args: tuple[str, ...], code: str) -> None:
+    before = git(repo, "status", "--porcelain", "--ignored")
+    done = run_check(repo, *args)
+    assert done.returncode == 1 and done.stdout == ""
+    assert json.loads(done.stderr)["error"]["code"] == code
+    assert git(repo, "status", "--porcelain", "--ignored") == before
+
+
+@pytest.mark.parametrize("option", ["--staged", "--changed-since=HEAD"])
+def test_outside_a_git_work_tree_is_a_json_error(tmp_path: Path, option: str) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    done = dsh("check", "--workspace", str(plain), option, cwd=plain)
+    assert done.returncode == 1
+    assert json.loads(done.stderr)["error"]["code"] == "not-a-git-repository"

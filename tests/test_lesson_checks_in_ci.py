@@ -1,0 +1,233 @@
+"""Stale lessons caught where a team works: the pre-commit hook and the CI workflow.
+
+The ``dsh-compound-check`` pre-commit hook is run by the real ``pre-commit`` tool.
+
+A team adds three lines to its ``.pre-commit-config.yaml`` naming this repository; the
+tests do the same with a local clone of this checkout (its tracked and new files, committed
+once), so what runs is what a team gets: pre-commit builds a virtualenv, installs the
+repository root and the packages ``.pre-commit-hooks.yaml`` names, and runs the entry.
+The documented GitHub Actions workflow (``integrations/github-actions/``) has its install
+and check steps run as written, by bash, on a pull-request-shaped clone.
+pip is offline (the wheels ``make setup`` put into ``.wheelhouse/``), so nothing here needs
+the network, and a manifest that asked for anything else would fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / "integrations" / "github-actions" / "dsh-compound-check.yml"
+WHEELHOUSE = ROOT / ".wheelhouse"
+BIN = Path(sys.executable).parent
+
+
+def _environment(home: Path, pre_commit_home: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PIP_", "GIT_", "VIRTUAL_ENV", "PRE_COMMIT"))
+    }
+    env.update(
+        HOME=str(home),
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
+        PRE_COMMIT_HOME=str(pre_commit_home),
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=str(WHEELHOUSE),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_CONFIG_FILE=os.devnull,
+        VIRTUALENV_NO_PERIODIC_UPDATE="1",
+        # The hook's git must be found as the user's would be; the venv's bin is not on it.
+        PATH=os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p),
+    )
+    return env
+
+
+def run(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def _clone_of_this_checkout(target: Path, env: dict[str, str]) -> str:
+    """A repository holding this checkout's files as they are now, committed; its commit."""
+    listed = run(
+        "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT, env=env
+    )
+    assert listed.returncode == 0, listed.stderr
+    for name in filter(None, listed.stdout.split("\0")):
+        source = ROOT / name
+        if not source.is_file() or source.is_symlink():
+            continue  # a file deleted in the work tree but not yet from the index
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, destination)
+    for argv in (("git", "init", "-q", "-b", "main"), ("git", "add", "-A")):
+        assert run(*argv, cwd=target, env=env).returncode == 0
+    assert run("git", "commit", "-q", "-m", "dsh", cwd=target, env=env).returncode == 0
+    return run("git", "rev-parse", "HEAD", cwd=target, env=env).stdout.strip()
+
+
+class Setting:
+    def __init__(self, base: Path) -> None:
+        home = base / "home"
+        home.mkdir()
+        (home / ".gitconfig").write_text("[user]\n\tname = Test\n\temail = test@example.com\n")
+        self.env = _environment(home, base / "pre-commit-home")
+        self.hooks_repo = base / "dsh"
+        self.hooks_repo.mkdir()
+        self.rev = _clone_of_this_checkout(self.hooks_repo, self.env)
+
+
+@pytest.fixture(scope="module")
+def setting(tmp_path_factory: pytest.TempPathFactory) -> Setting:
+    if not (WHEELHOUSE / ".done").is_file():
+        pytest.fail("the offline wheelhouse is missing: run `make setup` once (needs the index)")
+    return Setting(tmp_path_factory.mktemp("pre-commit"))
+
+
+def _project(base: Path, setting: Setting) -> Path:
+    """A team's repository with one committed lesson citing src/pool.py."""
+    project = base / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "pool.py").write_text("POOL_SIZE = 4\n")
+    (project / "notes.txt").write_text("notes\n")
+    env = setting.env
+    assert run("git", "init", "-q", "-b", "main", cwd=project, env=env).returncode == 0
+    draft = {
+        "id": "pool-size",
+        "title": "The pool needs 4 connections",
+        "tags": ["db"],
+        "problem": "p",
+        "rootCause": "r",
+        "resolution": "x",
+        "whenToUse": "w",
+        "verification": {"command": "make test", "result": "passed"},
+        "files": ["src/pool.py"],
+    }
+    (project / "draft.json").write_text(json.dumps(draft))
+    done = run(str(BIN / "dsh-compound"), "capture", "--input", "draft.json", cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    (project / "draft.json").unlink()
+    config = (
+        "repos:\n"
+        f"  - repo: {setting.hooks_repo}\n"
+        f"    rev: {setting.rev}\n"
+        "    hooks:\n"
+        "      - id: dsh-compound-check\n"
+    )
+    (project / ".pre-commit-config.yaml").write_text(config)
+    for argv in (("git", "add", "-A"), ("git", "commit", "-q", "-m", "start")):
+        assert run(*argv, cwd=project, env=env).returncode == 0
+    return project
+
+
+def test_try_repo_fails_a_commit_that_changes_a_lessons_source(
+    setting: Setting, tmp_path: Path
+) -> None:
+    project = _project(tmp_path, setting)
+    pre_commit = str(BIN / "pre-commit")
+    try_repo = (pre_commit, "try-repo", str(setting.hooks_repo), "dsh-compound-check")
+    try_repo += ("--ref", setting.rev)
+    (project / "notes.txt").write_text("more notes\n")
+    run("git", "add", "notes.txt", cwd=project, env=setting.env)
+    done = run(*try_repo, cwd=project, env=setting.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
+    run("git", "add", "src/pool.py", cwd=project, env=setting.env)
+    done = run(*try_repo, cwd=project, env=setting.env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pool-size: The pool needs 4 connections" in done.stdout
+    assert "    sources changed: src/pool.py" in done.stdout
+
+
+def test_the_installed_hook_blocks_the_commit_until_the_lesson_is_recaptured(
+    setting: Setting, tmp_path: Path
+) -> None:
+    project = _project(tmp_path, setting)
+    env = setting.env
+    assert run(str(BIN / "pre-commit"), "install", cwd=project, env=env).returncode == 0
+    (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
+    run("git", "add", "src/pool.py", cwd=project, env=env)
+    done = run("git", "commit", "-q", "-m", "bigger pool", cwd=project, env=env)
+    assert done.returncode == 1
+    assert "sources changed: src/pool.py" in done.stdout + done.stderr
+    head = run("git", "rev-parse", "HEAD", cwd=project, env=env).stdout
+    # Re-verify, re-capture (compare-and-swap on the digest), and the same commit lands.
+    digest = json.loads(
+        run(str(BIN / "dsh-compound"), "inspect", "--id", "pool-size", cwd=project, env=env).stdout
+    )["digest"]
+    draft = {
+        "id": "pool-size",
+        "title": "The pool needs 8 connections",
+        "tags": ["db"],
+        "problem": "p",
+        "rootCause": "r",
+        "resolution": "x",
+        "whenToUse": "w",
+        "verification": {"command": "make test", "result": "passed"},
+        "files": ["src/pool.py"],
+    }
+    (project / "draft.json").write_text(json.dumps(draft))
+    recapture = (str(BIN / "dsh-compound"), "capture", "--input", "draft.json")
+    done = run(*recapture, "--replace", digest, cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    (project / "draft.json").unlink()
+    run("git", "add", "-A", cwd=project, env=env)
+    done = run("git", "commit", "-q", "-m", "bigger pool", cwd=project, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert run("git", "rev-parse", "HEAD", cwd=project, env=env).stdout != head
+
+
+def test_the_installed_hook_catches_a_commit_that_only_deletes_a_source(
+    setting: Setting, tmp_path: Path
+) -> None:
+    project = _project(tmp_path, setting)
+    env = setting.env
+    assert run(str(BIN / "pre-commit"), "install", cwd=project, env=env).returncode == 0
+    run("git", "rm", "-q", "src/pool.py", cwd=project, env=env)
+    done = run("git", "commit", "-q", "-m", "drop the pool", cwd=project, env=env)
+    assert done.returncode == 1
+    assert "sources missing: src/pool.py" in done.stdout + done.stderr
+
+
+def test_the_github_workflow_installs_and_annotates_as_written(
+    setting: Setting, tmp_path: Path
+) -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    job = workflow["jobs"]["dsh-compound-check"]
+    steps = {step.get("name"): step for step in job["steps"]}
+    env = dict(setting.env)
+    env["DSH_SOURCE"] = f"git+file://localhost{setting.hooks_repo}@{setting.rev}"
+    # A runner's Python: a fresh virtualenv first on PATH, nothing of ours installed in it.
+    runner = tmp_path / "runner"
+    assert run(sys.executable, "-m", "venv", str(runner), cwd=tmp_path, env=env).returncode == 0
+    env["PATH"] = f"{runner / 'bin'}{os.pathsep}{env['PATH']}"
+    install = run("bash", "-ec", steps["install dsh-compound"]["run"], cwd=tmp_path, env=env)
+    assert install.returncode == 0, install.stdout + install.stderr
+    # A pull request: the base branch on origin, one commit on top changing a lesson's source.
+    origin = _project(tmp_path, setting)
+    checkout = tmp_path / "checkout"
+    assert (
+        run("git", "clone", "-q", str(origin), str(checkout), cwd=tmp_path, env=env).returncode == 0
+    )
+    (checkout / "src" / "pool.py").write_text("POOL_SIZE = 16\n")
+    assert run("git", "commit", "-qam", "bigger pool", cwd=checkout, env=env).returncode == 0
+    env["GITHUB_BASE_REF"] = "main"
+    check_step = steps["check the lessons this pull request touches"]["run"]
+    done = run("bash", "-ec", check_step, cwd=checkout, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith(
+        "::warning file=docs/solutions/dsh-compound/pool-size.md::lesson 'pool-size' (The pool "
+        "needs 4 connections): sources changed: src/pool.py"
+    )
+    assert str(runner) in run("bash", "-c", "command -v dsh-compound", cwd=tmp_path, env=env).stdout
