@@ -127,8 +127,6 @@ def test_every_code_is_in_the_readme_error_table() -> None:
     table = text.split("## Error codes", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"`([a-z]+(?:-[a-z0-9<>]+)*)`", table))
     missing = {
-        cls.code
-        for cls in _leaves()
-        if cls.code not in listed and cls.code != "memory-repo-error"
+        cls.code for cls in _leaves() if cls.code not in listed and cls.code != "memory-repo-error"
     }
     assert missing == set(), f"add to the README's error table: {sorted(missing)}"

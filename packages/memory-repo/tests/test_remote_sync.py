@@ -40,7 +40,9 @@ def test_a_sync_pulls_before_and_pushes_after(
     assert result["status"] == "applied" and "handbook/new-fact.md" in result["changedPaths"]
     # The agent consolidated on top of A's memory: it saw A's record in its staging copy.
     assert "handbook/existing.md" in b.files()
-    assert pushed == {"ok": True, "value": pushed["value"]} and pushed["value"]["status"] == "pushed"
+    assert (
+        pushed == {"ok": True, "value": pushed["value"]} and pushed["value"]["status"] == "pushed"
+    )
     assert git(remote_repo, "rev-parse", "main").strip() == b.head()
     assert "dsh-memory-sync: pull: fast-forward" in progress
     a.pull()
