@@ -461,6 +461,39 @@ def test_a_path_no_memory_holds_refuses_the_pull(
     assert b.head() == head and not (b.root / plant).exists() and not (b.root / plant).is_symlink()
 
 
+def test_a_remote_that_is_no_memory_is_refused(
+    machines: Callable[..., Machine], tmp_path: Path
+) -> None:
+    """A project repository given as the remote by mistake is never merged in."""
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "--initial-branch=main")
+    (project / "handbook").mkdir()
+    (project / "handbook" / "x.md").write_text("a project's own handbook\n")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "project")
+    a = machines("a", remote=False)
+    a.ok(a.service.set_remote(str(project)))
+    head = a.head()
+    assert a.error(a.service.pull()) == "remote-content-refused"
+    assert "not a dsh memory repository" in str(a.service.last_error_message)
+    assert a.head() == head and "handbook/x.md" not in a.files()
+
+
+def test_a_second_machine_with_runs_of_its_own_takes_the_remote_summary(
+    machines: Callable[..., Machine],
+) -> None:
+    """Its init's empty summary.md conflicts with nothing: the remote's summary is taken."""
+    a = machines("a")
+    a.write("summary.md", "# Memory\n\n- the shared summary\n")
+    a.push()
+    b = machines("b")
+    b.record("handbook/b.md", "project/b", "B's own.")
+    result = b.pull()
+    assert result["status"] == "merged" and result["conflicts"] == []
+    assert b.files()["summary.md"] == "# Memory\n\n- the shared summary\n"
+
+
 # -- rollback after another machine's changes ------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from dsh_memory.payload_names import name_problem
 from dsh_memory.root import (
     LAST_SYNC_FILE,
     MARKER_FILE,
+    MARKER_LINE,
     README_FILE,
     RUNS_DIR,
     escape_name,
@@ -60,10 +61,24 @@ def empty_tree(tx: GitTransactions) -> str:
     return tx.git.run(["mktree", "-z"], input=b"").text.strip()
 
 
+def is_memory(tx: GitTransactions, commit: str) -> bool:
+    """Whether ``commit`` holds the memory repository's marker (``init`` commits it first)."""
+    result = tx.git.run(["cat-file", "blob", f"{commit}:{MARKER_FILE}"], check=False,
+                        max_output=64 * 1024)  # fmt: skip
+    lines = result.stdout.decode("utf-8", "replace").splitlines()
+    return result.returncode == 0 and MARKER_LINE in (line.strip() for line in lines)
+
+
 def check_incoming(tx: GitTransactions, base: str | None, theirs: str) -> None:
-    """Refuse (``remote-content-refused``) when ``theirs`` changes, against ``base`` (the
-    merge base; None: no common history, every path of theirs is new), a path a memory
-    never holds."""
+    """Refuse (``remote-content-refused``) when ``theirs`` is no memory repository (a
+    project pointed at by mistake), or changes, against ``base`` (the merge base; None: no
+    common history, every path of theirs is new), a path a memory never holds."""
+    if not is_memory(tx, theirs):
+        raise RemoteContentRefusedError(
+            f"the remote's branch is not a dsh memory repository: its commit {theirs[:12]} has"
+            f" no {MARKER_FILE} naming {MARKER_LINE}; nothing was changed - is the remote"
+            " URL the memory's?"
+        )
     changed = tx.tree_diff(base if base is not None else empty_tree(tx), theirs)
     refused = [(p, why) for p, blob in sorted(changed.items()) if (why := problem(p, blob))]
     if refused:
