@@ -23,6 +23,7 @@ from dsh_common.git_remote import (
     fetch_branch,
     parse_remote_url,
     push,
+    redact_remote,
     redact_url,
     repository_config,
 )
@@ -122,6 +123,8 @@ def test_redact_url_hides_every_credential_in_a_message() -> None:
     assert "t0k3n" not in shown and "pw@" not in shown
     assert "https://***@host/x/" in shown and "ssh://git:***@h/y" in shown
     assert redact_url("ssh://git@host/x") == "ssh://git@host/x"
+    assert redact_remote("alice:s3cret@host.example:m.git") == "alice:***@host.example:m.git"
+    assert redact_remote("git@host.example:m.git") == "git@host.example:m.git"
 
 
 # -- bare repositories on disk ---------------------------------------------------------------

@@ -123,6 +123,18 @@ def test_an_ext_url_written_into_the_config_by_hand_is_refused_at_pull_and_push(
     assert shown["valid"] is False and shown["url"].startswith("ext::")
 
 
+def test_a_refused_url_in_the_config_is_shown_without_its_password(
+    machines: Callable[..., Machine],
+) -> None:
+    a = machines("a", remote=False)
+    git(a.root, "config", "remote.origin.url", "alice:s3cret@host.invalid:memory.git")
+    for method in (a.service.status, a.service.health, a.service.remote):
+        shown = json.dumps(a.ok(method()))
+        assert "s3cret" not in shown and "alice:***@host.invalid:memory.git" in shown
+    assert a.error(a.service.pull()) == "remote-invalid"
+    assert "s3cret" not in str(a.service.last_error_message)
+
+
 def test_credentials_in_a_url_reach_git_and_nothing_else(
     machines: Callable[..., Machine], tmp_path: Path
 ) -> None:

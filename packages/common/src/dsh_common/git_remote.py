@@ -97,6 +97,12 @@ def redact_url(text: str) -> str:
     return _USERINFO.sub(_hide_userinfo, text)
 
 
+def redact_remote(text: str) -> str:
+    """A remote URL as it may be shown: :func:`redact_url`, and the password of a
+    ``user:password@host:path`` text (which no URL parser calls a URL) hidden too."""
+    return _SCP_USERINFO.sub(r"\g<user>:" + _HIDDEN + "@", redact_url(text), count=1)
+
+
 def _check_host(host: str, shown: str) -> str:
     if not host:
         raise _refuse(shown, "it names no host")
@@ -156,7 +162,7 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
     """
     if not isinstance(text, str) or not text.strip():
         raise RemoteUrlError("a remote URL is required")
-    shown = _SCP_USERINFO.sub(r"\g<user>:" + _HIDDEN + "@", redact_url(text), count=1)
+    shown = redact_remote(text)
     if len(text) > MAX_URL_LENGTH:
         raise _refuse(shown[:80] + "…", f"it is longer than {MAX_URL_LENGTH} characters")
     if _CONTROL.search(text):

@@ -35,6 +35,7 @@ from dsh_common.git_remote import (
     RemoteUrlError,
     fetch_branch,
     parse_remote_url,
+    redact_remote,
     redact_url,
 )
 from dsh_common.io import atomic_write, ensure_private_directory
@@ -284,7 +285,7 @@ def describe(tx: GitTransactions) -> dict[str, Any] | None:
     ahead, behind = _counts(tx, f"refs/remotes/{REMOTE_NAME}/{branch}") if branch else (None, None)
     fetched = state.get("lastFetch") if isinstance(state.get("lastFetch"), dict) else None
     return {
-        "url": remote_url.shown if remote_url is not None else redact_url(raw),
+        "url": remote_url.shown if remote_url is not None else redact_remote(raw),
         "valid": remote_url is not None,
         "branch": branch,
         "ahead": ahead,
