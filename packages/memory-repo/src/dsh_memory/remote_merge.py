@@ -35,7 +35,7 @@ same way: the record that came from the other side gets the suffix.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,26 +154,37 @@ def sibling_path(path: str, tag: str, taken: set[str]) -> str:
     raise CommitFailedError(f"no free name for the conflicting copy of {escape_name(path)}")
 
 
-def read_texts(
+def iter_texts(
     tx: GitTransactions, blobs: Mapping[str, Blob], *, max_bytes: int | None = None
-) -> dict[str, bytes]:
-    """Contents of ``blobs`` (path -> blob), read in bounded chunks; blobs over
-    ``max_bytes`` are left out."""
+) -> Iterator[tuple[str, bytes]]:
+    """``(path, contents)`` of ``blobs`` (path -> blob), read :data:`READ_CHUNK_BYTES` at a
+    time (memory stays bounded however large the memory is); blobs over ``max_bytes`` are
+    left out."""
     unique = sorted({blob.oid for blob in blobs.values()})
     sizes = {e.name: e.size for e in tx.git.cat_file_batch_check(unique)}
     wanted = [oid for oid in unique if max_bytes is None or sizes.get(oid, 0) <= max_bytes]
-    by_oid: dict[str, bytes] = {}
+    paths_of: dict[str, list[str]] = {}
+    for path, blob in blobs.items():
+        paths_of.setdefault(blob.oid, []).append(path)
     chunk: list[str] = []
     total = 0
     for oid in [*wanted, None]:
         size = sizes.get(oid, 0) if oid is not None else 0
         if oid is None or (chunk and total + size > READ_CHUNK_BYTES):
-            by_oid.update(tx.blob_contents(chunk))
+            for found, data in tx.blob_contents(chunk).items():
+                for path in paths_of[found]:
+                    yield path, data
             chunk, total = [], 0
         if oid is not None:
             chunk.append(oid)
             total += size
-    return {path: by_oid[blob.oid] for path, blob in blobs.items() if blob.oid in by_oid}
+
+
+def read_texts(
+    tx: GitTransactions, blobs: Mapping[str, Blob], *, max_bytes: int | None = None
+) -> dict[str, bytes]:
+    """:func:`iter_texts` as a dict (for a few blobs: every one is held at once)."""
+    return dict(iter_texts(tx, blobs, max_bytes=max_bytes))
 
 
 class _Merge:
@@ -295,24 +306,29 @@ class _Merge:
                    and (b := self.blob(p)) is not None}  # fmt: skip
         if all(self.ours.get(p) == b for p, b in records.items()):
             return  # no record changed: ours' ids were already as they are
-        texts = read_texts(self.tx, records, max_bytes=MAX_ID_READ_BYTES)
         by_id: dict[str, list[str]] = {}
-        for path, data in texts.items():
+        for path, data in iter_texts(self.tx, records, max_bytes=MAX_ID_READ_BYTES):
             identifier = front_matter_id(data.decode("utf-8", "replace"))
             if identifier:
                 by_id.setdefault(identifier, []).append(path)
         used = set(by_id)
-        for identifier, paths in sorted(by_id.items()):
-            if len(paths) < 2:
-                continue
-            keepers = [p for p in paths if self.ours.get(p) == records[p]] or sorted(paths)[:1]
-            for path in sorted(p for p in paths if p not in keepers):
+        shared = {i: paths for i, paths in by_id.items() if len(paths) > 1}
+        renamed = {p for i, paths in shared.items() for p in self._renamed(paths, records)}
+        texts = read_texts(self.tx, {p: records[p] for p in renamed})
+        for identifier, paths in sorted(shared.items()):
+            for path in self._renamed(paths, records):
                 suffix = _free_suffix(identifier, self.tag, used)
                 changed = with_id_suffix(texts[path].decode("utf-8", "surrogateescape"), suffix)
                 if changed is not None:
                     used.add(identifier + suffix)
                     self.store(path, changed.encode("utf-8", "surrogateescape"), records[path].mode)
         self.flush()
+
+    def _renamed(self, paths: list[str], records: Mapping[str, Blob]) -> list[str]:
+        """Of records sharing one id, those that get the suffix: all but ours (unchanged by
+        the merge), or all but the first when none is ours."""
+        keepers = [p for p in paths if self.ours.get(p) == records[p]] or sorted(paths)[:1]
+        return sorted(p for p in paths if p not in keepers)
 
     def check_shapes(self) -> None:
         """A path that is a file on one side and a folder on the other cannot be merged by
