@@ -354,6 +354,22 @@ def test_a_dirty_payload_is_checkpointed_and_merged_not_lost(
     assert b.ok(b.service.health())["payloadDirty"] is False
 
 
+def test_a_file_git_ignores_where_the_pull_adds_a_record_is_kept(
+    machines: Callable[..., Machine],
+) -> None:
+    """The user's own excludes hide a file from git: a pull must not overwrite it unseen."""
+    a, b = shared(machines)
+    a.record("handbook/notes.md", "project/notes", "A's notes.")
+    a.push()
+    (b.root / ".git" / "info" / "exclude").write_text("handbook/notes.md\n")
+    (b.root / "handbook" / "notes.md").write_text("B's own notes, never committed.\n")
+    result = b.pull()
+    assert result["status"] == "merged-with-conflicts", result
+    files = b.files()
+    assert files["handbook/notes.md"] == "B's own notes, never committed.\n"
+    assert files[result["conflicts"][0]["keptAs"]].endswith("A's notes.\n")
+
+
 def test_an_unreachable_remote_is_remote_unavailable(
     machines: Callable[..., Machine], tmp_path: Path
 ) -> None:

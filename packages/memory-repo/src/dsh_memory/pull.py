@@ -34,6 +34,7 @@ What was fetched and pulled, and when, is remembered for status and health
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from dsh_common.git_remote import repository_config
@@ -132,7 +133,10 @@ def _locked_pull(
     tx: GitTransactions, run: OperationRun, clock: journal.RunClock, head: str, theirs: str
 ) -> dict[str, Any]:
     run.set_phase("validating")
-    dirty = tx.payload_dirty_paths()
+    # Files git does not see (ignored by the user's excludes) where theirs adds a record
+    # would be overwritten unrecorded: they join the checkpoint, and so the merge.
+    hidden = _hidden_in_the_way(tx, head, theirs)
+    dirty = sorted({*tx.payload_dirty_paths(), *hidden})
     fast_forward = not dirty and tx.is_ancestor(head, theirs)
     adopted = not fast_forward and _adopts(tx, head, dirty)
     payload_changes = _payload_changes(tx, head, theirs) if fast_forward or adopted else None
@@ -155,6 +159,16 @@ def _locked_pull(
     )  # fmt: skip
     prune_backups(tx)
     return _result(tx, outcome, head, theirs, merged.get("conflicts"), adopted)
+
+
+def _hidden_in_the_way(tx: GitTransactions, head: str, theirs: str) -> list[str]:
+    """Payload paths theirs adds that HEAD lacks but the work tree already holds."""
+    held = _payload(tx, head)
+    return sorted(
+        path
+        for path in _payload(tx, theirs)
+        if path not in held and os.path.lexists(tx.root / path)
+    )
 
 
 def _payload_changes(tx: GitTransactions, head: str, theirs: str) -> list[str]:
