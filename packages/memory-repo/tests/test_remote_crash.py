@@ -155,3 +155,26 @@ def test_a_journal_only_fast_forward_killed_is_recovered(
     a.push()
     b.pull()
     assert a.files() == b.files()
+
+
+def test_a_merge_nobody_journaled_is_journaled_by_recover_from_its_subject(
+    machines: Callable[..., Machine],
+) -> None:
+    """The active-run record was deleted by hand after a kill: HEAD's merge subject names
+    the pull run, and recover journals it from that (then rollback can undo it)."""
+    _, b = diverged(machines)
+    assert killed_pull(b, AFTER_CAS).returncode == -signal.SIGKILL
+    run_id = str((active_run(b.root) or {})["run_id"])
+    (b.root / ".sync" / "active-run.json").unlink()
+    (b.root / ".sync" / "operation.lock").unlink()
+    health = b.ok(b.service.health())
+    assert health["headAheadOfJournal"] is True and health["needsManualRecovery"] is True
+    assert any("recover" in step for step in health["recoverySteps"])
+    recovered = b.ok(b.service.recover("RECOVER_MEMORY"))
+    assert (recovered["case"], recovered["journaledRunId"]) == ("unjournaled", run_id)
+    record = next(r for r in b.runs() if r["run_id"] == run_id)
+    assert (record["operation"], record["status"]) == ("pull", "applied")
+    assert record["changed_paths"] == ["handbook/a.md"]
+    b.ok(b.service.rollback(run_id, "ROLLBACK_MEMORY"))
+    assert "handbook/a.md" not in b.committed() and "handbook/b.md" in b.committed()
+    assert b.files() == b.committed()

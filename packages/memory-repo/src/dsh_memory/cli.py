@@ -328,11 +328,14 @@ def recover_command(
 def remote_command(
     ctx: typer.Context,
     action: Annotated[
-        str | None, typer.Argument(metavar="[set URL | remove]", help="set or remove.")
+        str | None,
+        typer.Argument(metavar="[set|remove]", help="Nothing to show it; set URL; remove."),
     ] = None,
     url: Annotated[
         str | None,
-        typer.Argument(metavar="", help="A path, file://, https://, ssh:// or user@host:path."),
+        typer.Argument(
+            metavar="[URL]", help="A path, file://, https://, ssh:// or user@host:path."
+        ),
     ] = None,
 ) -> None:
     """Show the memory's Git remote, set its URL, or remove it."""
