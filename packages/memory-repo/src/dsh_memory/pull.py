@@ -121,25 +121,29 @@ def _payload(tx: GitTransactions, commit: str) -> dict[str, Blob]:
     return tx.tree_files(commit)
 
 
-def _adopts(tx: GitTransactions, head: str, dirty: list[str]) -> bool:
+def _adopts(tx: GitTransactions, ours: dict[str, Blob], dirty: list[str]) -> bool:
     """A new memory: no journaled run, nothing in the payload but an empty summary."""
     if dirty or journal.journaled_run_ids(tx):
         return False
-    empty = blob_id(b"", len(head))
-    return all(p == SUMMARY_FILE and b.oid == empty for p, b in _payload(tx, head).items())
+    empty = blob_id(b"", len(tx.require_head()))
+    return all(p == SUMMARY_FILE and b.oid == empty for p, b in ours.items())
 
 
 def _locked_pull(
     tx: GitTransactions, run: OperationRun, clock: journal.RunClock, head: str, theirs: str
 ) -> dict[str, Any]:
     run.set_phase("validating")
+    ours, incoming = _payload(tx, head), _payload(tx, theirs)
     # Files git does not see (ignored by the user's excludes) where theirs adds a record
     # would be overwritten unrecorded: they join the checkpoint, and so the merge.
-    hidden = _hidden_in_the_way(tx, head, theirs)
+    # (A folder there is the other machine's file against our folder: the merge refuses it.)
+    hidden = [p for p in incoming if p not in ours and os.path.isfile(tx.root / p)]
     dirty = sorted({*tx.payload_dirty_paths(), *hidden})
     fast_forward = not dirty and tx.is_ancestor(head, theirs)
-    adopted = not fast_forward and _adopts(tx, head, dirty)
-    payload_changes = _payload_changes(tx, head, theirs) if fast_forward or adopted else None
+    adopted = not fast_forward and _adopts(tx, ours, dirty)
+    payload_changes = None
+    if fast_forward or adopted:
+        payload_changes = sorted(p for p in {*ours, *incoming} if ours.get(p) != incoming.get(p))
     keep_backup(tx, run.run_id, head)
     merged: dict[str, Any] = {}
 
@@ -159,21 +163,6 @@ def _locked_pull(
     )  # fmt: skip
     prune_backups(tx)
     return _result(tx, outcome, head, theirs, merged.get("conflicts"), adopted)
-
-
-def _hidden_in_the_way(tx: GitTransactions, head: str, theirs: str) -> list[str]:
-    """Payload paths theirs adds that HEAD lacks but the work tree already holds."""
-    held = _payload(tx, head)
-    return sorted(
-        path
-        for path in _payload(tx, theirs)
-        if path not in held and os.path.lexists(tx.root / path)
-    )
-
-
-def _payload_changes(tx: GitTransactions, head: str, theirs: str) -> list[str]:
-    before, after = _payload(tx, head), _payload(tx, theirs)
-    return sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
 
 
 def _result(  # noqa: PLR0917 - one private call site
