@@ -225,9 +225,11 @@ def test_one_run_id_on_both_machines_keeps_both_records(machines: Callable[..., 
     # Two machines whose processes had the same pid in the same second: one id, two runs.
     clash = "20261201T000000Z-edit-4242"
     for machine, body in ((a, "A"), (b, "B")):
+        # The same second, operation and start: only the apply commits tell the runs apart.
         record = {"schema_version": 1, "run_id": clash, "operation": "edit", "status": "applied",
-                  "started_at": f"2026-12-01T00:00:0{1 if body == 'A' else 2}Z",
-                  "finished_at": "2026-12-01T00:00:03Z", "changed_paths": [body]}  # fmt: skip
+                  "started_at": "2026-12-01T00:00:00Z", "apply_commit": machine.head(),
+                  "finished_at": f"2026-12-01T00:00:0{3 if body == 'A' else 2}Z",
+                  "changed_paths": [body]}  # fmt: skip
         path = machine.root / ".sync" / "runs" / f"{clash}.json"
         path.write_text(json.dumps(record) + "\n")
         git(machine.root, "add", "-f", str(path))
@@ -240,6 +242,37 @@ def test_one_run_id_on_both_machines_keeps_both_records(machines: Callable[..., 
     ]
     moved = json.loads((b.root / kept).read_text())
     assert moved["changed_paths"] == ["A"] and moved["run_id"] == Path(kept).stem
+
+
+def test_one_runs_record_journaled_again_keeps_the_later_version(
+    machines: Callable[..., Machine],
+) -> None:
+    """An interrupted run finished by recover on one machine: its record changed; the other
+    machine still has the first version. The later one is the run's record."""
+    a, b = machines("a"), machines("b")
+    run = "20261201T000000Z-sync-1234abcd"
+    base = {"schema_version": 1, "run_id": run, "operation": "sync", "status": "interrupted",
+            "started_at": "2026-12-01T00:00:00Z", "finished_at": "2026-12-01T00:00:01Z",
+            "apply_commit": None, "changed_paths": []}  # fmt: skip
+    path = a.root / ".sync" / "runs" / f"{run}.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(base) + "\n")
+    git(a.root, "add", "-f", str(path))
+    git(a.root, "commit", "-qm", f"DPSK memory journal: {run}")
+    a.push()
+    b.pull()
+    b.push()
+    a.pull()
+    finished = {**base, "status": "applied", "finished_at": "2026-12-01T01:00:00Z",
+                "apply_commit": a.head()}  # fmt: skip
+    path.write_text(json.dumps(finished) + "\n")
+    git(a.root, "commit", "-qam", f"DPSK memory journal: {run}")
+    earlier = {**base, "finished_at": "2026-12-01T00:30:00Z"}  # B journaled it too, earlier
+    (b.root / ".sync" / "runs" / f"{run}.json").write_text(json.dumps(earlier) + "\n")
+    git(b.root, "commit", "-qam", f"DPSK memory journal: {run}")
+    result = exchange(a, b)
+    assert result["conflicts"] == []
+    assert json.loads((b.root / ".sync/runs" / f"{run}.json").read_text())["status"] == "applied"
 
 
 def test_unrelated_histories_with_records_on_both_sides_are_merged(

@@ -363,8 +363,14 @@ def _record(data: bytes | None) -> dict[str, Any]:
 
 
 def _same_run(ours: Mapping[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Two versions of one run's record (it was journaled again, ``interrupted`` then
+    finished by ``recover``) - not two runs that share an id: those have different apply
+    commits (two machines, one second, one pid: the same ``<stamp>-edit-<pid>``)."""
     keys = ("run_id", "operation", "started_at")
-    return bool(ours) and all(ours.get(k) == theirs.get(k) for k in keys)
+    if not ours or any(ours.get(k) != theirs.get(k) for k in keys):
+        return False
+    applied = {ours.get("apply_commit"), theirs.get("apply_commit")} - {None}
+    return len(applied) <= 1
 
 
 def _free_suffix(identifier: str, tag: str, used: set[str]) -> str:
