@@ -236,7 +236,8 @@ def test_one_run_id_on_both_machines_keeps_both_records(machines: Callable[..., 
         git(machine.root, "commit", "-qm", f"DPSK memory journal: {clash}")
     result = exchange(a, b)
     kept = f".sync/runs/{clash}-conflict-{a.head()[:8]}.json"
-    assert {"path": f".sync/runs/{clash}.json", "keptAs": kept} in result["conflicts"]
+    assert result["renamedRuns"] == [{"runId": clash, "keptAs": Path(kept).stem}]
+    assert result["conflicts"] == []
     assert json.loads((b.root / ".sync/runs" / f"{clash}.json").read_text())["changed_paths"] == [
         "B"
     ]

@@ -154,6 +154,12 @@ def _locked_pull(
         commit = tx.commit_tree(result.tree, [recovery, theirs], f"{PULL_MERGED}{run.run_id}")
         conflicts = [c.as_json() for c in result.conflicts]
         merged.update(conflicts=conflicts)
+        if result.renamed_runs:
+            merged["renamedRuns"] = [
+                {"runId": c.path.rsplit("/", 1)[1].removesuffix(".json"),
+                 "keptAs": c.kept_as.rsplit("/", 1)[1].removesuffix(".json")}
+                for c in result.renamed_runs
+            ]  # fmt: skip
         return Proposal(commit=commit, changed_paths=result.changed_paths,
                         contents=result.contents, fields={"conflicts": conflicts})  # fmt: skip
 
@@ -162,7 +168,11 @@ def _locked_pull(
         journaled=payload_changes is None or bool(payload_changes),
     )  # fmt: skip
     prune_backups(tx)
-    return _result(tx, outcome, head, theirs, merged.get("conflicts"), adopted)
+    answer = _result(tx, outcome, head, theirs, merged.get("conflicts"), adopted)
+    if "renamedRuns" in merged:
+        # Another machine's run whose id one of ours already had: kept under a new id.
+        answer["renamedRuns"] = merged["renamedRuns"]
+    return answer
 
 
 def _result(  # noqa: PLR0917 - one private call site

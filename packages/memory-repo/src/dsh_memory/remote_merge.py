@@ -88,13 +88,15 @@ class Conflict:
 
 @dataclass
 class MergeResult:
-    """The resolved tree, the conflicts kept aside, the payload paths it changes (against
-    ours), and the bytes of every blob the merge wrote itself (by blob id)."""
+    """The resolved tree, the records kept aside (``conflicts``), the payload paths it
+    changes (against ours), the bytes of every blob the merge wrote itself (by blob id),
+    and the journal records of theirs kept under a new run id (``renamed_runs``)."""
 
     tree: str
     conflicts: list[Conflict]
     changed_paths: list[str]
     contents: dict[str, bytes] = field(default_factory=dict)
+    renamed_runs: list[Conflict] = field(default_factory=list)
 
 
 def merge_base(tx: GitTransactions, ours: str, theirs: str) -> str | None:
@@ -201,6 +203,7 @@ class _Merge:
         self.changes: dict[str, Blob | None] = {}
         self.contents: dict[str, bytes] = {}
         self.conflicts: list[Conflict] = []
+        self.renamed_runs: list[Conflict] = []
         self._pending: dict[str, tuple[bytes, str]] = {}
 
     # -- the result so far -----------------------------------------------------------------
@@ -268,7 +271,7 @@ class _Merge:
                 continue  # an unreadable record of theirs: ours stays, theirs is in history
             kept = journal.run_record_path(renamed)
             self.store(kept, (dumps({**theirs, "run_id": renamed}) + "\n").encode("utf-8"))
-            self.conflicts.append(Conflict(path, kept))
+            self.renamed_runs.append(Conflict(path, kept))
         self.flush()
 
     def content_merge(self, paths: list[str]) -> None:
@@ -351,7 +354,7 @@ class _Merge:
         if dropped:
             raise CommitFailedError(f"git left {escape_name(dropped[0])} out of the merge")
         changed = sorted(p for p in changes if is_payload_path(p))
-        return MergeResult(tree, self.conflicts, changed, self.contents)
+        return MergeResult(tree, self.conflicts, changed, self.contents, self.renamed_runs)
 
 
 def _record(data: bytes | None) -> dict[str, Any]:
