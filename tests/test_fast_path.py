@@ -87,7 +87,8 @@ CASES = {
         ["search", "release", "--limit", "abc"], ["search"], ["context", "release"],
         ["context", "--limit", "21"], ["search", "release", "--scope", "nope"],
         ["status", "--root", "/nonexistent"], ["search", "x", "--format", "text"],
-        ["status", "--help"], ["search", "a", "--query", "b"],
+        ["status", "--help"], ["search", "a", "--query", "b"], ["pull"], ["push"],
+        ["pull", "--root", "/nonexistent"], ["push", "--format", "text"],
     ],
 }  # fmt: skip
 MODULE = {"dsh-compound": "dsh_compound", "dsh-knowledge": "dsh_knowledge",

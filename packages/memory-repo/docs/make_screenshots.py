@@ -6,7 +6,8 @@ Needs Debian's ``chromium`` (and a CJK font such as ``fonts-wqy-microhei`` for t
 page). Everything happens in a temporary DSH_HOME: a memory repository with two records, a
 migrated legacy note (one applied run), a pending preview (a real ``--preview`` sync whose
 "agent" is a small script adding one record), two new legacy records and one uncommitted
-edit, so the page shows every section with something in it.
+edit, and a Git remote (a bare repository beside it) the memory was pushed to, so the page
+shows every section with something in it.
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ def build_repository(home: Path) -> Path:
     (root / "rollouts" / "2026-08-11-session.md").write_text("What the session did.\n")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "more legacy records")
+    remote = home.parent / "shared-memory.git"
+    git(home.parent, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+    service = MemoryService(root)
+    for answer in (service.set_remote(str(remote)), service.push()):
+        if not answer["ok"]:
+            raise SystemExit(f"the demo remote failed: {answer} {service.last_error_message}")
     with (root / "summary.md").open("a") as summary:
         summary.write("- an edit nobody committed\n")
     return root

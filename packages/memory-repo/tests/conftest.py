@@ -269,3 +269,96 @@ def cli_run_holding_the_lock(memory_root: Path) -> Callable[[], Any]:
                 holder.kill()
 
     return holding
+
+
+# -- several machines sharing one memory through a Git remote ----------------------------------
+
+RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
+
+
+class Machine:
+    """One machine's memory repository, driven through the library (``MemoryService``)."""
+
+    def __init__(self, root: Path) -> None:
+        from dsh_memory.service import MemoryService
+
+        self.root = root
+        self.service = MemoryService(root)
+
+    def ok(self, envelope: dict[str, Any]) -> Any:
+        assert envelope["ok"], (envelope, self.service.last_error_message)
+        return envelope["value"]
+
+    def error(self, envelope: dict[str, Any]) -> str:
+        assert not envelope["ok"], envelope
+        code: str = envelope["error"]["code"]
+        return code
+
+    def write(self, path: str, text: str) -> Any:
+        return self.ok(self.service.write(path, text))
+
+    def record(self, path: str, identifier: str, body: str) -> Any:
+        return self.write(path, RECORD.format(id=identifier, body=body))
+
+    def remove(self, path: str) -> Any:
+        return self.ok(self.service.remove(path))
+
+    def pull(self) -> Any:
+        return self.ok(self.service.pull())
+
+    def push(self) -> Any:
+        return self.ok(self.service.push())
+
+    def head(self) -> str:
+        return git(self.root, "rev-parse", "HEAD").strip()
+
+    def files(self) -> dict[str, str]:
+        """The payload in the work tree."""
+        found = {}
+        for path in sorted(self.root.rglob("*")):
+            relative = path.relative_to(self.root).as_posix()
+            top = relative.split("/", 1)[0]
+            if path.is_file() and (
+                relative == "summary.md" or top in ("handbook", "rollouts", "archive")
+            ):
+                found[relative] = path.read_text(encoding="utf-8")
+        return found
+
+    def committed(self, revision: str = "HEAD") -> dict[str, str]:
+        """The payload ``revision`` holds."""
+        names = git(self.root, "ls-tree", "-r", "--name-only", revision, "--", "summary.md",
+                    "handbook", "rollouts", "archive").split("\n")  # fmt: skip
+        return {n: git(self.root, "show", f"{revision}:{n}") for n in names if n}
+
+    def runs(self) -> list[dict[str, Any]]:
+        runs: list[dict[str, Any]] = self.ok(self.service.runs(limit=1000))["runs"]
+        return runs
+
+
+@pytest.fixture
+def remote_repo(tmp_path: Path) -> Path:
+    """An empty bare repository on disk: the machines' shared remote."""
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(bare))
+    return bare
+
+
+@pytest.fixture
+def machines(tmp_path: Path, remote_repo: Path) -> Callable[..., Machine]:
+    """``machines(name, remote=True)``: a new machine's memory (``init`` with its own author,
+    as two real machines' first commits differ), its remote set to ``remote_repo``."""
+    from dsh_memory.initialize import initialize_repository
+
+    def make(name: str, *, remote: bool = True) -> Machine:
+        root = tmp_path / "machines" / name
+        root.mkdir(parents=True)
+        git(root, "init", "-q", "--initial-branch=main")
+        git(root, "config", "user.name", f"Machine {name}")
+        git(root, "config", "user.email", f"{name}@example.com")
+        initialize_repository(root)
+        machine = Machine(root)
+        if remote:
+            machine.ok(machine.service.set_remote(str(remote_repo)))
+        return machine
+
+    return make

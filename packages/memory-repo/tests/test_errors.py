@@ -72,7 +72,17 @@ EXTRA_CODES = {
     "bundle-invalid-request",
     "bundle-failed",
     "finalize-failed",
+    "remote-invalid",
+    "remote-not-configured",
+    "remote-unavailable",
+    "unsafe-config",
+    "remote-content-refused",
+    "push-rejected",
+    "push-unjournaled-deletion",
+    "remote-failed",
 }
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _leaves() -> list[type[errors.MemoryRepoError]]:
@@ -111,3 +121,14 @@ def test_every_code_is_in_the_contract_table() -> None:
 def test_migration_errno_code() -> None:
     error = errors.MigrationFailedError.from_os_error(PermissionError(13, "denied"), "m")
     assert error.code == "migration-eacces"
+
+
+def test_every_code_is_in_the_readme_error_table() -> None:
+    """The README's "Error codes" table names every code a class carries."""
+    text = README.read_text(encoding="utf-8")
+    table = text.split("## Error codes", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`([a-z]+(?:-[a-z0-9<>]+)*)`", table))
+    missing = {
+        cls.code for cls in _leaves() if cls.code not in listed and cls.code != "memory-repo-error"
+    }
+    assert missing == set(), f"add to the README's error table: {sorted(missing)}"

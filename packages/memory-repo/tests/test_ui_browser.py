@@ -542,3 +542,68 @@ def test_a_missing_repository_is_explained_not_a_blank_page(
     assert "dsh-memory init" in (page.text_content("li.problem[data-problem=unreachable]") or "")
     assert "(repo-unavailable)" in (page.text_content("#sec-repo") or "")
     assert page.is_checked("#memory-enabled")  # the settings file is still there to use
+
+
+# -- the Git remote, read-only -------------------------------------------------------------------
+
+
+def test_the_git_remote_is_shown_read_only_without_its_credentials(
+    open_page: OpenPage, memory_root: Path, tmp_path: Path
+) -> None:
+    from dsh_test_support.git_http import git_http_server
+
+    from dsh_memory.initialize import initialize_repository
+
+    page = open_page()
+    assert "dsh-memory remote set URL" in (page.text_content("#remote-none") or "")
+    served = tmp_path / "served"
+    served.mkdir()
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", "memory.git"],
+                   cwd=served, check=True)  # fmt: skip
+    record = "---\nschema_version: 1\nid: project/release\ntype: fact\n---\n{}\n"
+    ours = MemoryService(memory_root)
+    other_root = tmp_path / "other-machine"
+    initialize_repository(other_root)
+    other = MemoryService(other_root)
+    with git_http_server(served, credentials=("me", "pa55-w0rd")) as server:
+        url = server.url("memory.git", with_credentials=True)
+        for service in (ours, other):
+            assert service.set_remote(url)["ok"]
+        assert ours.write("handbook/release.md", record.format("Fridays."))["ok"]
+        assert ours.push()["ok"]
+        assert other.pull()["ok"] and other.push()["ok"]
+        assert ours.pull()["ok"] and ours.push()["ok"]
+        assert other.pull()["ok"]
+        assert other.write("handbook/release.md", record.format("Thursdays."))["ok"]
+        assert other.push()["ok"]
+        assert ours.write("handbook/release.md", record.format("Mondays."))["ok"]
+        pulled = ours.pull()
+    assert pulled["value"]["status"] == "merged-with-conflicts", pulled
+    page.click("#refresh")
+    settle(page)
+    remote = ours.status()["value"]["remote"]
+    assert (
+        page.text_content("#remote-url")
+        == remote["url"]
+        == (f"http://***@127.0.0.1:{server.port}/memory.git")
+    )
+    assert page.text_content("#remote-branch") == "main"
+    assert remote["ahead"] > 0 and remote["behind"] == 0
+    counts = page.text_content("#remote-counts") or ""
+    assert counts.startswith(f"{remote['ahead']} commit(s) to push, 0 to pull"), counts
+    assert page.get_attribute("#remote-last-pull", "data-status") == "merged-with-conflicts"
+    assert "1 conflicting record(s)" in (page.text_content("#remote-last-pull") or "")
+    assert page.get_attribute("#remote-last-push", "data-status") == "up-to-date"
+    assert page.query_selector_all("#sec-remote button") == [], "read-only"
+    assert "pa55-w0rd" not in page.content()
+    page.click("#lang-switch")
+    assert "已合并（有冲突）" in (page.text_content("#remote-last-pull") or "")
+    assert "待推送" in (page.text_content("#remote-counts") or "")
+
+
+def test_a_refused_remote_url_is_explained(open_page: OpenPage, memory_root: Path) -> None:
+    subprocess.run(["git", "config", "remote.origin.url", "ext::sh -c touch% /tmp/x"],
+                   cwd=memory_root, check=True)  # fmt: skip
+    page = open_page()
+    assert "remote-invalid" in (page.text_content("#remote-invalid") or "")
+    assert (page.text_content("#remote-url") or "").startswith("ext::")

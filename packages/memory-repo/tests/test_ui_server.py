@@ -315,8 +315,10 @@ def test_every_spec_method_is_served_and_nothing_else(ui: UiServer) -> None:
         "migrateLegacy", "runs", "rollback", "previews", "applyPreview", "discardPreview",
         "search", "context",
     } == METHODS  # fmt: skip
-    # Nothing that takes a path (write, remove, bundles) and no repair action (adopt, recover).
-    hidden = ["write", "remove", "adopt", "recover", "exportBundle", "importBundle"]
+    # Nothing that takes a path (write, remove, bundles), no repair action (adopt, recover),
+    # and no Git remote action: the page shows the remote, it never sets one or exchanges.
+    hidden = ["write", "remove", "adopt", "recover", "exportBundle", "importBundle",
+              "remote", "setRemote", "removeRemote", "pull", "push"]  # fmt: skip
     for name in [*hidden, "export_bundle", "import_bundle", "init", "prompt_section", "_layout",
                  "root", "call", "__init__"]:  # fmt: skip
         status, _, body = call(ui, f"/api/memory/{name}", {})

@@ -23,7 +23,6 @@ Callers pass only the closed set of extra environment names in :data:`ALLOWED_EN
 from __future__ import annotations
 
 import os
-import re
 import selectors
 import subprocess
 import threading
@@ -39,6 +38,7 @@ from dsh_common.errors import (
     GitTimeoutError,
     GitUnavailableError,
 )
+from dsh_common.git_remote import redact_url
 from dsh_common.programs import resolve_program, safe_search_path
 
 #: Environment variables a caller may set for one command (alternate index, identity, dates).
@@ -91,17 +91,13 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_BUDGET = 60.0
 DEFAULT_MAX_OUTPUT = 32 * 1024 * 1024
 _STDERR_CAP = 64 * 1024
-_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
 
 
-def _redact(arg: str) -> str:
-    """Strip credentials from URLs (``https://user:token@host`` -> ``https://***@host``)."""
-    return _USERINFO.sub(r"\g<scheme>***@", arg)
-
-
-def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def hardened_env(
+    extra: Mapping[str, str] | None = None, *, transport: str | None = None
+) -> dict[str, str]:
     """The environment for git: ours minus every ``GIT_*``, plus C locale, no prompts and
-    no transport."""
+    no transport (or only ``transport``, for a fetch or push to a checked remote)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     if "PATH" in env:
         env["PATH"] = safe_search_path(env["PATH"])  # nothing git starts is looked up in cwd
@@ -119,11 +115,32 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
             **TRANSPORT_ENV,
         }
     )
+    if transport is not None:
+        env["GIT_ALLOW_PROTOCOL"] = _checked_transport(transport)
     for key, value in (extra or {}).items():
         if key not in ALLOWED_ENV:
             raise ValueError(f"environment variable {key} may not be passed to git")
         env[key] = value
     return env
+
+
+#: The only commands :meth:`GitRunner.run` opens a transport for (git_remote's fetch and push).
+_TRANSFER_COMMANDS = ("fetch", "push")
+
+
+def _subcommand(args: Sequence[str]) -> str | None:
+    """The git command ``args`` run, after any leading ``-c <setting>`` pairs."""
+    index = 0
+    while index + 1 < len(args) and args[index] == "-c":
+        index += 2
+    return args[index] if index < len(args) else None
+
+
+def _checked_transport(transport: str) -> str:
+    # Only the short list of dsh_common.git_remote, never ext, fd or a helper's name.
+    if transport not in ("file", "https", "http", "ssh"):
+        raise ValueError(f"transport {transport!r} may not be allowed")
+    return transport
 
 
 @dataclass(frozen=True)
@@ -209,11 +226,17 @@ class GitRunner:
     def remaining_budget(self) -> float:
         return max(0.0, self.budget - self._spent)
 
-    def argv(self, args: Sequence[str]) -> list[str]:
-        """The full argv for ``args``: git, hardening config, global options, then args."""
+    def argv(self, args: Sequence[str], *, transport: str | None = None) -> list[str]:
+        """The full argv for ``args``: git, hardening config, global options, then args.
+
+        ``transport`` opens that one transport (a later ``-c`` wins over the ``never`` of
+        the hardening config); every other stays closed.
+        """
         full = [self.git]
         for setting in HARDENING_CONFIG:
             full += ["-c", setting]
+        if transport is not None:
+            full += ["-c", f"protocol.{_checked_transport(transport)}.allow=always"]
         full += ["--no-optional-locks", "--literal-pathspecs", *args]
         return full
 
@@ -226,10 +249,17 @@ class GitRunner:
         env: Mapping[str, str] | None = None,
         timeout: float | None = None,
         max_output: int | None = None,
+        transport: str | None = None,
     ) -> GitResult:
-        """Run ``git <args>``; raise GitError on a non-zero exit when ``check``."""
-        argv = self.argv(args)
-        shown = [_redact(a) for a in argv]
+        """Run ``git <args>``; raise GitError on a non-zero exit when ``check``.
+
+        ``transport`` is for :mod:`dsh_common.git_remote` only: fetch and push to a URL it
+        checked, over that URL's own transport.
+        """
+        if transport is not None and _subcommand(args) not in _TRANSFER_COMMANDS:
+            raise ValueError(f"a transport is opened only for {' and '.join(_TRANSFER_COMMANDS)}")
+        argv = self.argv(args, transport=transport)
+        shown = [redact_url(a) for a in argv]
         remaining = self.remaining_budget
         if remaining <= 0:
             exhausted = GitTimeoutError(
@@ -246,7 +276,7 @@ class GitRunner:
             proc = subprocess.Popen(
                 [program, *argv[1:]],
                 cwd=self.cwd,
-                env=hardened_env(env),
+                env=hardened_env(env, transport=transport),
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -269,7 +299,8 @@ class GitRunner:
             raise expired from None
         finally:
             self._spent += time.monotonic() - started
-        err_text = stderr.decode("utf-8", "replace")
+        # git quotes a URL it failed on, credentials and all: never keep them.
+        err_text = redact_url(stderr.decode("utf-8", "replace"))
         result = GitResult(argv=shown, returncode=proc.returncode, stdout=stdout, stderr=err_text)
         if check and proc.returncode != 0:
             first = err_text.strip().splitlines()[:1]

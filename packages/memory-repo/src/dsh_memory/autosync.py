@@ -18,7 +18,10 @@ repository, would otherwise start a ``dsh-memory-sync`` committed to it. The syn
 ``$DSH_HOME``, with ``PATH`` stripped of such entries, never in the repository.
 
 ``memory.auto_sync_agent`` (``dsh``, ``claude`` or ``codex``) is passed as ``--agent``; the
-sync runs with ``--json`` (its output goes nowhere anyway).
+sync runs with ``--json`` (its output goes nowhere anyway). ``memory.auto_sync_remote: true``
+adds ``--remote`` when the memory has a Git remote: the background sync then pulls before
+and pushes after its run (see :mod:`dsh_memory.remote_sync`); without a remote it syncs
+locally as before.
 
 The settings are read the way :mod:`dsh_memory.settings` reads ``enabled``: one key of the
 top-level ``memory:`` block, line by line, nothing else of the file interpreted.
@@ -40,6 +43,7 @@ SYNC_COMMAND = "dsh-memory-sync"
 STAMP = Path("state") / "memory-auto-sync.stamp"
 
 _KEY = re.compile(r"^[ \t]+auto_sync_interval_minutes\s*:\s*(?P<value>[0-9]+)\s*(?:#.*)?$")
+_REMOTE = re.compile(r"^[ \t]+auto_sync_remote\s*:\s*(?P<value>true|false)\s*(?:#.*)?$")
 _AGENT = re.compile(
     r"^[ \t]+auto_sync_agent\s*:\s*[\"']?(?P<value>dsh|claude|codex)[\"']?\s*(?:#.*)?$"
 )
@@ -75,6 +79,29 @@ def sync_agent(settings_file: Path) -> str | None:
         if match is not None:
             return match["value"]
     return None
+
+
+def sync_remote(settings_file: Path) -> bool:
+    """``memory.auto_sync_remote`` (default false)."""
+    for line in _memory_lines(settings_file):
+        match = _REMOTE.match(line)
+        if match is not None:
+            return match["value"] == "true"
+    return False
+
+
+def has_remote(root: Path) -> bool:
+    """Whether the memory's own config names a remote URL (read through the hardened git)."""
+    from dsh_common.errors import DshError  # noqa: PLC0415 - only on the spawning path
+    from dsh_common.git import GitRunner  # noqa: PLC0415
+
+    try:
+        result = GitRunner(root, budget=5).run(
+            ["config", "--local", "--get", "remote.origin.url"], check=False
+        )
+    except DshError:
+        return False
+    return result.returncode == 0 and bool(result.text.strip())
 
 
 def sync_command(env: Mapping[str, str] | None = None) -> str | None:
@@ -119,7 +146,13 @@ def due(root: Path, minutes: int, env: Mapping[str, str] | None = None) -> bool:
     return stamp is None or stamp >= interval
 
 
-def spawn_sync(command: str, agent: str | None = None, env: Mapping[str, str] | None = None) -> int:
+def spawn_sync(
+    command: str,
+    agent: str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    remote: bool = False,
+) -> int:
     """Start ``command`` detached; touch the throttle stamp; return the child's pid."""
     import subprocess  # noqa: PLC0415 - only on the rare path that spawns
 
@@ -128,7 +161,12 @@ def spawn_sync(command: str, agent: str | None = None, env: Mapping[str, str] | 
     stamp.touch()
     from dsh_common.programs import safe_search_path  # noqa: PLC0415
 
-    argv = [command, "--json", *(["--agent", agent] if agent else [])]
+    argv = [
+        command,
+        "--json",
+        *(["--agent", agent] if agent else []),
+        *(["--remote"] if remote else []),
+    ]
     child_env = {**(os.environ if env is None else env)}
     child_env["PATH"] = safe_search_path(child_env.get("PATH"))
     child = subprocess.Popen(
@@ -152,4 +190,5 @@ def maybe_start_sync(root: Path, settings_file: Path) -> int | None:
     command = sync_command()
     if command is None:
         return None
-    return spawn_sync(command, sync_agent(settings_file))
+    remote = sync_remote(settings_file) and has_remote(root)
+    return spawn_sync(command, sync_agent(settings_file), remote=remote)

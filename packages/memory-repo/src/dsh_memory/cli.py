@@ -320,6 +320,56 @@ def recover_command(
     _emit(service, service.recover(confirmation))
 
 
+@app.command(
+    "remote",
+    epilog="\b\nExamples:\n  dsh-memory remote set git@github.com:me/memory.git\n"
+    "  dsh-memory remote\n  dsh-memory remote remove",
+)
+def remote_command(
+    ctx: typer.Context,
+    action: Annotated[
+        str | None,
+        typer.Argument(metavar="[set|remove]", help="Nothing to show it; set URL; remove."),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[URL]", help="A path, file://, https://, ssh:// or user@host:path."
+        ),
+    ] = None,
+) -> None:
+    """Show the memory's Git remote, set its URL, or remove it."""
+    from dsh_common.cli import USAGE_ERROR_CODE
+    from dsh_common.errors import DshError
+
+    service = _service(ctx)
+    if action is None and url is None:
+        _emit(service, service.remote())
+    elif action == "set":
+        _emit(service, service.set_remote(url))
+    elif action == "remove" and url is None:
+        _emit(service, service.remove_remote())
+    else:
+        raise DshError(
+            "use `dsh-memory remote`, `dsh-memory remote set URL` or `dsh-memory remote remove`",
+            code=USAGE_ERROR_CODE,
+        )
+
+
+@app.command("pull", epilog="\b\nExample:\n  dsh-memory pull")
+def pull_command(ctx: typer.Context) -> None:
+    """Fetch the remote and merge it in as one journaled run (never loses a record)."""
+    service = _service(ctx)
+    _emit(service, service.pull())
+
+
+@app.command("push", epilog="\b\nExample:\n  dsh-memory push")
+def push_command(ctx: typer.Context) -> None:
+    """Push this memory to the remote, fast-forward only (pull first when it moved)."""
+    service = _service(ctx)
+    _emit(service, service.push())
+
+
 @app.command("export", epilog="\b\nExample:\n  dsh-memory export --bundle memory.bundle")
 def export_command(
     ctx: typer.Context,
@@ -508,6 +558,9 @@ def sync_command(
     discard_preview: Annotated[
         str | None, typer.Option("--discard-preview", help="Discard preview ID.")
     ] = None,
+    remote: Annotated[
+        bool, typer.Option("--remote", help="Pull from the Git remote before, push after.")
+    ] = False,
 ) -> None:
     """Run one sync (see the package README)."""
     import os
@@ -523,6 +576,8 @@ def sync_command(
               ("--discard-preview", discard_preview is not None)) if given]  # fmt: skip
     if len(chosen) > 1:
         raise SyncInvalidRequestError(f"{' and '.join(chosen)} are mutually exclusive")
+    if remote and chosen:
+        raise SyncInvalidRequestError(f"--remote syncs with the remote; {chosen[0]} does not")
     if apply_preview is not None or discard_preview is not None:
         from dsh_memory.settings import read_enabled, settings_path
         from dsh_memory.syncrun import DISABLED_MESSAGE
@@ -550,7 +605,12 @@ def sync_command(
         env=env, agent=agent, agent_command=agent_command, timeout=timeout, mode=mode,
         preview_id=preview, progress=_progress(json_output),
     )  # fmt: skip
-    result = run_sync(options)
+    if remote:
+        from dsh_memory.remote_sync import sync_with_remote
+
+        result = sync_with_remote(options)
+    else:
+        result = run_sync(options)
     if result.get("status") == "disabled":
         _progress(False)(str(result["message"]))
     emit_json({"ok": True, **result})

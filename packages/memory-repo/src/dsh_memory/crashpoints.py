@@ -12,11 +12,12 @@ repository half-way. Two test-only environment variables act there:
   answers "no space left", and the writer carries on into a real full disk.
 
 The points, in the order a writer reaches them (every writer of :mod:`dsh_memory.pipeline`
-passes the six pipeline points; the sync passes its two own first):
+passes the six pipeline points; the sync passes its two own first, a pull its one):
 
 ==================  ===========================================================================
 ``staging``         sync only: the lock is held, no session redacted yet
 ``validating``      sync only: the agent finished, its staging copy is not yet validated
+``after-fetch``     pull only: the remote's branch is fetched, nothing of the memory changed
 ``after-recovery``  the recovery point exists (HEAD, or a checkpoint commit); no apply commit
 ``before-cas``      the apply commit is built and recorded in the active run; HEAD not moved
 ``after-cas``       HEAD holds the apply commit; live index and work tree not yet updated
@@ -44,6 +45,7 @@ FILLER_ENV = "DSH_MEMORY_TEST_FILLER"
 
 STAGING = "staging"
 VALIDATING = "validating"
+AFTER_FETCH = "after-fetch"
 AFTER_RECOVERY = "after-recovery"
 BEFORE_CAS = "before-cas"
 AFTER_CAS = "after-cas"
@@ -55,8 +57,8 @@ AFTER_JOURNAL = "after-journal"
 PIPELINE_POINTS: tuple[str, ...] = (
     AFTER_RECOVERY, BEFORE_CAS, AFTER_CAS, AFTER_INDEX, BEFORE_JOURNAL, AFTER_JOURNAL,
 )  # fmt: skip
-#: Every crash point, in the order a sync reaches them.
-POINTS: tuple[str, ...] = (STAGING, VALIDATING, *PIPELINE_POINTS)
+#: Every crash point, in the order a sync (or, for ``after-fetch``, a pull) reaches them.
+POINTS: tuple[str, ...] = (STAGING, VALIDATING, AFTER_FETCH, *PIPELINE_POINTS)
 
 #: A filler never grows past this: the variable must only ever meet a small test tmpfs.
 _MAX_FILL_BYTES = 512 * 1024 * 1024

@@ -408,3 +408,60 @@ class BundleFailedError(MemoryRepoError, RuntimeError):
     """The bundle could not be written or read (our own code)."""
 
     code = "bundle-failed"
+
+
+# -- a Git remote: pull and push (our own codes) --------------------------------------------
+
+
+class RemoteInvalidError(MemoryRepoError, ValueError):
+    """The remote URL is refused: a transport other than a path, file, https or ssh (``ext::``,
+    ``fd::``, a helper), an option-like host, a password in a host:path URL..."""
+
+    code = "remote-invalid"
+
+
+class RemoteNotConfiguredError(MemoryRepoError, LookupError):
+    """``pull``/``push`` without a remote (``dsh-memory remote set URL`` first)."""
+
+    code = "remote-not-configured"
+
+
+class RemoteUnavailableError(MemoryRepoError, OSError):
+    """The remote could not be reached or refused us (network, authentication, no such
+    repository); the message is redacted and nothing was changed."""
+
+    code = "remote-unavailable"
+
+
+class UnsafeConfigError(MemoryRepoError, ValueError):
+    """The memory repository's own git config would redirect a transfer (``url.*.insteadOf``)
+    or run a program during a merge (``merge.*.driver``): refused, nothing changed."""
+
+    code = "unsafe-config"
+
+
+class RemoteContentRefusedError(MemoryRepoError, ValueError):
+    """The remote's history brings a path no memory holds (outside the layout, a symlink, a
+    submodule, a name the work tree cannot hold): the pull is refused, nothing changed."""
+
+    code = "remote-content-refused"
+
+
+class PushRejectedError(MemoryRepoError, RuntimeError):
+    """The remote has commits this memory does not (pull first), or refused the push; nothing
+    was changed on either side."""
+
+    code = "push-rejected"
+
+
+class PushUnjournaledDeletionError(MemoryRepoError, RuntimeError):
+    """The push would delete records from the remote that no journaled run deleted (a
+    ``git rm`` by hand, an empty clone): refused, nothing pushed."""
+
+    code = "push-unjournaled-deletion"
+
+
+class RemoteFailedError(MemoryRepoError, RuntimeError):
+    """A remote command could not be completed for another reason (our catch-all)."""
+
+    code = "remote-failed"

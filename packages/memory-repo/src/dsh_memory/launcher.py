@@ -2,8 +2,9 @@
 
 ``hook <event>`` goes straight to :mod:`dsh_memory.hooks` (agent hosts run it at every
 session start). ``status``, ``search`` and ``context`` with plain options run here
-(:mod:`dsh_common.fastpath`), ~100 ms sooner than through the parser; everything else, and
-anything unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print through
+(:mod:`dsh_common.fastpath`), ~100 ms sooner than through the parser, and so do ``pull`` and
+``push`` (an up-to-date pull is mostly that start-up); everything else, and anything
+unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print through
 :mod:`dsh_memory.cli_output`, so the bytes are the same either way.
 """
 
@@ -18,9 +19,10 @@ def _run(values: dict[str, Any], command: str) -> int:
     from dsh_memory import cli_output  # noqa: PLC0415
     from dsh_memory.service import MemoryService  # noqa: PLC0415
 
-    if command == "status":
+    if command in ("status", "pull", "push"):
         service = MemoryService(values.get("--root"))
-        return cli_output.emit_envelope(service, service.status())
+        method = {"status": service.status, "pull": service.pull, "push": service.push}[command]
+        return cli_output.emit_envelope(service, method())
     query = one_query(values.get("query"), values.get("--query"))
     service = MemoryService(values.get("--root"))
     method = service.search if command == "search" else service.context
@@ -37,6 +39,8 @@ def _fast(argv: list[str]) -> int | None:
     reads = {"--query": "str", "--limit": "str", "--scope": "str"}
     commands = {
         "status": FastCommand({}, lambda v: _run(v, "status")),
+        "pull": FastCommand({}, lambda v: _run(v, "pull")),
+        "push": FastCommand({}, lambda v: _run(v, "push")),
         "search": FastCommand(reads, lambda v: _run(v, "search"), "query"),
         "context": FastCommand(reads, lambda v: _run(v, "context"), "query"),
     }

@@ -47,7 +47,7 @@ def status(layout: Layout) -> dict[str, Any]:
     except (OSError, ValueError):
         last_run = None
     previews = pending_previews(layout.root)
-    return {
+    answer = {
         "empty": not scan.data_files,
         "dataFileCount": len(scan.data_files),
         "targetDirty": bool(dirty),
@@ -59,6 +59,21 @@ def status(layout: Layout) -> dict[str, Any]:
         "pendingPreview": previews[0] if previews else None,
         **metadata_summary(scan),
     }
+    return _with_remote(answer, tx)
+
+
+def _with_remote(answer: dict[str, Any], tx: GitTransactions) -> dict[str, Any]:
+    """``answer`` plus ``remote`` when the memory has one (absent otherwise, so a memory
+    without a remote answers exactly as before)."""
+    from dsh_memory.remote_config import describe  # noqa: PLC0415
+
+    try:
+        remote = describe(tx)
+    except DshError:
+        remote = None
+    if remote is not None:
+        answer["remote"] = remote
+    return answer
 
 
 def health(root: Path) -> dict[str, Any]:
@@ -127,7 +142,7 @@ def health(root: Path) -> dict[str, Any]:
         or head_ahead
         or index_locked
     )
-    return {
+    return _with_remote({
         "memoryRoot": str(root),
         "rootSafe": True,
         "gitAvailable": git_available,
@@ -152,7 +167,7 @@ def health(root: Path) -> dict[str, Any]:
                 else []
             ),
         ],
-    }
+    }, tx)  # fmt: skip
 
 
 #: Subjects of the commits that change the payload; each is followed by a journal commit.
@@ -161,6 +176,7 @@ _PAYLOAD_COMMIT_SUBJECTS = (
     "DPSK memory cleared",
     "DPSK memory rollback:",
     "DPSK memory recovery checkpoint",
+    "DPSK memory pull merged:",
 )
 
 

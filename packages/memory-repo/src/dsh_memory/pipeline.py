@@ -13,7 +13,14 @@ The writers, each holding the operation lock through :func:`writer_run` (journal
    [``edit``];
 6. **clear** (:func:`dsh_memory.operations.clear`) [``clear``];
 7. **migrate-legacy** (:func:`dsh_memory.operations.migrate_legacy`) [``migrate``];
-8. **rollback** (:mod:`dsh_memory.rollback`) [``rollback``, status ``rolled_back``].
+8. **rollback** (:mod:`dsh_memory.rollback`) [``rollback``, status ``rolled_back``];
+9. **pull** - another machine's memory, fetched from the Git remote and merged
+   (:mod:`dsh_memory.pull`) [``pull``]: a commit of its own - the fetched commit itself
+   (fast-forward), or a merge of the recovery point and the fetched commit; a new memory
+   with no journaled run *adopts* the fetched history instead (the one proposal that need
+   not descend from HEAD, whose old commit the pull keeps under a ref). A fast-forward that
+   changes no payload (journal files only) is not journaled: two machines pulling each
+   other's journal commits would otherwise never stop making new ones.
 
 **recover** (:mod:`dsh_memory.recover`) finishes an interrupted run of any of them; it
 makes no payload commit of its own, only repairs the live index and the work tree and then
@@ -75,7 +82,7 @@ from dsh_memory.crashpoints import (
 from dsh_memory.errors import CommitFailedError, FinalizeFailedError, MemoryRepoError
 from dsh_memory.oplock import OperationRun, operation_lock
 from dsh_memory.payload_names import root_name_max, write_problem
-from dsh_memory.root import RECORD_DIRS, escape_name
+from dsh_memory.root import RECORD_DIRS, escape_name, is_payload_path
 from dsh_memory.transactions import Blob, GitTransactions, TreeChanges
 
 #: A commit id (SHA-1 or SHA-256 repositories).
@@ -104,7 +111,10 @@ class Proposal:
 
     ``contents`` maps blob ids to bytes the writer already holds (the work tree is then
     written from them; other blobs are read from Git in bounded chunks). ``changed_paths``
-    is what the journal names (default: every path the commit changes).
+    is what the journal names (default: every path the commit changes); ``fields`` are
+    added to the journal record. ``adopts``: the commit replaces a HEAD that holds no
+    journaled run (a new memory taking a remote's history) and need not descend from it;
+    the recovery point must then be HEAD itself.
     """
 
     changes: TreeChanges | None = None
@@ -112,6 +122,8 @@ class Proposal:
     commit: str | None = None
     contents: Mapping[str, bytes] = field(default_factory=dict)
     changed_paths: Sequence[str] | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    adopts: bool = False
 
     def __post_init__(self) -> None:
         if (self.changes is None) == (self.commit is None):
@@ -158,6 +170,7 @@ def commit_run(
     fields: Mapping[str, Any] | None = None,
     journal_files: Mapping[str, bytes] | None = None,
     worktree: WorktreeStep | None = None,
+    journaled: bool = True,
 ) -> Outcome:
     """Commit one run (see the module docstring) and return its :class:`Outcome`.
 
@@ -167,6 +180,8 @@ def commit_run(
     further live paths for the checkpoint, ``dirty`` the caller's own dirtiness answer (both
     are touched in the live index). ``fields`` go into the journal record, ``journal_files``
     into the journal commit. ``worktree`` replaces the default work-tree step.
+    ``journaled`` False skips the journal step (a pull's journal-only fast-forward): the
+    outcome's ``journal_commit`` is then None without anything having failed.
     """
     extra_fields = dict(fields or {})
     try:
@@ -201,12 +216,15 @@ def commit_run(
         apply_commit=commit,
     )  # fmt: skip
     entry.update(extra_fields)
+    entry.update(proposal.fields)
     failure = _finalize(tx, run, commit, changes, set(captured) | set(changes),
                         worktree or _default_worktree(tx, proposal.contents))  # fmt: skip
     if failure is not None:
         entry["error_code"] = failure.code
         entry["phase"] = "finalizing"
     entry["duration_ms"] = clock.duration_ms()
+    if not journaled and failure is None:
+        return Outcome(recovery, commit, None, entry, dict(changes))
     journal_commit = commit_journal(tx, entry, extra_files=journal_files)
     if failure is not None or journal_commit is None:
         # HEAD holds the run but the work tree or the journal does not: the record that
@@ -238,9 +256,13 @@ def _apply_commit(
     commit = str(proposal.commit)
     if tx.git.rev_parse(f"{commit}^{{commit}}") != commit:
         raise CommitFailedError(f"{commit} is not a commit of this repository")
-    for base, name in ((head, "HEAD"), (recovery, "the recovery point")):
-        if not tx.is_ancestor(base, commit):
-            raise CommitFailedError(f"{commit} does not descend from {name} ({base})")
+    if proposal.adopts:
+        if recovery != head:
+            raise CommitFailedError("an adopted history needs a clean payload (no checkpoint)")
+    else:
+        for base, name in ((head, "HEAD"), (recovery, "the recovery point")):
+            if not tx.is_ancestor(base, commit):
+                raise CommitFailedError(f"{commit} does not descend from {name} ({base})")
     return commit, tx.tree_diff(recovery, commit)
 
 
@@ -383,7 +405,8 @@ def journal_interrupted_run(tx: GitTransactions) -> Callable[[dict[str, Any]], N
         changed: list[str] = []
         if recovery is not None and applied is not None:
             with contextlib.suppress(DshError, UnicodeError):
-                changed = sorted(tx.tree_diff(recovery, applied))
+                # Payload only: a pull's apply commit also brings journal files.
+                changed = sorted(p for p in tx.tree_diff(recovery, applied) if is_payload_path(p))
         entry = journal.make_record(
             run_id=str(run_id),
             operation=str(active.get("operation") or "unknown"),

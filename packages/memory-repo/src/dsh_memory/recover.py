@@ -71,7 +71,7 @@ from dsh_memory.oplock import (
     read_operation_lock,
 )
 from dsh_memory.pipeline import commit_journal, done_status, interrupted_commits
-from dsh_memory.root import PAYLOAD_PATHS, RECORD_DIRS, Layout
+from dsh_memory.root import LAST_SYNC_FILE, PAYLOAD_PATHS, RECORD_DIRS, Layout, is_payload_path
 from dsh_memory.transactions import Blob, GitTransactions
 from dsh_memory.unjournaled import head_landing, landing_record
 
@@ -291,7 +291,9 @@ def _finish_landed_run(tx: GitTransactions, head: str, recovery: str, applied: s
     index follows HEAD for the run's paths and for every payload path whose file already
     equals HEAD (the dirty files its checkpoint captured).
     """
-    changed = sorted(tx.tree_diff(recovery, applied))
+    # .last-sync is this machine's own watermark: a pull's apply commit may hold another
+    # machine's, which the pull itself never writes to the work tree - nor does recover.
+    changed = sorted(p for p in tx.tree_diff(recovery, applied) if p != LAST_SYNC_FILE)
     staged = _index_differs(tx)
     paths = sorted(set(changed) | set(staged))
     if not paths:
@@ -330,6 +332,7 @@ def _finished_run_record(  # noqa: PLR0917 - one private call site
     return journal.make_record(
         run_id=run_id, operation=operation, status=done_status(operation),
         started_at=str(active.get("started_at") or clock.started_at),
-        changed_paths=sorted(tx.tree_diff(recovery, applied)), recovery_commit=recovery,
+        changed_paths=sorted(p for p in tx.tree_diff(recovery, applied) if is_payload_path(p)),
+        recovery_commit=recovery,
         apply_commit=applied, error_code="interrupted-run", phase="finalizing",
     )  # fmt: skip

@@ -2,7 +2,10 @@
 
 The run must be ``applied`` - or ``interrupted`` with both commits, when its writer died
 after the HEAD compare-and-swap - and its apply commit's *payload tree* must still equal
-HEAD's (journal commits after it do not count). The rollback is a writer of the commit
+HEAD's (journal commits after it do not count). Once another machine's memory arrived by a
+pull after the run, HEAD's payload holds that machine's changes too: the run is then rolled
+back as a revert of its own paths, when none of them changed since its apply commit
+(``rollback-conflict`` naming them otherwise). The rollback is a writer of the commit
 pipeline (:mod:`dsh_memory.pipeline`): recovery point = HEAD, a ``DPSK memory rollback:
 <run>`` commit restoring the recovery tree, the live index, the work tree (blobs streamed
 in bounded chunks), then the journal record ``rolled_back``. Never reset, force or rewrite.
@@ -32,7 +35,7 @@ from dsh_memory.pipeline import (
     journal_interrupted_run,
     writer_run,
 )
-from dsh_memory.root import Layout, require_memory_repository
+from dsh_memory.root import Layout, escape_name, require_memory_repository
 from dsh_memory.transactions import Blob, GitTransactions
 
 __all__ = ["ROLLBACK_CONFIRMATION", "rollback"]
@@ -89,8 +92,9 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
         if before.get(path) != after.get(path)
     }  # fmt: skip
     # Payload trees, not commits: journal commits after the run do not count as writes.
-    if tx.tree_files(head) != after:
-        raise RollbackConflictError(f"memory changed after run {run_id}; cannot roll it back")
+    now = tx.tree_files(head)
+    if now != after:
+        _check_revert(tx, run_id, apply_commit, changes, now, after)
     dirty = tx.payload_dirty_paths()
     _check_rollback_dirt(tx, dirty, before, after, run_id)
     rollback_id = journal.unique_run_id(root, f"{journal.utc_stamp()}-rollback")
@@ -117,6 +121,40 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
     if journal_commit is None:
         result["journaled"] = False
     return result
+
+
+#: Subjects that say another machine's memory arrived: a pull's merge commit, and the
+#: journal commit of a pull run (a fast-forward leaves no commit of its own before it).
+_PULL_GREPS = ("--grep=DPSK memory pull merged: ", "--grep=-pull-")
+
+
+def _pulled_since(tx: GitTransactions, apply_commit: str) -> bool:
+    """Whether a pull landed in HEAD's history after ``apply_commit``."""
+    found = tx.git.run(["rev-list", "-1", "--fixed-strings", *_PULL_GREPS,
+                        f"{apply_commit}..HEAD"])  # fmt: skip
+    return bool(found.text.strip())
+
+
+def _check_revert(  # noqa: PLR0917 - one private call site
+    tx: GitTransactions,
+    run_id: str,
+    apply_commit: str,
+    changes: dict[str, Blob | None],
+    now: dict[str, Blob],
+    after: dict[str, Blob],
+) -> None:
+    """HEAD's payload is no longer the run's: roll back anyway when another machine's
+    changes arrived since (a pull) and none of them touched the run's own paths - the
+    rollback is then a revert of exactly those paths. Otherwise ``rollback-conflict``."""
+    if not _pulled_since(tx, apply_commit):
+        raise RollbackConflictError(f"memory changed after run {run_id}; cannot roll it back")
+    moved = sorted(p for p in changes if now.get(p) != after.get(p))
+    if moved:
+        shown = ", ".join(escape_name(p) for p in moved[:5])
+        raise RollbackConflictError(
+            f"memory changed after run {run_id} at {len(moved)} of its paths ({shown}):"
+            " roll back the newer changes first, or edit those records by hand"
+        )
 
 
 def _check_rollback_dirt(

@@ -273,6 +273,11 @@ def escape_name(relative: str) -> str:
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def is_payload_path(relative: str) -> bool:
+    """``summary.md`` or anything under handbook/, rollouts/ or archive/."""
+    return relative == SUMMARY_FILE or relative.split("/", 1)[0] in RECORD_DIRS
+
+
 def is_record_path(relative: str) -> bool:
     """A Markdown record under handbook/, rollouts/ or archive/."""
     head, _, rest = relative.partition("/")

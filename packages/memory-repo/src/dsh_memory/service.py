@@ -48,6 +48,11 @@ _FALLBACK_CODES = {
     "recover": "recover-failed",
     "export_bundle": "bundle-failed",
     "import_bundle": "bundle-failed",
+    "remote": "remote-failed",
+    "set_remote": "remote-failed",
+    "remove_remote": "remote-failed",
+    "pull": "remote-failed",
+    "push": "remote-failed",
 }
 
 _METHODS = {
@@ -69,6 +74,11 @@ _METHODS = {
     "remove": ("remove", ("path",)),
     "adopt": ("adopt", ()),
     "recover": ("recover", ("confirmation",)),
+    "remote": ("remote", ()),
+    "setRemote": ("set_remote", ("url",)),
+    "removeRemote": ("remove_remote", ()),
+    "pull": ("pull", ()),
+    "push": ("push", ()),
 }
 
 _MISSING: Any = object()
@@ -300,6 +310,44 @@ class MemoryService:
         from dsh_memory.bundle import import_bundle  # noqa: PLC0415
 
         return self._envelope("import_bundle", lambda: import_bundle(file, new_root))
+
+    # -- the Git remote: several machines, one memory ---------------------------------------
+
+    def remote(self) -> Envelope:
+        """The remote (URL redacted), ahead/behind, the last pull and push; null when unset."""
+        from dsh_memory.remote_config import show  # noqa: PLC0415
+
+        return self._envelope("remote", lambda: show(self._layout()))
+
+    def set_remote(self, url: object = _MISSING, base: str | None = None) -> Envelope:
+        """Set the remote's URL (a relative path is taken against ``base``, else the cwd)."""
+        from dsh_memory.remote_config import checked, set_remote  # noqa: PLC0415
+
+        def action() -> Any:
+            if not isinstance(url, str):
+                raise errors.RemoteInvalidError("remote set needs a URL")
+            checked(url, base=base)  # before the repository is opened
+            return set_remote(self._layout(), url, base=base)
+
+        return self._envelope("set_remote", action)
+
+    def remove_remote(self) -> Envelope:
+        """Forget the remote (its URL, tracking ref and remembered state)."""
+        from dsh_memory.remote_config import remove_remote  # noqa: PLC0415
+
+        return self._envelope("remove_remote", lambda: remove_remote(self._layout()))
+
+    def pull(self) -> Envelope:
+        """Fetch the remote and merge it in as one journaled ``pull`` run."""
+        from dsh_memory.pull import pull  # noqa: PLC0415
+
+        return self._envelope("pull", lambda: pull(self._layout()))
+
+    def push(self) -> Envelope:
+        """Push HEAD to the remote, fast-forward only."""
+        from dsh_memory.push import push  # noqa: PLC0415
+
+        return self._envelope("push", lambda: push(self._layout()))
 
     # -- read paths (search/context live in their own modules) -----------------------------
 

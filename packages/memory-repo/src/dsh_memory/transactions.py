@@ -25,7 +25,15 @@ from dsh_common.errors import DshError, GitError
 from dsh_common.git import GitRunner
 from dsh_memory import fsops, payload_state
 from dsh_memory.errors import CheckpointFailedError, CommitFailedError, RepoUnavailableError
-from dsh_memory.root import PAYLOAD_PATHS, SUMMARY_FILE, Layout, escape_name
+from dsh_memory.root import (
+    LAST_SYNC_FILE,
+    PAYLOAD_PATHS,
+    README_FILE,
+    SUMMARY_FILE,
+    SYNC_DIR,
+    Layout,
+    escape_name,
+)
 
 ZERO_OID = "0" * 40
 FILE_MODE = "100644"
@@ -469,9 +477,12 @@ def _bulk_timeout(count: int) -> float:
 
 
 def _worktree_mode(path: str, blob: Blob) -> int:
-    """summary.md is owner-only (init's mode); records follow their Git mode."""
-    if path == SUMMARY_FILE:
+    """summary.md and the operational files are owner-only (init's modes; a pull writes the
+    journal files it brings); records follow their Git mode."""
+    if path in (SUMMARY_FILE, README_FILE, LAST_SYNC_FILE) or path.startswith(f"{SYNC_DIR}/"):
         return 0o600
+    if path.startswith("scripts/") and blob.mode == EXECUTABLE_MODE:
+        return 0o700
     return 0o755 if blob.mode == EXECUTABLE_MODE else 0o644
 
 

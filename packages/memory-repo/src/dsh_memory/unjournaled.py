@@ -24,11 +24,13 @@ from dsh_memory.transactions import GitTransactions
 _APPLIED = "DPSK memory sync applied: "
 _CLEARED = "DPSK memory cleared"
 _ROLLBACK = "DPSK memory rollback: "
+#: A pull's merge commit (:mod:`dsh_memory.pull`); its first parent is the recovery point.
+PULL_MERGED = "DPSK memory pull merged: "
 #: The run id the earlier tool's preview apply writes into its commit subjects.
 EARLIER_PREVIEW_RUN = "preview"
 #: ``<stamp>-<operation>-<pid>``: a host operation's run id says which operation it was.
 _HOST_RUN = re.compile(r"[0-9]{8}T[0-9]{6}Z-([a-z]+)-[0-9]+(?:-[0-9a-f]{4})?")
-_HOST_OPERATIONS = frozenset({"migrate", "clear", "edit", "preview", "rollback"})
+_HOST_OPERATIONS = frozenset({"migrate", "clear", "edit", "preview", "rollback", "pull"})
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,10 @@ def head_landing(tx: GitTransactions) -> Landing | None:
         operation, run_id, status = "clear", None, "applied"
     elif subject.startswith(_ROLLBACK):
         operation, run_id, status = "rollback", None, "rolled_back"
+    elif subject.startswith(PULL_MERGED):
+        named = subject[len(PULL_MERGED) :]
+        operation, status = "pull", "applied"
+        run_id = named if journal.is_valid_run_id(named) else None
     else:
         return None
     if run_id is not None:

@@ -39,6 +39,20 @@
       migrateDone: "Migrated {n} records (apply commit {commit}).",
       migrateNothing: "Nothing to migrate.",
       cancel: "Cancel",
+      remoteTitle: "Git remote",
+      remoteNone:
+        "No Git remote is set: this memory lives on this machine only. To share it between machines, run `dsh-memory remote set URL` with a private repository (see “Several machines” in the README).",
+      remoteUrl: "URL",
+      remoteBranch: "Branch",
+      remoteSync: "Since the last fetch",
+      remoteCounts: "{ahead} commit(s) to push, {behind} to pull",
+      remoteNotFetched: "not fetched yet",
+      remoteLastPull: "Last pull",
+      remoteLastPush: "Last push",
+      remoteNever: "never",
+      remoteConflicts: "{n} conflicting record(s) kept beside their originals",
+      remoteInvalid: "This URL is refused (remote-invalid): nothing is fetched or pushed until it is set again with `dsh-memory remote set URL`.",
+      remoteHow: "This page only shows the remote. Exchange changes with `dsh-memory pull` and `dsh-memory push`, or `dsh-memory-sync --remote`.",
       runsTitle: "Runs",
       lastRun: "Last run",
       noRuns: "No run has been recorded yet.",
@@ -111,6 +125,19 @@
       migrateDone: "已迁移 {n} 条记录（应用提交 {commit}）。",
       migrateNothing: "没有需要迁移的记录。",
       cancel: "取消",
+      remoteTitle: "Git 远程仓库",
+      remoteNone: "尚未设置 Git 远程仓库：此记忆只保存在本机。要在多台机器之间共享，请用一个私有仓库运行 `dsh-memory remote set URL`（见 README 的“Several machines”一节）。",
+      remoteUrl: "地址",
+      remoteBranch: "分支",
+      remoteSync: "自上次获取以来",
+      remoteCounts: "{ahead} 个提交待推送，{behind} 个待拉取",
+      remoteNotFetched: "尚未获取",
+      remoteLastPull: "最近一次拉取",
+      remoteLastPush: "最近一次推送",
+      remoteNever: "从未",
+      remoteConflicts: "{n} 条冲突记录已保存在原记录旁边",
+      remoteInvalid: "此地址被拒绝（remote-invalid）：在用 `dsh-memory remote set URL` 重新设置之前，不会获取或推送任何内容。",
+      remoteHow: "此页面只显示远程仓库。请用 `dsh-memory pull` 和 `dsh-memory push`，或 `dsh-memory-sync --remote` 交换变更。",
       runsTitle: "运行记录",
       lastRun: "最近一次运行",
       noRuns: "尚无运行记录。",
@@ -195,6 +222,12 @@
       "ui-forbidden-host": "The request named another host and was refused.",
       "ui-invalid-request": "The page sent a request the server does not accept.",
       "network-error": "The settings server cannot be reached. Is `dsh-memory ui` still running?",
+      "remote-invalid": "The remote URL is refused.",
+      "remote-unavailable": "The remote could not be reached (network or credentials); nothing was changed.",
+      "remote-content-refused": "The remote's history holds files no memory holds; nothing was pulled.",
+      "unsafe-config": "The memory repository's own Git config would redirect the exchange or run a program; nothing was changed.",
+      "push-rejected": "The remote has changes this machine has not pulled yet; nothing was pushed.",
+      "push-unjournaled-deletion": "The push would delete records no run deleted; nothing was pushed.",
     },
     zh: {
       "settings-unavailable": "无法读取设置文件。",
@@ -232,6 +265,12 @@
       "ui-forbidden-host": "请求指向其他主机，已被拒绝。",
       "ui-invalid-request": "页面发送了服务器不接受的请求。",
       "network-error": "无法连接设置服务器。`dsh-memory ui` 是否仍在运行？",
+      "remote-invalid": "远程仓库地址被拒绝。",
+      "remote-unavailable": "无法连接远程仓库（网络或凭据问题）；没有任何改动。",
+      "remote-content-refused": "远程仓库的历史中有记忆库不应包含的文件；没有拉取任何内容。",
+      "unsafe-config": "记忆库自身的 Git 配置会重定向交换或运行程序；没有任何改动。",
+      "push-rejected": "远程仓库有本机尚未拉取的变更；没有推送任何内容。",
+      "push-unjournaled-deletion": "推送会删除没有任何运行删除过的记录；没有推送任何内容。",
     },
   };
 
@@ -241,12 +280,16 @@
       rolled_back: "rolled back", running: "running", pending: "pending",
       "skipped-retry": "skipped (retry later)", rejected: "rejected", deferred: "deferred",
       sync: "sync", preview: "preview", migrate: "migration", rollback: "rollback", clear: "delete",
+      pull: "pull", edit: "edit", "up-to-date": "up to date", "fast-forward": "fast-forward",
+      merged: "merged", "merged-with-conflicts": "merged with conflicts", pushed: "pushed",
     },
     zh: {
       applied: "已应用", no_change: "无变更", failed: "失败", interrupted: "已中断",
       rolled_back: "已回滚", running: "运行中", pending: "待处理",
       "skipped-retry": "已跳过（稍后重试）", rejected: "已拒绝", deferred: "已推迟",
       sync: "同步", preview: "预览", migrate: "迁移", rollback: "回滚", clear: "删除",
+      pull: "拉取", edit: "编辑", "up-to-date": "已是最新", "fast-forward": "快进",
+      merged: "已合并", "merged-with-conflicts": "已合并（有冲突）", pushed: "已推送",
     },
   };
 
@@ -556,6 +599,50 @@
     fill("sec-repo", title, facts, migration, noticeNode("repo"));
   }
 
+  function exchangeLine(last, id) {
+    if (!last) return h("dd", { id }, t("remoteNever"));
+    const failed = last.status === "failed";
+    const parts = [when(last.at), " · "];
+    if (failed) parts.push(h("span", { className: "badge bad" }, word("failed"), " ", codeTag(last.code)), " ", codeSentence(last.code));
+    else parts.push(h("span", { className: "badge ok" }, word(last.status), " ", codeTag(last.status)));
+    if (!failed && last.conflicts) parts.push(" · ", t("remoteConflicts", { n: last.conflicts }));
+    return h("dd", { id, "data-status": last.status }, parts);
+  }
+
+  function renderRemote() {
+    const title = h("h2", {}, t("remoteTitle"));
+    const status = state.status;
+    if (!status.ok) {
+      fill("sec-remote", title, errorBlock(status));
+      return;
+    }
+    const remote = status.value.remote;
+    if (!remote) {
+      fill("sec-remote", title, h("p", { className: "hint", id: "remote-none" }, withCode(t("remoteNone"))));
+      return;
+    }
+    const counts =
+      remote.ahead === null || remote.behind === null
+        ? t("remoteNotFetched")
+        : t("remoteCounts", { ahead: remote.ahead, behind: remote.behind });
+    const facts = h(
+      "dl",
+      { className: "facts", id: "remote-facts" },
+      h("dt", {}, t("remoteUrl")),
+      h("dd", { className: "mono", id: "remote-url" }, remote.url),
+      h("dt", {}, t("remoteBranch")),
+      h("dd", { className: "mono", id: "remote-branch" }, remote.branch || "—"),
+      h("dt", {}, t("remoteSync")),
+      h("dd", { id: "remote-counts" }, counts, remote.lastFetchAt ? ` (${when(remote.lastFetchAt)})` : ""),
+      h("dt", {}, t("remoteLastPull")),
+      exchangeLine(remote.lastPull, "remote-last-pull"),
+      h("dt", {}, t("remoteLastPush")),
+      exchangeLine(remote.lastPush, "remote-last-push"),
+    );
+    const invalid = remote.valid ? null : h("p", { className: "notice error", id: "remote-invalid" }, withCode(t("remoteInvalid")));
+    fill("sec-remote", title, invalid, facts, h("p", { className: "hint" }, withCode(t("remoteHow"))));
+  }
+
   function confirmBox(kind, id, explain, yesLabel, onYes) {
     return h(
       "div",
@@ -767,6 +854,7 @@
     const typing = document.activeElement && document.activeElement.id === "delete-word";
     renderSwitch();
     renderRepo();
+    renderRemote();
     renderRuns();
     renderPreviews();
     renderHealth();

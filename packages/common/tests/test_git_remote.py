@@ -1,0 +1,310 @@
+"""Fetch and push through a checked remote: which URLs, which transport, what may run.
+
+Real remotes only: bare repositories on disk and a real smart-HTTP server on 127.0.0.1
+(``git http-backend``, from tests/support). Every program a remote or a repository's config
+names is a script that leaves a marker file; the assertion is that no marker appears.
+"""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from dsh_test_support.git_http import git_http_server
+
+from dsh_common.errors import GitError
+from dsh_common.git import GitRunner
+from dsh_common.git_remote import (
+    RemoteConfigError,
+    RemoteUrlError,
+    check_transfer_config,
+    fetch,
+    fetch_branch,
+    parse_remote_url,
+    push,
+    redact_remote,
+    redact_url,
+    repository_config,
+)
+
+from .conftest import git
+
+TRACKING = "refs/remotes/origin/main"
+
+
+def _script(path: Path, marker: Path, *, exit_code: int = 0) -> Path:
+    path.write_text(f"#!/bin/sh\necho ran >> '{marker}'\nexit {exit_code}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def _bare(path: Path) -> Path:
+    git(path.parent, "init", "-q", "--bare", "-b", "main", str(path))
+    return path
+
+
+def _head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def _commit(repo: Path, name: str, text: str) -> str:
+    (repo / name).write_text(text)
+    git(repo, "add", name)
+    git(repo, "commit", "-qm", f"add {name}")
+    return _head(repo)
+
+
+# -- which URLs --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "transport", "shown"),
+    [
+        ("/srv/memory.git", "file", "/srv/memory.git"),
+        ("file:///srv/memory.git", "file", "file:///srv/memory.git"),
+        ("https://host.example/me/memory.git", "https", "https://host.example/me/memory.git"),
+        ("https://me:t0k3n@host.example/m.git", "https", "https://***@host.example/m.git"),
+        ("https://t0k3n@host.example/m.git", "https", "https://***@host.example/m.git"),
+        ("https://me:p@ss@host.example/m.git", "https", "https://***@host.example/m.git"),
+        ("http://127.0.0.1:8080/m.git", "http", "http://127.0.0.1:8080/m.git"),
+        ("http://localhost/m.git", "http", "http://localhost/m.git"),
+        ("ssh://git@host.example:2222/m.git", "ssh", "ssh://git@host.example:2222/m.git"),
+        ("ssh://git:pw@host.example/m.git", "ssh", "ssh://git:***@host.example/m.git"),
+        ("git@host.example:me/m.git", "ssh", "git@host.example:me/m.git"),
+    ],
+)
+def test_accepted_remotes_name_their_one_transport(text: str, transport: str, shown: str) -> None:
+    remote = parse_remote_url(text)
+    assert (remote.url, remote.transport, remote.shown) == (text, transport, shown)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ext::sh -c touch% /tmp/pwned",
+        "fd::3",
+        "evil::https://host.example/x",
+        "git://host.example/m.git",
+        "ftp://host.example/m.git",
+        "http://host.example/m.git",  # plain http off this machine
+        "ssh://-oProxyCommand=touch%20x/m.git",
+        "ssh://-oProxyCommand=x@host/m.git",
+        "-oProxyCommand=x:m.git",
+        "-u/tmp/x",
+        "https://host.example/m.git?x=1",
+        "file://other.host/m.git",
+        "https://host.example/",
+        "ssh://host.example",
+        "https://host.example/a\nb",
+        "host.example:path with space",
+        "alice:s3cret@host.example:m.git",
+        "",
+        "  ",
+        "https://host.example/" + "a" * 5000,
+    ],
+)
+def test_refused_remotes_are_remote_invalid(text: str) -> None:
+    with pytest.raises(RemoteUrlError) as refused:
+        parse_remote_url(text)
+    assert refused.value.code == "remote-invalid"
+    assert "s3cret" not in refused.value.message
+
+
+def test_a_relative_path_is_made_absolute_against_the_base(tmp_path: Path) -> None:
+    remote = parse_remote_url("backups/memory.git", base=tmp_path)
+    assert remote.url == str(tmp_path / "backups" / "memory.git")
+    assert remote.transport == "file"
+
+
+def test_redact_url_hides_every_credential_in_a_message() -> None:
+    message = "fatal: unable to access 'https://me:t0k3n@host/x/': and ssh://git:pw@h/y"
+    shown = redact_url(message)
+    assert "t0k3n" not in shown and "pw@" not in shown
+    assert "https://***@host/x/" in shown and "ssh://git:***@h/y" in shown
+    assert redact_url("ssh://git@host/x") == "ssh://git@host/x"
+    assert redact_remote("alice:s3cret@host.example:m.git") == "alice:***@host.example:m.git"
+    assert redact_remote("git@host.example:m.git") == "git@host.example:m.git"
+
+
+# -- bare repositories on disk ---------------------------------------------------------------
+
+
+def test_push_is_fast_forward_only_and_fetch_brings_the_commit_back(
+    repo: Path, tmp_path: Path
+) -> None:
+    remote = parse_remote_url(str(_bare(tmp_path / "remote.git")))
+    runner = GitRunner(repo)
+    first = _head(repo)
+    assert push(runner, remote, first, "main").status == "pushed"
+    assert push(runner, remote, first, "main").status == "up-to-date"
+    # Another machine pushes on top; our own next commit is no longer a fast-forward.
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(tmp_path / "remote.git"), str(other))
+    theirs = _commit(other, "theirs.txt", "theirs\n")
+    git(other, "push", "-q", "origin", "main")
+    ours = _commit(repo, "ours.txt", "ours\n")
+    rejected = push(runner, remote, ours, "main")
+    assert rejected.status == "rejected"
+    assert git(tmp_path / "remote.git", "rev-parse", "main").strip() == theirs
+    assert fetch_branch(runner, remote, "main", TRACKING) == theirs
+    assert git(repo, "rev-parse", TRACKING).strip() == theirs
+
+
+def test_an_empty_remote_has_no_branch_and_leaves_no_tracking_ref(
+    repo: Path, tmp_path: Path
+) -> None:
+    remote = parse_remote_url(str(_bare(tmp_path / "empty.git")))
+    git(repo, "update-ref", TRACKING, _head(repo))
+    assert fetch_branch(GitRunner(repo), remote, "main", TRACKING) is None
+    assert git(repo, "for-each-ref", TRACKING) == ""
+
+
+def test_an_unreachable_remote_is_a_git_error(repo: Path, tmp_path: Path) -> None:
+    remote = parse_remote_url(str(tmp_path / "missing.git"))
+    with pytest.raises(GitError):
+        fetch_branch(GitRunner(repo), remote, "main", TRACKING)
+
+
+def test_hooks_and_config_of_a_local_remote_never_run(repo: Path, tmp_path: Path) -> None:
+    """The receiving and uploading git run in the remote repository and read its config and
+    hooks, not our -c options: every program it names is a marker script."""
+    marker = tmp_path / "ran"
+    bare = _bare(tmp_path / "remote.git")
+    for hook in ("pre-receive", "update", "post-receive", "post-update",
+                 "reference-transaction", "push-to-checkout", "proc-receive"):  # fmt: skip
+        _script(bare / "hooks" / hook, marker)
+    fsmonitor = _script(tmp_path / "fsmonitor", marker)
+    git(bare, "config", "core.fsmonitor", str(fsmonitor))
+    git(bare, "config", "core.alternateRefsCommand", str(_script(tmp_path / "alt", marker)))
+    git(bare, "config", "uploadpack.packObjectsHook", str(_script(tmp_path / "pack", marker)))
+    # Alternates make the receiving side list their refs (through alternateRefsCommand).
+    (bare / "objects" / "info" / "alternates").write_text(str(repo / ".git" / "objects") + "\n")
+    remote = parse_remote_url(str(bare))
+    runner = GitRunner(repo)
+    assert push(runner, remote, _head(repo), "main").status == "pushed"
+    assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+    assert not marker.exists()
+
+
+def test_a_non_bare_remote_never_checks_a_push_out(repo: Path, tmp_path: Path) -> None:
+    """``receive.denyCurrentBranch=updateInstead`` would check the push out in the remote's
+    work tree, through the smudge filter its config names."""
+    marker = tmp_path / "ran"
+    target = tmp_path / "checkout"
+    git(tmp_path, "clone", "-q", str(repo), str(target))
+    git(target, "config", "receive.denyCurrentBranch", "updateInstead")
+    git(target, "config", "filter.evil.smudge", str(_script(tmp_path / "smudge", marker)))
+    (target / ".gitattributes").write_text("* filter=evil\n")
+    git(target, "add", ".gitattributes")
+    git(target, "commit", "-qm", "attributes")
+    git(repo, "pull", "-q", str(target), "main")
+    ours = _commit(repo, "new.txt", "new\n")
+    outcome = push(GitRunner(repo), parse_remote_url(str(target)), ours, "main")
+    assert outcome.status == "rejected"
+    assert not marker.exists()
+    assert not (target / "new.txt").exists()
+
+
+def test_our_own_repository_config_names_no_program_for_a_transfer(
+    repo: Path, tmp_path: Path, hermetic_home: Path
+) -> None:
+    """core.sshCommand and credential helpers count only from the user's own config."""
+    marker = tmp_path / "ran-local"
+    used = tmp_path / "ran-global"
+    git(
+        repo, "config", "core.sshCommand", str(_script(tmp_path / "local-ssh", marker, exit_code=1))
+    )
+    git(repo, "config", "credential.helper", f"!{_script(tmp_path / 'cred', marker)}")
+    global_ssh = _script(tmp_path / "global-ssh", used, exit_code=1)
+    with (hermetic_home / ".gitconfig").open("a") as config:
+        config.write(f"[core]\n\tsshCommand = {global_ssh}\n")
+    with pytest.raises(GitError):
+        fetch(GitRunner(repo), parse_remote_url("ssh://host.invalid/m.git"), ["main"])
+    assert used.exists(), "the user's own ssh command is the one used"
+    assert not marker.exists()
+
+
+def test_the_user_gets_batch_mode_ssh_when_no_ssh_command_is_configured(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "ssh-args"
+    fake = tmp_path / "bin" / "ssh"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho \"$@\" > '{log}'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    with pytest.raises(GitError):
+        fetch(GitRunner(repo), parse_remote_url("git@host.invalid:m.git"), ["main"])
+    assert "BatchMode=yes" in log.read_text()
+
+
+def test_a_repository_url_rewrite_is_refused_before_git_starts(repo: Path, tmp_path: Path) -> None:
+    git(repo, "config", "url.https://attacker.invalid/.insteadOf", "https://")
+    runner = GitRunner(repo)
+    assert repository_config(runner, r"^url\..*\.insteadof$") == [
+        "url.https://attacker.invalid/.insteadof"
+    ]
+    before = runner.commands_run
+    with pytest.raises(RemoteConfigError) as refused:
+        fetch(runner, parse_remote_url("https://me:t0k3n@host.invalid/m.git"), ["main"])
+    assert refused.value.code == "unsafe-config"
+    assert runner.commands_run - before == 1  # the config read, no fetch
+    with pytest.raises(RemoteConfigError):
+        push(runner, parse_remote_url(str(tmp_path)), _head(repo), "main")
+
+
+def test_the_users_own_url_rewrite_is_allowed(repo: Path, hermetic_home: Path) -> None:
+    with (hermetic_home / ".gitconfig").open("a") as config:
+        config.write('[url "git@host.example:"]\n\tinsteadOf = https://host.example/\n')
+    check_transfer_config(GitRunner(repo))  # no error
+
+
+def test_a_transport_opens_only_for_fetch_and_push(repo: Path, tmp_path: Path) -> None:
+    runner = GitRunner(repo)
+    with pytest.raises(ValueError, match="fetch and push"):
+        runner.run(["ls-remote", str(tmp_path)], transport="file")
+    with pytest.raises(ValueError, match="may not be allowed"):
+        runner.run(["fetch", "ext::sh"], transport="ext")
+
+
+def test_fetch_over_the_file_transport_cannot_reach_ext(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    git(repo, "config", "protocol.ext.allow", "always")
+    result = GitRunner(repo).run(
+        ["fetch", f"ext::sh -c touch% {marker}", "main"], transport="file", check=False
+    )
+    assert result.returncode != 0
+    assert not marker.exists()
+
+
+# -- a real smart-HTTP server --------------------------------------------------------------------
+
+
+def test_push_and_fetch_over_http_with_credentials_that_never_show(
+    repo: Path, tmp_path: Path
+) -> None:
+    served = tmp_path / "served"
+    served.mkdir()
+    _bare(served / "memory.git")
+    with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
+        good = parse_remote_url(server.url("memory.git", with_credentials=True))
+        assert "s3cr3t" not in good.shown
+        runner = GitRunner(repo)
+        assert push(runner, good, _head(repo), "main").status == "pushed"
+        assert fetch_branch(runner, good, "main", TRACKING) == _head(repo)
+        assert {r.user for r in server.requests if r.status == 200} == {"me"}
+        wrong = parse_remote_url(server.url("memory.git").replace("://", "://me:wrong@"))
+        with pytest.raises(GitError) as failed:
+            fetch_branch(runner, wrong, "main", TRACKING)
+        missing = parse_remote_url(server.url("nope.git", with_credentials=True))
+        with pytest.raises(GitError) as absent:
+            fetch_branch(runner, missing, "main", TRACKING)
+    for error in (failed.value, absent.value):
+        text = f"{error.message} {error.stderr} {error.argv}"
+        assert "s3cr3t" not in text and "wrong" not in text, text
+    # Nothing of ours wrote the URL down: no FETCH_HEAD, no config entry, no reflog line.
+    assert not (repo / ".git" / "FETCH_HEAD").exists()
+    for path in (repo / ".git").rglob("*"):
+        if path.is_file() and path.stat().st_size < 1 << 20:
+            assert b"s3cr3t" not in path.read_bytes(), path
