@@ -6,6 +6,8 @@ Everything runs the installed ``dsh-compound`` console script on real git reposi
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -308,3 +310,63 @@ def test_outside_a_git_work_tree_is_a_json_error(tmp_path: Path, option: str) ->
     done = dsh("check", "--workspace", str(plain), option, cwd=plain)
     assert done.returncode == 1
     assert json.loads(done.stderr)["error"]["code"] == "not-a-git-repository"
+
+
+def test_changed_since_catches_a_commit_that_only_deletes_a_source(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "rm", "-q", "src/pool.js")
+    git(repo, "commit", "-qm", "drop the pool")
+    done = run_check(repo, "--changed-since", base, "--fail-on", "changed")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["selection"] == {"paths": 1, "records": 1}
+    assert [item["evidenceStatus"] for item in result["needsReview"]] == ["missing"]
+
+
+def with_env(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    return {**env, **values}
+
+
+def run_env(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN), *args], capture_output=True, text=True, cwd=repo, env=env, timeout=60,
+        check=False,
+    )  # fmt: skip
+
+
+def fake_git(tmp_path: Path, on_diff: str) -> dict[str, str]:
+    """PATH with a git that does ``on_diff`` for ``git diff`` and is the real git otherwise."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(
+        '#!/bin/sh\nfor argument in "$@"; do\n'
+        f'  if [ "$argument" = diff ]; then {on_diff}; fi\ndone\nexec {real} "$@"\n'
+    )
+    script.chmod(0o755)
+    return with_env(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(
+    ("on_diff", "code"),
+    [
+        ("echo broken >&2; exit 3", "git-failed"),
+        ("head -c 17000000 /dev/zero; exit 0", "git-output-too-large"),
+        ("exec sleep 30", "git-timeout"),  # the runner's 10 s per command
+    ],
+)
+def test_git_failures_have_their_own_codes(
+    repo: Path, tmp_path: Path, on_diff: str, code: str
+) -> None:
+    env = fake_git(tmp_path, on_diff)
+    for option in ("--staged", "--changed-since=HEAD"):
+        done = run_env(repo, env, "check", option, "--fail-on", "changed")
+        assert done.returncode == 1 and done.stdout == ""
+        error = json.loads(done.stderr)["error"]
+        assert error["code"] == code, error
+        assert error["message"].startswith("git diff ")
+        if code == "git-timeout":
+            break  # once is enough to wait for
