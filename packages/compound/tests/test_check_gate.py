@@ -103,19 +103,19 @@ def test_a_hand_edited_body_fails_needs_review_but_not_changed(repo: Path) -> No
     assert json.loads(done.stdout)["needsReview"][0]["contentStatus"] == "modified"
 
 
-def test_github_format_prints_one_annotation_per_lesson(repo: Path) -> None:
+def test_github_format_prints_one_annotation_per_lesson_missing_first(repo: Path) -> None:
     (repo / "config" / "test.json").write_text("{}\n")
     (repo / "src" / "pool.js").unlink()
     done = run_check(repo, "--format", "github", "--fail-on", "changed")
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     assert lines == [
-        "::warning file=docs/solutions/dsh-compound/login-timeout.md::lesson 'login-timeout' "
-        "(Login requests time out): sources changed: config/test.json - re-verify the lesson, "
-        "then re-capture it (capture --replace) to refresh it",
         "::warning file=docs/solutions/dsh-compound/pool-size.md::lesson 'pool-size' "
         "(Pool size, 100%25 of it): sources missing: src/pool.js - re-verify the lesson, then "
         "re-capture it (capture --replace) to refresh it",
+        "::warning file=docs/solutions/dsh-compound/login-timeout.md::lesson 'login-timeout' "
+        "(Login requests time out): sources changed: config/test.json - re-verify the lesson, "
+        "then re-capture it (capture --replace) to refresh it",
         "dsh-compound check: 2 of 2 lesson(s) need review",
     ]
 
@@ -370,3 +370,43 @@ def test_git_failures_have_their_own_codes(
         assert error["message"].startswith("git diff ")
         if code == "git-timeout":
             break  # once is enough to wait for
+
+
+def test_github_shows_ten_annotations_the_rest_are_log_lines_and_a_notice(
+    repo: Path,
+) -> None:
+    for index in range(11):
+        (repo / "src" / f"m{index:02d}.js").write_text(f"export const m = {index};\n")
+        capture(repo, repo, id=f"lesson-{index:02d}", files=[f"src/m{index:02d}.js"])
+    for index in range(11):
+        (repo / "src" / f"m{index:02d}.js").write_text("changed\n")
+    (repo / "src" / "pool.js").unlink()  # missing: the most important, annotated first
+    done = run_check(repo, "--format", "github")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 10 + 2 + 1 + 1
+    assert all(line.startswith("::warning file=") for line in lines[:10])
+    assert lines[0].startswith("::warning file=docs/solutions/dsh-compound/pool-size.md::")
+    assert [line.split(":")[0] for line in lines[10:12]] == [
+        "docs/solutions/dsh-compound/lesson-09.md",
+        "docs/solutions/dsh-compound/lesson-10.md",
+    ]
+    assert "lesson 'lesson-10' (Login requests time out): sources changed" in lines[11]
+    assert lines[12] == (
+        "::notice::2 more lesson(s) or warning(s) than GitHub annotates for one step (10); "
+        "all are listed in this step's log"
+    )
+    assert lines[13] == "dsh-compound check: 12 of 13 lesson(s) need review"
+
+
+def test_a_hand_edited_lesson_is_one_annotation(repo: Path) -> None:
+    record = repo / "docs/solutions/dsh-compound/pool-size.md"
+    record.write_text(record.read_text() + "\nan edit by hand\n")
+    json_warnings = json.loads(run_check(repo).stdout)["warnings"]
+    assert len(json_warnings) == 1 and "contentStatus modified" in json_warnings[0]
+    done = run_check(repo, "--format", "github")
+    assert done.stdout.splitlines() == [
+        "::warning file=docs/solutions/dsh-compound/pool-size.md::lesson 'pool-size' (Pool "
+        "size, 100%25 of it): record body edited by hand - re-verify the lesson, then "
+        "re-capture it (capture --replace) to refresh it",
+        "dsh-compound check: 1 of 2 lesson(s) need review",
+    ]
