@@ -1,9 +1,9 @@
 """Which workspace files a commit or a pull request touched, read from git.
 
-``check --staged`` (a pre-commit hook) and ``check --changed-since REV`` (a pull request's CI
-job) look only at the lessons whose sources, or whose own record, are among these paths.
-Every git process goes through :class:`dsh_common.git.GitRunner`: the repository is
-untrusted input, and its config must not run anything on our behalf.
+``check --staged`` (a pre-commit hook), ``check --changed-since REV`` (a pull request's CI
+job) and ``check --pre-commit`` look only at the lessons whose sources, or whose own record,
+are among these paths. Every git process goes through :class:`dsh_common.git.GitRunner`:
+the repository is untrusted input, and its config must not run anything on our behalf.
 
 Paths are workspace-relative (``git diff --relative`` run from the workspace), so a
 workspace that is a sub-folder of a repository sees its own files under the names its
@@ -68,8 +68,8 @@ def _run(
     except common_errors.GitOutputTooLargeError as exc:
         raise GitOutputTooLargeError(
             f"{what} named more changed paths than its {MAX_OUTPUT_BYTES // (1024 * 1024)} "
-            "MiB output cap allows; no lesson was checked (check without --staged or "
-            "--changed-since looks at every lesson)"
+            "MiB output cap allows; no lesson was checked (check without --staged, "
+            "--changed-since or --pre-commit looks at every lesson)"
         ) from exc
     except common_errors.GitError as exc:
         raise GitFailedError(f"{what} failed: {exc.message}") from exc

@@ -169,7 +169,7 @@ class InvalidRevisionError(CompoundError, ValueError):
 
 
 class GitRepositoryError(CompoundError, OSError):
-    """``check --staged`` or ``--changed-since`` outside a git work tree."""
+    """``check --staged``, ``--changed-since`` or ``--pre-commit`` outside a git work tree."""
 
     code = "not-a-git-repository"
 
