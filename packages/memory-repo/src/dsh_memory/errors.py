@@ -13,13 +13,18 @@ import errno as _errno
 from collections.abc import Mapping
 from typing import Any
 
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, truncate
+
+#: The longest message a front end prints. A value a message echoes is cut far shorter where
+#: the message is made (``dsh_common.errors.shown``); this bounds whatever echoes more (a
+#: path given on the command line, say), so no input comes back whole.
+MAX_MESSAGE_CHARS = 2000
 
 
 def render_error(code: str, message: str) -> dict[str, Any]:
     """The contract's failed envelope with a message for people: what every dsh-memory front end
     (command line, fast path, hook, ``mcp`` without its extra) prints on stderr."""
-    return {"ok": False, "error": {"code": code, "message": message}}
+    return {"ok": False, "error": {"code": code, "message": truncate(message, MAX_MESSAGE_CHARS)}}
 
 
 def failed_envelope(

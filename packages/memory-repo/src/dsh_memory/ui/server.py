@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from dsh_common.errors import shown
 from dsh_common.jsonio import dumps, loads
 from dsh_memory.errors import failed_envelope, render_error
 from dsh_memory.service import MemoryService
@@ -183,7 +184,7 @@ class MemoryApi:
             return _refusal(403, "ui-forbidden-origin", "the request comes from another origin")
         method = request.path_params["method"]
         if method not in METHODS:
-            return _refusal(404, "unknown-method", f"no memory method {method!r}")
+            return _refusal(404, "unknown-method", f"no memory method {shown(method)}")
         media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
             return _refusal(415, "ui-invalid-request", "the body must be application/json")
