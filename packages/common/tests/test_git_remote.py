@@ -70,8 +70,15 @@ def _commit(repo: Path, name: str, text: str) -> str:
         ("http://127.0.0.1:8080/m.git", "http", "http://127.0.0.1:8080/m.git"),
         ("http://localhost/m.git", "http", "http://localhost/m.git"),
         ("ssh://git@host.example:2222/m.git", "ssh", "ssh://git@host.example:2222/m.git"),
-        ("ssh://git:pw@host.example/m.git", "ssh", "ssh://git:***@host.example/m.git"),
         ("git@host.example:me/m.git", "ssh", "git@host.example:me/m.git"),
+        # IPv6 addresses in brackets: "::" inside them names no remote helper.
+        ("[::1]:repo", "ssh", "[::1]:repo"),
+        ("user@[::1]:repo", "ssh", "user@[::1]:repo"),
+        ("git@[2001:db8::1]:me/m.git", "ssh", "git@[2001:db8::1]:me/m.git"),
+        ("ssh://git@[2001:db8::1]:2222/m.git", "ssh", "ssh://git@[2001:db8::1]:2222/m.git"),
+        ("https://[2001:db8::1]/m.git", "https", "https://[2001:db8::1]/m.git"),
+        ("http://[::1]:8080/m.git", "http", "http://[::1]:8080/m.git"),
+        ("host.example:a::b", "ssh", "host.example:a::b"),  # "::" in the path: no helper
     ],
 )
 def test_accepted_remotes_name_their_one_transport(text: str, transport: str, shown: str) -> None:
@@ -99,6 +106,15 @@ def test_accepted_remotes_name_their_one_transport(text: str, transport: str, sh
         "https://host.example/a\nb",
         "host.example:path with space",
         "alice:s3cret@host.example:m.git",
+        "ssh://git:s3cret@host.example/m.git",  # ssh takes no password from a URL
+        "ssh://git:s3cret@[::1]/m.git",
+        "::host.example/m.git",  # the helper named "" (git-remote-)
+        "a+b.c-d::x",
+        "x::[::1]:repo",
+        "[::1]:",  # no path
+        "[zz::1]:repo",
+        "[127.0.0.1]:repo",  # brackets hold an IPv6 address only
+        "http://[::2]:8080/m.git",  # plain http off this machine
         "",
         "  ",
         "https://host.example/" + "a" * 5000,

@@ -13,7 +13,9 @@ Accepted, and the transport each is allowed:
 * ``https://[user[:password]@]host[:port]/path``: ``https``
 * ``http://`` to a loopback host only (127.0.0.0/8, ``::1``, ``localhost``): ``http`` -
   a plain-text transfer is acceptable to the machine itself (a local mirror), nowhere else
-* ``ssh://[user@]host[:port]/path`` and scp-like ``[user@]host:path``: ``ssh``
+* ``ssh://[user@]host[:port]/path`` and scp-like ``[user@]host:path``: ``ssh`` - never
+  with a password (ssh takes none from a URL); a host may be an IPv6 address in brackets
+  (``ssh://[2001:db8::1]/m.git``, ``git@[::1]:m.git``)
 
 Credentials in a URL reach git (and git's own config) and nothing else: :attr:`RemoteUrl.
 shown` is the form every output, error and journal uses - for http(s) the whole user
@@ -46,6 +48,10 @@ _HIDDEN = "***"
 _SCP_LIKE = re.compile(r"(?:(?P<user>[^@/:]+)@)?(?P<host>\[[^\]/]+\]|[^@/:\[\]]+):(?P<path>.*)")
 _HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What git reads as "<transport>::<address>" (a remote helper program): the URL's very start,
+# letters, digits and "+.-" (not first), then "::" - git's own test (transport.c). A "::"
+# anywhere else - inside "[::1]:repo", or in a path - names no helper.
+_HELPER = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9+.-]*)?::")
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
 # The user part runs to the *last* "@" before the path: a password may hold an "@" itself.
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s]+)@")
@@ -110,6 +116,11 @@ def _check_host(host: str, shown: str) -> str:
         raise _refuse(shown, "a host may not start with '-' (ssh would read it as an option)")
     if not _HOST_NAME.fullmatch(host):
         raise _refuse(shown, f"{host!r} is not a host name")
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise _refuse(shown, f"{host!r} is not an IPv6 address in brackets") from None
     return host
 
 
@@ -142,7 +153,9 @@ def _parse_scheme_url(text: str, shown: str) -> RemoteUrl:
         if not parts.path.startswith("/"):
             raise _refuse(shown, "a file URL needs an absolute path")
         return RemoteUrl(url=text, transport="file", shown=shown)
-    host = _check_host(parts.hostname or "", shown)
+    host = parts.hostname or ""
+    # urlsplit drops the brackets of an IPv6 address: checked (and shown) with them.
+    host = _check_host(f"[{host}]" if ":" in host else host, shown)
     if port is not None and not 0 < port < 65536:
         raise _refuse(shown, "the port is out of range")
     if not parts.path or parts.path == "/":
@@ -151,6 +164,10 @@ def _parse_scheme_url(text: str, shown: str) -> RemoteUrl:
         raise _refuse(shown, "plain http is allowed only to this machine; use https")
     if scheme == "ssh" and (parts.username or "").startswith("-"):
         raise _refuse(shown, "a user name may not start with '-'")
+    if scheme == "ssh" and parts.password is not None:
+        # ssh takes no password from a URL (git hands ssh "user@host" only): a password
+        # here would do nothing but sit in git's config.
+        raise _refuse(shown, "an ssh URL holds no password (use ssh keys)")
     return RemoteUrl(url=text, transport=scheme, shown=shown)
 
 
@@ -169,12 +186,12 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
         raise _refuse(shown, "it holds a control character")
     if text.startswith("-"):
         raise _refuse(shown, "it may not start with '-'")
+    if _HELPER.match(text):
+        raise _refuse(shown, "a '<transport>::<address>' URL runs a remote helper program")
     if "://" in text:
         if " " in text:
             raise _refuse(shown, "a URL holds no space")
         return _parse_scheme_url(text, shown)
-    if "::" in text:
-        raise _refuse(shown, "a '<transport>::<address>' URL runs a remote helper program")
     scp = _SCP_LIKE.fullmatch(text)
     if scp is not None and "/" not in text.split(":", 1)[0]:
         if " " in text:
