@@ -17,6 +17,14 @@ Accepted, and the transport each is allowed:
   with a password (ssh takes none from a URL); a host may be an IPv6 address in brackets
   (``ssh://[2001:db8::1]/m.git``, ``git@[::1]:m.git``)
 
+A fetch or push runs in a private git directory over the repository's objects
+(:mod:`dsh_common.git_transfer_dir`): none of the repository's own config applies to it -
+its ``http.*`` (a proxy, ``sslVerify=false``, extra headers, a cookie file), ``fsck.*``,
+``push.*``, ``remote.*``, ssh command or credential helpers. The user's own config (system,
+global) applies as to any git command; their ssh command and credential helpers, plain and
+URL-scoped, and ``$GIT_SSH_COMMAND`` / ``$GIT_SSH``, are handed to it by
+:mod:`dsh_common.git_user_programs`.
+
 Credentials in a URL reach git (and git's own config) and nothing else: :attr:`RemoteUrl.
 shown` is the form every output, error and journal uses - for http(s) the whole user
 part is replaced (a token is often written as the user name), for ssh only a password.
@@ -24,18 +32,20 @@ part is replaced (a token is often written as the user name), for ssh only a pas
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from dsh_common.errors import DshError, GitError
-from dsh_common.programs import resolve_program
+from dsh_common.errors import DshError, GitError, SymlinkRejectedError
+from dsh_common.git_transfer_dir import TransferDir, adopt_objects, copy_refs, transfer_dir
+from dsh_common.git_user_programs import USER_SCOPES, UserProgramError, user_program_config
 
 if TYPE_CHECKING:
     from dsh_common.git import GitResult, GitRunner
@@ -217,11 +227,6 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
 #: How long one fetch or push may take (a first pull of a large memory over a slow link).
 TRANSFER_TIMEOUT = 300.0
 
-# Config keys that name a program git runs for a transfer. The memory repository's own
-# config is untrusted (as everywhere in dsh), so for these only the user's own levels
-# (system, global) count: the repository's values are overridden on the command line.
-_PROGRAM_KEYS = ("core.sshcommand", "credential.helper")
-
 
 def _config_entries(runner: GitRunner, pattern: str) -> list[tuple[str, str, str]]:
     """``(scope, key, value)`` of every config entry whose key matches ``pattern``."""
@@ -239,24 +244,13 @@ def _config_entries(runner: GitRunner, pattern: str) -> list[tuple[str, str, str
     return entries
 
 
-def _user_level(runner: GitRunner, key: str) -> list[str]:
-    """``key``'s values from the system and global config, in git's order."""
-    pattern = "^" + re.escape(key) + "$"
-    return [v for scope, _, v in _config_entries(runner, pattern) if scope in _USER_SCOPES]
-
-
-#: Config levels that are the user's own; ``local`` and ``worktree`` belong to the
-#: repository (untrusted), ``command`` is ours (the runner's ``-c``).
-_USER_SCOPES = ("system", "global")
-
-
 def repository_config(runner: GitRunner, pattern: str) -> list[str]:
     """Keys matching ``pattern`` (a ``git config --get-regexp`` pattern) that the
     repository's own config sets (its ``local`` and ``worktree`` levels and what they
     include) - the levels anyone who can write the repository controls."""
     return sorted(
         {key for scope, key, _ in _config_entries(runner, pattern)
-         if scope not in (*_USER_SCOPES, "command")}
+         if scope not in (*USER_SCOPES, "command")}
     )  # fmt: skip
 
 
@@ -264,9 +258,12 @@ def check_transfer_config(runner: GitRunner) -> None:
     """Refuse a transfer the repository's own config would redirect.
 
     ``url.<base>.insteadOf`` rewrites every URL that starts with a given text - even the
-    one we pass on the command line - and cannot be switched off by a ``-c``: a rule
-    ``url."https://attacker/".insteadOf = "https://"`` would send a URL's credentials to
-    another host. The user's own (global) rewrites are kept; the repository's refuse.
+    one we pass on the command line: a rule ``url."https://attacker/".insteadOf =
+    "https://"`` would send a URL's credentials to another host. A transfer no longer reads
+    the repository's config at all (:mod:`dsh_common.git_transfer_dir`), so such a rule
+    would not apply; it is still refused, loudly, since a memory's own config that
+    redirects its remote is one someone tampered with. The user's own (global) rewrites
+    are kept.
     """
     keys = repository_config(runner, r"^url\..*\.(insteadof|pushinsteadof)$")
     if keys:
@@ -276,23 +273,14 @@ def check_transfer_config(runner: GitRunner) -> None:
         )
 
 
-def _transfer_config(runner: GitRunner) -> list[str]:
-    """``-c`` settings that keep a transfer to the user's own programs (see _PROGRAM_KEYS)."""
-    settings: list[str] = []
-    ssh = _user_level(runner, "core.sshcommand")
-    if ssh:
-        settings.append(f"core.sshCommand={ssh[-1]}")
-    else:
-        # BatchMode: a passphrase or host-key question fails at once instead of waiting
-        # for a terminal no agent has.
-        program = resolve_program("ssh", outside=runner.cwd)
-        settings.append(f"core.sshCommand={shlex.quote(program or 'ssh')} -o BatchMode=yes")
-    # The hardening config ends the helper list (credential.helper=); the user's own
-    # helpers (a keychain, gh auth) come back after it, the repository's do not.
-    settings.extend(
-        f"credential.helper={helper}" for helper in _user_level(runner, "credential.helper")
-    )
-    settings += [
+def _transfer_config(runner: GitRunner, transfer: TransferDir) -> list[str]:
+    """``-c`` settings of a transfer: the user's ssh and credential helpers, and switches
+    that keep it from running or writing anything else."""
+    try:
+        settings = user_program_config(runner, transfer)
+    except UserProgramError as exc:
+        raise RemoteConfigError(str(exc)) from None
+    switches = [
         "push.gpgSign=false",
         "fetch.recurseSubmodules=false",
         "submodule.recurse=false",
@@ -300,10 +288,11 @@ def _transfer_config(runner: GitRunner) -> list[str]:
         "fetch.fsckObjects=true",
         # Config can name a file the cookies of a transfer are written to.
         "http.saveCookies=false",
-        # With alternates, this names a shell command git runs to list their refs.
+        # With alternates, this names a shell command git runs to list their refs (the
+        # private git directory's alternate is the repository: its refs are seeded).
         "core.alternateRefsCommand=true",
     ]
-    return [arg for setting in settings for arg in ("-c", setting)]
+    return settings + [arg for switch in switches for arg in ("-c", switch)]
 
 
 def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
@@ -329,18 +318,42 @@ def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
     return [f"--{name}={git} {options} {name}"]
 
 
+@contextlib.contextmanager
+def _private_dir(runner: GitRunner, *, seed_refs: bool) -> Iterator[TransferDir]:
+    with contextlib.ExitStack() as stack:
+        try:
+            transfer = stack.enter_context(transfer_dir(runner, seed_refs=seed_refs))
+        except SymlinkRejectedError as exc:
+            raise RemoteConfigError(
+                f"{exc.message}: the repository's git directory holds a link where a transfer"
+                " makes its private git directory; remove it"
+            ) from None
+        yield transfer
+
+
 def fetch(runner: GitRunner, remote: RemoteUrl, refspecs: Sequence[str]) -> GitResult:
-    """``git fetch`` of ``refspecs`` from ``remote`` over its own transport only."""
+    """``git fetch`` of ``refspecs`` from ``remote`` over its own transport only.
+
+    It runs in a private git directory (none of the repository's config applies); the
+    objects it brings are then moved into the repository and the refs named as the
+    refspecs' destinations are set there.
+    """
     check_transfer_config(runner)
-    args = [*_transfer_config(runner), "fetch", "--no-tags", "--no-recurse-submodules"]
-    args += ["--no-write-fetch-head", "--no-auto-gc", "--quiet"]
-    if remote.transport == "file":
-        args += _local_pack_program(runner, "upload-pack")
-    return runner.run(
-        [*args, "--", remote.url, *refspecs],
-        transport=remote.transport,
-        timeout=TRANSFER_TIMEOUT,
-    )
+    targets = [spec.split(":", 1)[1] for spec in refspecs if ":" in spec]
+    with _private_dir(runner, seed_refs=True) as transfer:
+        args = [transfer.git_dir_option, *_transfer_config(runner, transfer), "fetch"]
+        args += ["--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"]
+        args += ["--no-auto-gc", "--quiet"]
+        if remote.transport == "file":
+            args += _local_pack_program(runner, "upload-pack")
+        result = runner.run(
+            [*args, "--", remote.url, *refspecs],
+            transport=remote.transport,
+            timeout=TRANSFER_TIMEOUT,
+        )
+        adopt_objects(transfer)
+        copy_refs(runner, transfer, [t for t in targets if t.startswith("refs/")])
+    return result
 
 
 @dataclass(frozen=True)
@@ -359,16 +372,17 @@ def push(runner: GitRunner, remote: RemoteUrl, commit: str, branch: str) -> Push
     """
     refspec = f"{commit}:refs/heads/{branch}"
     check_transfer_config(runner)
-    args = [*_transfer_config(runner), "push", "--porcelain", "--no-verify"]
-    args += ["--no-recurse-submodules", "--no-signed"]
-    if remote.transport == "file":
-        args += _local_pack_program(runner, "receive-pack")
-    result = runner.run(
-        [*args, "--", remote.url, refspec],
-        transport=remote.transport,
-        timeout=TRANSFER_TIMEOUT,
-        check=False,
-    )
+    with _private_dir(runner, seed_refs=False) as transfer:
+        args = [transfer.git_dir_option, *_transfer_config(runner, transfer), "push"]
+        args += ["--porcelain", "--no-verify", "--no-recurse-submodules", "--no-signed"]
+        if remote.transport == "file":
+            args += _local_pack_program(runner, "receive-pack")
+        result = runner.run(
+            [*args, "--", remote.url, refspec],
+            transport=remote.transport,
+            timeout=TRANSFER_TIMEOUT,
+            check=False,
+        )
     # --porcelain: "<flag>\t<from>:<to>\t<summary> (<reason>)" per ref.
     for line in result.text.splitlines():
         fields = line.split("\t")
