@@ -85,6 +85,28 @@ def test_remote_commands_through_the_installed_command(
     assert (code, error["error"]["code"]) == (1, "invalid-arguments")
 
 
+def test_remote_commands_on_a_repository_that_is_no_memory_change_nothing(
+    tmp_path: Path, remote_repo: Path
+) -> None:
+    """``--root`` pointed at a project by mistake: its own ``origin`` is not the memory's."""
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "--initial-branch=main")
+    git(project, "commit", "-q", "--allow-empty", "-m", "project")
+    git(project, "remote", "add", "origin", str(remote_repo))
+    git(project, "update-ref", "refs/remotes/origin/main", "HEAD")
+    config = (project / ".git" / "config").read_bytes()
+    for args in (("remote", "remove"), ("remote",), ("remote", "set", str(remote_repo))):
+        code, error = cli("--root", str(project), *args)
+        assert (code, error["error"]["code"]) == (1, "repo-unavailable"), (args, error)
+        assert "not a dsh memory repository" in error["error"]["message"]
+    assert (project / ".git" / "config").read_bytes() == config
+    assert git(project, "for-each-ref", "--format=%(refname)", "refs/remotes").split() == [
+        "refs/remotes/origin/main"
+    ]
+    assert not (project / ".git" / "dsh-memory").exists()
+
+
 @pytest.mark.parametrize(
     "url",
     [

@@ -135,7 +135,12 @@ def set_remote(layout: Layout, url: object, *, base: str | os.PathLike[str] | No
 
 
 def remove_remote(layout: Layout) -> Any:
-    """``remote remove``: forget the URL, its tracking ref and what we heard from it."""
+    """``remote remove``: forget the URL, its tracking ref and what we heard from it.
+
+    Only in a memory repository: ``--root`` pointed at a project would otherwise delete the
+    project's own ``origin``.
+    """
+    require_memory_repository(layout)
     tx = GitTransactions(layout)
     had = configured_url(tx) is not None
     with contextlib.suppress(DshError):
@@ -297,5 +302,7 @@ def describe(tx: GitTransactions) -> dict[str, Any] | None:
 
 
 def show(layout: Layout) -> dict[str, Any]:
-    """``dsh-memory remote``: the remote as status shows it, or ``{"remote": null}``."""
+    """``dsh-memory remote``: the remote as status shows it, or ``{"remote": null}`` (in a
+    memory repository only: a project's ``origin`` is not the memory's remote)."""
+    require_memory_repository(layout)
     return {"remote": describe(GitTransactions(layout))}
