@@ -102,15 +102,20 @@ def checked(url: str, *, base: str | os.PathLike[str] | None = None) -> RemoteUr
         raise RemoteInvalidError(exc.message) from None
 
 
-def configured_remote(tx: GitTransactions) -> Remote:
-    """The remote to pull from and push to; refused when none is set or its URL is not one
-    we hand to git."""
+def required_url(tx: GitTransactions) -> str:
+    """``remote.origin.url`` (unchecked); ``remote-not-configured`` when none is set."""
     url = configured_url(tx)
     if url is None:
         raise RemoteNotConfiguredError(
             "this memory has no remote: run `dsh-memory remote set URL` first"
         )
-    return Remote(checked(url, base=tx.root), current_branch(tx))
+    return url
+
+
+def configured_remote(tx: GitTransactions) -> Remote:
+    """The remote to pull from and push to; refused when none is set or its URL is not one
+    we hand to git."""
+    return Remote(checked(required_url(tx), base=tx.root), current_branch(tx))
 
 
 def set_remote(layout: Layout, url: object, *, base: str | os.PathLike[str] | None = None) -> Any:
