@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import threading
@@ -274,6 +275,44 @@ def test_an_empty_new_machine_never_deletes_the_remotes_records(
     git(b.root, "revert", "--no-edit", "HEAD")
     b.remove("handbook/first.md")
     assert b.push()["status"] == "pushed"
+
+
+def test_the_advice_for_an_unjournaled_deletion_works_as_written(
+    machines: Callable[..., Machine], remote_repo: Path
+) -> None:
+    """The records are gone from HEAD already (``dsh-memory remove`` alone would answer
+    ``edit-not-found``): the commands the message gives are run as they are, in a shell."""
+    a, b = shared(machines)
+    a.record("handbook/second one.md", "project/second", "Second.")
+    a.push()
+    b.pull()
+
+    def refused() -> list[str]:
+        git(b.root, "rm", "-q", "handbook/first.md", "handbook/second one.md")
+        git(b.root, "commit", "-qm", "tidy up by hand")
+        code, error = cli("--root", str(b.root), "push")
+        assert (code, error["error"]["code"]) == (1, "push-unjournaled-deletion"), error
+        return re.findall(r"`([^`]+)`", error["error"]["message"])
+
+    def follow(command: str) -> None:
+        subprocess.run(command, shell=True, check=True, capture_output=True, timeout=120)  # noqa: S602
+
+    restore, adopt, remove = refused()
+    assert "edit-not-found" in json.dumps(cli("--root", str(b.root), "remove", "handbook/first.md"))
+    follow(restore)
+    follow(adopt)
+    assert b.push()["status"] == "pushed"
+    on_remote = git(remote_repo, "ls-tree", "-r", "--name-only", "main", "handbook").split("\n")
+    assert {"handbook/first.md", "handbook/second one.md"} <= set(on_remote)
+    # And to delete them for every machine: the same two steps, then remove each.
+    restore, adopt, remove = refused()
+    follow(restore)
+    follow(adopt)
+    for path in ("handbook/first.md", "'handbook/second one.md'"):
+        follow(remove.replace("<path>", path))
+    assert b.push()["status"] == "pushed"
+    a.pull()
+    assert not {"handbook/first.md", "handbook/second one.md"} & set(a.files())
 
 
 def test_push_refuses_when_the_remote_moved_and_changes_nothing(
