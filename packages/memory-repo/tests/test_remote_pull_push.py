@@ -130,20 +130,34 @@ def test_a_refused_url_changes_nothing(
     assert not marker.exists()
 
 
-def test_an_ext_url_written_into_the_config_by_hand_is_refused_at_pull_and_push(
-    machines: Callable[..., Machine], tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(
+    ("url", "transport"),
+    [
+        ("ext::sh -c touch% {marker}", "ext"),
+        ("fd::3", "fd"),
+        ("evil::https://host.invalid/memory.git", "evil"),  # git-remote-evil, on PATH
+        ("::{marker}", ""),  # the helper named "" (git-remote-)
+    ],
+)
+def test_a_helper_url_written_into_the_config_by_hand_is_refused_at_pull_and_push(
+    url: str, transport: str, machines: Callable[..., Machine], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     a = machines("a", remote=False)
     marker = tmp_path / "ran"
-    git(a.root, "config", "remote.origin.url", f"ext::sh -c touch% {marker}")
-    git(a.root, "config", "protocol.ext.allow", "always")
+    (tmp_path / "bin").mkdir()
+    helper = marker_script(tmp_path / "bin" / "git-remote-evil", marker)
+    monkeypatch.setenv("PATH", f"{helper.parent}:{os.environ['PATH']}")
+    git(a.root, "config", "remote.origin.url", url.format(marker=marker))
+    git(a.root, "config", f"protocol.{transport or 'x'}.allow", "always")
     head = a.head()
     for command in ("pull", "push"):
         code, error = cli("--root", str(a.root), command)
         assert (code, error["error"]["code"]) == (1, "remote-invalid"), error
+        assert "remote helper program" in error["error"]["message"]
     assert not marker.exists() and a.head() == head
     shown = a.ok(a.service.status())["remote"]
-    assert shown["valid"] is False and shown["url"].startswith("ext::")
+    assert shown["valid"] is False and shown["url"] == url.format(marker=marker)
 
 
 def test_a_refused_url_in_the_config_is_shown_without_its_password(
@@ -654,3 +668,144 @@ def test_two_machines_through_a_smart_http_server(
     assert os.path.exists(served / "memory.git" / "refs" / "heads" / "main") or git(
         served / "memory.git", "rev-parse", "main"
     )
+
+
+def _served(tmp_path: Path) -> Path:
+    served = tmp_path / "served"
+    served.mkdir()
+    git(served, "init", "-q", "--bare", "--initial-branch=main", "memory.git")
+    return served
+
+
+def test_https_with_a_url_scoped_credential_helper_of_the_user(
+    machines: Callable[..., Machine], tmp_path: Path, isolated_env: Path
+) -> None:
+    """What ``gh auth setup-git`` writes into the user's global config: an empty helper and
+    the helper, scoped to the host. The URL holds no credentials; the server requires them."""
+    served = _served(tmp_path)
+    log = tmp_path / "helper.log"
+    helper = tmp_path / "helper"
+    helper.write_text(
+        f"#!/bin/sh\ncat >/dev/null\necho \"$1\" >> '{log}'\n"
+        'if [ "$1" = get ]; then echo username=me; echo password=s3cr3t-t0k3n; fi\n'
+    )
+    helper.chmod(0o755)
+    with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
+        with (isolated_env / ".gitconfig").open("a") as config:
+            config.write(
+                f'[credential "http://127.0.0.1:{server.port}"]\n\thelper =\n\thelper = !{helper}\n'
+            )
+        a, b = machines("a", remote=False), machines("b", remote=False)
+        for machine in (a, b):
+            assert (
+                cli("--root", str(machine.root), "remote", "set", server.url("memory.git"))[0] == 0
+            )
+        a.record("handbook/a.md", "project/a", "A.")
+        code, pushed = cli("--root", str(a.root), "push")
+        assert (code, pushed["value"]["status"]) == (0, "pushed"), pushed
+        code, pulled = cli("--root", str(b.root), "pull")
+        assert (code, pulled["value"]["status"]) == (0, "fast-forward"), pulled
+        assert {r.user for r in server.requests if r.status == 200} == {"me"}
+    assert "handbook/a.md" in b.files()
+    assert "get" in log.read_text().split()
+
+
+def test_a_hostile_repository_config_with_an_http_remote_changes_nothing(
+    machines: Callable[..., Machine], tmp_path: Path, isolated_env: Path
+) -> None:
+    """Everything the memory repository's own config could say about a transfer - where to
+    push, which program uploads, a proxy, extra headers, a cookie file, TLS off, helpers,
+    ssh, hooks - is ignored: the exchange goes to the configured URL, plainly."""
+    served = _served(tmp_path)
+    elsewhere = tmp_path / "elsewhere.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(elsewhere))
+    marker = tmp_path / "ran"
+    program = marker_script(tmp_path / "program", marker)
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text("127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\trepo-cookie\n")
+    with git_http_server(served) as server:
+        url = server.url("memory.git")
+        a, b = machines("a", remote=False), machines("b", remote=False)
+        for machine in (a, b):
+            machine.ok(machine.service.set_remote(url))
+            for key, value in (
+                ("remote.origin.pushurl", str(elsewhere)),
+                ("remote.origin.uploadpack", str(program)),
+                ("remote.origin.receivepack", str(program)),
+                ("remote.origin.proxy", "http://127.0.0.1:9"),
+                ("remote.origin.vcs", "evil"),
+                ("http.proxy", "http://127.0.0.1:9"),  # nothing listens there
+                ("http.extraHeader", "X-Repo: plain"),
+                (f"http.{url}.extraHeader", "X-Repo: scoped"),
+                ("http.cookieFile", str(cookies)),
+                ("http.sslVerify", "false"),
+                ("credential.helper", f"!{program}"),
+                (f"credential.{url}.helper", f"!{program}"),
+                ("core.sshCommand", str(program)),
+                ("core.askPass", str(program)),
+                ("push.followTags", "true"),
+            ):
+                git(machine.root, "config", key, value)
+            for hook in ("pre-push", "reference-transaction", "post-merge", "post-checkout"):
+                marker_script(machine.root / ".git" / "hooks" / hook, marker)
+        with (isolated_env / ".gitconfig").open("a") as config:
+            config.write("[http]\n\textraHeader = X-User: mine\n")  # the user's own: kept
+        a.record("handbook/a.md", "project/a", "A.")
+        assert cli("--root", str(a.root), "push")[1]["value"]["status"] == "pushed"
+        assert cli("--root", str(b.root), "pull")[1]["value"]["status"] == "fast-forward"
+        b.record("handbook/b.md", "project/b", "B.")
+        assert cli("--root", str(b.root), "push")[1]["value"]["status"] == "pushed"
+        assert cli("--root", str(a.root), "pull")[1]["value"]["status"] == "fast-forward"
+        requests = list(server.requests)
+    assert requests and all(r.status == 200 for r in requests)
+    for request in requests:
+        assert "x-repo" not in request.headers and "cookie" not in request.headers, request
+        assert request.headers.get("x-user") == "mine"
+    assert a.files() == b.files() and "handbook/b.md" in a.files()
+    assert git(elsewhere, "for-each-ref") == "", "nothing went to the pushurl"
+    assert not marker.exists()
+
+
+def test_three_machines_push_at_once_over_a_smart_http_server(
+    machines: Callable[..., Machine], tmp_path: Path
+) -> None:
+    """One push wins, the others are refused (``push-rejected``) and change nothing; each
+    then pulls and pushes in turn, and all three end with one memory."""
+    served = _served(tmp_path)
+    with git_http_server(served) as server:
+        trio = [machines(name, remote=False) for name in ("a", "b", "c")]
+        for machine in trio:
+            machine.ok(machine.service.set_remote(server.url("memory.git")))
+        first = trio[0]
+        first.record("handbook/shared.md", "project/shared", "Shared.")
+        first.push()
+        for machine in trio[1:]:
+            machine.pull()
+        for machine in trio:
+            machine.record(f"handbook/{machine.root.name}.md", f"project/{machine.root.name}",
+                           machine.root.name.upper())  # fmt: skip
+        answers: dict[str, tuple[int, dict[str, Any]]] = {}
+        barrier = threading.Barrier(3)
+
+        def push(machine: Machine) -> None:
+            barrier.wait()
+            answers[machine.root.name] = cli("--root", str(machine.root), "push")
+
+        threads = [threading.Thread(target=push, args=(m,)) for m in trio]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(180)
+        codes = sorted(code for code, _ in answers.values())
+        assert codes == [0, 1, 1], answers
+        losers = [m for m in trio if answers[m.root.name][0] == 1]
+        for loser in losers:
+            assert answers[loser.root.name][1]["error"]["code"] == "push-rejected"
+        for loser in losers:
+            assert loser.pull()["status"] == "merged"
+            assert loser.push()["status"] == "pushed"
+        for machine in trio:
+            machine.pull()
+    assert trio[0].files() == trio[1].files() == trio[2].files()
+    assert {"handbook/a.md", "handbook/b.md", "handbook/c.md"} <= set(trio[0].files())
+    git(served / "memory.git", "fsck", "--strict")
