@@ -809,3 +809,27 @@ def test_three_machines_push_at_once_over_a_smart_http_server(
     assert trio[0].files() == trio[1].files() == trio[2].files()
     assert {"handbook/a.md", "handbook/b.md", "handbook/c.md"} <= set(trio[0].files())
     git(served / "memory.git", "fsck", "--strict")
+
+
+def test_the_users_git_ssh_command_carries_an_ssh_remote(
+    machines: Callable[..., Machine], remote_repo: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``$GIT_SSH_COMMAND`` (stripped with every ``GIT_*`` from git's environment) is the
+    user's ssh: here one that runs the remote command on this machine, as sshd would."""
+    log = tmp_path / "ssh.log"
+    fake = tmp_path / "fake-ssh"
+    fake.write_text(
+        f'#!/bin/sh\necho "$@" >> \'{log}\'\nfor last; do :; done\nexec sh -c "$last"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", f"{fake} -o User=me")
+    a, b = machines("a", remote=False), machines("b", remote=False)
+    for machine in (a, b):
+        machine.ok(machine.service.set_remote(f"ssh://memory-host{remote_repo}"))
+    a.record("handbook/a.md", "project/a", "A.")
+    assert cli("--root", str(a.root), "push")[1]["value"]["status"] == "pushed"
+    assert cli("--root", str(b.root), "pull")[1]["value"]["status"] == "fast-forward"
+    assert "handbook/a.md" in b.files()
+    calls = log.read_text()
+    assert "-o User=me" in calls and "memory-host" in calls and "git-receive-pack" in calls
