@@ -33,8 +33,8 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,6 +60,8 @@ class TransferDir:
 
     path: Path
     objects: Path
+    #: The repository's refs copied in (name -> object id), as they were before the fetch.
+    seeded: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def git_dir_option(self) -> str:
@@ -92,7 +94,7 @@ def _write(path: Path, text: str) -> None:
         handle.write(text)
 
 
-def _populate(path: Path, objects: Path, object_format: str, refs: Sequence[str]) -> None:
+def _populate(path: Path, objects: Path, object_format: str, refs: Mapping[str, str]) -> None:
     if "\n" in str(objects):
         raise GitError(f"the object store's path {str(objects)!r} holds a newline")
     (path / "refs").mkdir()
@@ -109,20 +111,21 @@ def _populate(path: Path, objects: Path, object_format: str, refs: Sequence[str]
     _write(path / "config", config)
     _write(path / "objects" / "info" / "alternates", f"{objects}\n")
     if refs:
-        _write(path / "packed-refs", "".join(f"{line}\n" for line in refs))
+        _write(path / "packed-refs", "".join(f"{oid} {name}\n" for name, oid in refs.items()))
 
 
-def _seed_refs(runner: GitRunner) -> list[str]:
-    """``<oid> <ref>`` of every ref the repository has, HEAD's commit as a ref of its own."""
+def _seed_refs(runner: GitRunner) -> dict[str, str]:
+    """Every ref the repository has (name -> object id), HEAD's commit as a ref of its own,
+    sorted by name as a packed-refs file is."""
     listing = runner.run(["show-ref", "--head"], check=False)
-    refs = []
+    refs = {}
     for line in listing.text.splitlines():
         oid, _, name = line.partition(" ")
         if name == "HEAD":
             name = "refs/dsh-transfer/head"
         if name.startswith("refs/") and oid:
-            refs.append(f"{oid} {name}")
-    return sorted(set(refs), key=lambda line: line.split(" ", 1)[1])
+            refs[name] = oid
+    return dict(sorted(refs.items()))
 
 
 @contextlib.contextmanager
@@ -133,7 +136,7 @@ def transfer_dir(runner: GitRunner, *, seed_refs: bool) -> Iterator[TransferDir]
     names its commit itself and needs none).
     """
     common, object_format = _git_paths(runner)
-    refs = _seed_refs(runner) if seed_refs else []
+    refs = _seed_refs(runner) if seed_refs else {}
     try:
         # A symlink planted there (the repository is untrusted) is refused.
         base = ensure_private_directory(common / TRANSFER_DIRS)
@@ -146,7 +149,7 @@ def transfer_dir(runner: GitRunner, *, seed_refs: bool) -> Iterator[TransferDir]
             _populate(path, common / "objects", object_format, refs)
         except OSError as exc:
             raise GitError(f"no private git directory for the transfer: {exc}") from None
-        yield TransferDir(path=path, objects=common / "objects")
+        yield TransferDir(path=path, objects=common / "objects", seeded=refs)
     finally:
         shutil.rmtree(path, ignore_errors=True)
 
@@ -186,5 +189,5 @@ def copy_refs(runner: GitRunner, transfer: TransferDir, refs: Sequence[str]) -> 
             check=False,
         )
         oid = result.text.strip()
-        if result.returncode == 0 and oid:
+        if result.returncode == 0 and oid and transfer.seeded.get(ref) != oid:
             runner.run(["update-ref", "-m", "dsh fetch", ref, oid])
