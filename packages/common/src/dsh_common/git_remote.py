@@ -44,11 +44,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from dsh_common.errors import DshError, GitError, SymlinkRejectedError
-from dsh_common.git_transfer_dir import TransferDir, adopt_objects, copy_refs, transfer_dir
 from dsh_common.git_user_programs import USER_SCOPES, UserProgramError, user_program_config
 
 if TYPE_CHECKING:
     from dsh_common.git import GitResult, GitRunner
+    from dsh_common.git_transfer_dir import TransferDir
 
 TRANSPORTS = ("file", "https", "http", "ssh")
 MAX_URL_LENGTH = 4096
@@ -320,6 +320,9 @@ def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
 
 @contextlib.contextmanager
 def _private_dir(runner: GitRunner, *, seed_refs: bool) -> Iterator[TransferDir]:
+    # Imported here: it needs shutil and tempfile, which status and search never load.
+    from dsh_common.git_transfer_dir import transfer_dir  # noqa: PLC0415
+
     with contextlib.ExitStack() as stack:
         try:
             transfer = stack.enter_context(transfer_dir(runner, seed_refs=seed_refs))
@@ -338,6 +341,8 @@ def fetch(runner: GitRunner, remote: RemoteUrl, refspecs: Sequence[str]) -> GitR
     objects it brings are then moved into the repository and the refs named as the
     refspecs' destinations are set there.
     """
+    from dsh_common.git_transfer_dir import adopt_objects, copy_refs  # noqa: PLC0415
+
     check_transfer_config(runner)
     targets = [spec.split(":", 1)[1] for spec in refspecs if ":" in spec]
     with _private_dir(runner, seed_refs=True) as transfer:
