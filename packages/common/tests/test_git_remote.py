@@ -527,6 +527,16 @@ def test_a_fetch_brings_its_objects_into_the_repository_and_leaves_nothing_behin
     assert sorted(p.name for p in transfers.iterdir()) == ["t-running"]
 
 
+def test_a_runner_given_a_relative_directory_fetches_and_pushes(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = parse_remote_url(str(_bare(tmp_path / "remote.git")))
+    monkeypatch.chdir(tmp_path)
+    runner = GitRunner(Path("repo"))
+    assert push(runner, remote, _head(repo), "main").status == "pushed"
+    assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+
+
 def test_a_link_where_the_private_directory_goes_is_refused(repo: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

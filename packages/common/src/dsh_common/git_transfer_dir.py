@@ -73,9 +73,9 @@ def _git_paths(runner: GitRunner) -> tuple[Path, str]:
     """The repository's common git directory (absolute) and its object format."""
     lines = runner.run(["rev-parse", "--git-common-dir", "--show-object-format"]).text
     common_text, _, rest = lines.partition("\n")
-    common = Path(common_text)
-    if not common.is_absolute():
-        common = runner.cwd / common
+    # Absolute: git gets it as --git-dir (and as the alternate) from the runner's directory,
+    # which may itself be given relative to ours.
+    common = Path(os.path.abspath(runner.cwd / common_text))
     object_format = rest.strip()
     return common, object_format if object_format in ("sha1", "sha256") else "sha1"
 
@@ -97,9 +97,10 @@ def _write(path: Path, text: str) -> None:
 def _populate(path: Path, objects: Path, object_format: str, refs: Mapping[str, str]) -> None:
     if "\n" in str(objects):
         raise GitError(f"the object store's path {str(objects)!r} holds a newline")
+    # No more folders than git needs (objects/pack is made by git when a pack arrives):
+    # each costs an rmdir afterwards, and on some file systems that is slow.
     (path / "refs").mkdir()
     (path / "objects" / "info").mkdir(parents=True)
-    (path / "objects" / "pack").mkdir()
     _write(path / "HEAD", "ref: refs/heads/dsh-transfer\n")
     if object_format == "sha1":
         config = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n"
@@ -173,7 +174,9 @@ def adopt_objects(transfer: TransferDir) -> int:
                 if _LOOSE_NAME.fullmatch(name):
                     _move(own / entry / name, transfer.objects / entry / name)
                     moved += 1
-    packs = [n for n in sorted(os.listdir(own / "pack")) if _PACK_FILE.fullmatch(n)]
+    pack_dir = own / "pack"
+    names = sorted(os.listdir(pack_dir)) if pack_dir.is_dir() else []
+    packs = [n for n in names if _PACK_FILE.fullmatch(n)]
     for name in sorted(packs, key=lambda n: n.endswith(".idx")):
         _move(own / "pack" / name, transfer.objects / "pack" / name)
         moved += 1
