@@ -537,6 +537,32 @@ def test_a_runner_given_a_relative_directory_fetches_and_pushes(
     assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
 
 
+def test_an_object_store_on_another_file_system_gets_the_objects_copied(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.git/objects`` linked to another file system: a rename cannot cross it (EXDEV)."""
+    import errno
+
+    from dsh_common import git_transfer_dir
+
+    bare = _bare(tmp_path / "remote.git")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    theirs = _commit(other, "one.txt", "one\n")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    real_replace = os.replace
+
+    def replace(source: object, target: object) -> None:
+        if "dsh-transfer" in str(source):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(git_transfer_dir.os, "replace", replace)
+    assert fetch_branch(GitRunner(repo), parse_remote_url(str(bare)), "main", TRACKING) == theirs
+    git(repo, "cat-file", "-e", f"{theirs}^{{tree}}")
+    assert not list((repo / ".git" / "objects").rglob(".*.dsh-tmp"))
+
+
 def test_a_link_where_the_private_directory_goes_is_refused(repo: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -28,6 +28,7 @@ objects are read, never pruned or repacked (and gc is off for every command anyw
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -160,12 +161,29 @@ def _move(source: Path, target: Path) -> None:
     if target.exists():
         return
     target.parent.mkdir(exist_ok=True)
-    os.replace(source, target)
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        # An object store linked to another file system: copied, then renamed into place.
+        partial = target.with_name(f".{target.name}.dsh-tmp")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
 
 
 def adopt_objects(transfer: TransferDir) -> int:
     """Move what a fetch wrote into the private directory into the repository's store;
     the number of files moved. A pack's index goes last: git finds a pack by its index."""
+    try:
+        return _adopt_objects(transfer)
+    except OSError as exc:
+        raise GitError(
+            f"the fetched objects could not be moved into the repository: {exc}"
+        ) from None
+
+
+def _adopt_objects(transfer: TransferDir) -> int:
     moved = 0
     own = transfer.path / "objects"
     for entry in sorted(os.listdir(own)):
