@@ -269,6 +269,41 @@ def test_the_mcp_server_answers_tool_errors_and_survives_a_restart(
     assert seen == {"done": True}
 
 
+def test_an_mcp_server_started_while_the_server_is_down_serves_once_it_is_up(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    pytest.importorskip("mcp", reason="the MCP extra (dsh-knowledge[mcp]) is not installed")
+    from .test_mcp_server import session
+
+    url = server.url(fresh_database(server))
+    item = add(url, "The queue retries three times.")
+    seen: dict[str, Any] = {}
+    errlog = tmp_path / "mcp-stderr.txt"
+
+    async def body(client: Any) -> None:
+        assert len((await client.list_tools()).tools) == 7
+        down = await client.call_tool("knowledge_list", {})
+        assert down.is_error is True
+        assert down.content[0].text == "Knowledge storage is unavailable."
+        await anyio.to_thread.run_sync(server.resume)
+        back = await client.call_tool("knowledge_get", {"id": item["id"]})
+        assert back.is_error is False, back.content
+        assert back.structured_content["item"]["content"] == "The queue retries three times."
+        seen["done"] = True
+
+    server.halt()
+    try:
+        session(["--db", url, "--workspace", "/w"], body, {}, errlog=errlog)
+    finally:
+        if server.pid is None:
+            server.resume()
+    assert seen == {"done": True}
+    log = errlog.read_text()
+    # Logged once when it first failed (not on every call), and once when it opened.
+    assert log.count("Knowledge storage could not be opened") == 1, log
+    assert "Knowledge storage opened: postgresql://" in log
+
+
 def test_a_connection_lost_inside_a_write_reruns_the_whole_transaction_once(
     server: PostgresServer,
 ) -> None:
