@@ -139,3 +139,34 @@ def test_a_source_url_password_is_never_printed(tmp_path: Path) -> None:
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "storage-unavailable"
     assert "postgresql://me:***@127.0.0.1:1/kb" in error["message"]
+
+
+def test_concurrent_imports_of_the_same_items_copy_each_once(tmp_path: Path, db: str) -> None:
+    # Members moving onto the shared store at the same moment, from copies of one store: each
+    # item lands once, every process succeeds, and the counts add up (nothing internal-error).
+    source = str(tmp_path / "source.sqlite")
+    with KnowledgeStore(source) as store:
+        KnowledgeRepository(store).create_many(
+            [{"type": "fact", "content": f"Note {n} on the payment queue.",
+              "scope": {"workspace": "/srv/app"},
+              "evidence": [{"type": "session", "source": f"s-{n}",
+                            "timestamp": "2025-01-02T03:04:05.678Z"}]}
+             for n in range(300)]
+        )  # fmt: skip
+    KnowledgeStore(db).close()  # the schema in place: the race is on the items alone
+    processes = [
+        subprocess.Popen([command(), "--db", db, "import", "--from", source],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]  # fmt: skip
+    reports = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        assert err == ""
+        reports.append(json.loads(out))
+    assert sum(r["imported"] for r in reports) == 300
+    assert sum(r["skipped"] for r in reports) == 600
+    assert sum(r["evidence"] for r in reports) == 300
+    with KnowledgeStore(db) as store:
+        assert KnowledgeRepository(store).count() == 300

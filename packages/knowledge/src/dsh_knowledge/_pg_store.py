@@ -163,6 +163,10 @@ class PostgresStore(KnowledgeStore):
             (sorted(set(item_ids)),),
         )
 
+    def lock_writers(self, purpose: str) -> None:
+        # A transaction-level advisory lock, keyed by the name: released by COMMIT/ROLLBACK.
+        self.connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (purpose,))
+
     # --- the dialect --------------------------------------------------------------------
 
     def contains_clause(self, column: str, text: str) -> tuple[str, list[Any]]:

@@ -91,6 +91,14 @@ class KnowledgeStore:
         ``BEGIN IMMEDIATE`` already serialises whole transactions, so this is a no-op there.
         """
 
+    def lock_writers(self, purpose: str) -> None:
+        """Inside :meth:`write`: wait for, then hold until commit, the lock named ``purpose``.
+
+        For a transaction that checks which rows are absent before inserting them (``import``):
+        row locks cannot guard rows that do not exist yet. SQLite's ``BEGIN IMMEDIATE``
+        already serialises whole transactions, so this is a no-op there.
+        """
+
     def contains_clause(self, column: str, text: str) -> tuple[str, list[Any]]:
         """SQL (and parameters) for "``column`` contains ``text``, ASCII case folded"."""
         raise NotImplementedError

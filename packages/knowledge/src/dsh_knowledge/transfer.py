@@ -6,7 +6,8 @@ status, supersede link, creation origin, timestamps - with its evidence (order, 
 provenance) unchanged. An id the target already has is skipped and counted, never
 overwritten. Everything is written in one transaction of the target: all of it lands, or
 none. A replacement is written before the item it supersedes, so the link holds at every
-step. ``--dry-run`` reports the same counts and writes nothing.
+step. Imports into one store run one at a time, so concurrent ones of the same items copy
+each item once and count it skipped everywhere else. ``--dry-run`` reports the same counts and writes nothing.
 
 The source is opened as every command opens a store (an SQLite file of an older schema is
 upgraded first); it is never created: a source that does not exist is an error. The agent
@@ -127,6 +128,9 @@ def import_store(
     else:
 
         def work() -> None:
+            # Two imports of the same items at once (members moving onto the shared store
+            # together) would both find an id absent and both insert it: the second waits.
+            store.lock_writers("dsh-knowledge import")
             imported[:] = plan(store.connection)
             new = {row[0] for row in imported}
             db = store.connection
