@@ -170,3 +170,28 @@ def test_concurrent_imports_of_the_same_items_copy_each_once(tmp_path: Path, db:
     assert sum(r["evidence"] for r in reports) == 300
     with KnowledgeStore(db) as store:
         assert KnowledgeRepository(store).count() == 300
+
+
+def test_an_import_refused_by_the_server_prints_only_our_error(
+    tmp_path: Path, postgres_databases: DatabaseFactory
+) -> None:
+    # The driver sends the rows pipelined; when the server refuses them it logs a warning
+    # ("error ignored terminating <psycopg.Pipeline …>") that must not reach stderr.
+    source = str(tmp_path / "source.sqlite")
+    with KnowledgeStore(source) as store:  # enough rows that the driver pipelines them
+        KnowledgeRepository(store).create_many(
+            [{"type": "fact", "content": f"Note {n}.", "scope": {"workspace": "/srv/app"}}
+             for n in range(300)]
+        )  # fmt: skip
+    target = postgres_databases.create()
+    KnowledgeStore(target).close()
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = conninfo_to_dict(target)["dbname"]
+    postgres_databases.admin.execute(
+        f'ALTER DATABASE "{name}" SET default_transaction_read_only = on'
+    )
+    done = cli("--db", target, "import", "--from", source)
+    assert (done.returncode, done.stdout) == (1, "")
+    error = json.loads(done.stderr)["error"]  # the whole of stderr: one JSON object
+    assert error["code"] == "storage-error" and "read-only" in error["message"]

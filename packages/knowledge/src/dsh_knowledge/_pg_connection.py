@@ -73,7 +73,25 @@ def _driver(light: bool) -> _Driver:
         raise PostgresDriverMissingError(
             "A PostgreSQL database needs the optional extra: pip install 'dsh-knowledge[postgres]'."
         ) from error
+    _silence(psycopg.__name__)
     return _Driver(psycopg, conninfo_to_dict)
+
+
+def _silence(logger_name: str) -> None:
+    """No log line of the driver reaches stderr (nor an application's log).
+
+    psycopg logs what it ignores while cleaning up after an error we report ourselves
+    ("error ignored terminating <psycopg.Pipeline …>: pipeline aborted" when the server
+    refuses pipelined rows); with no handler configured Python would print it on stderr,
+    ahead of the one JSON error a command prints. Every driver failure reaches the user once,
+    translated (:mod:`dsh_knowledge._pg_errors`), never as the driver's own log line.
+    """
+    import logging  # noqa: PLC0415 - psycopg has loaded it already
+
+    logger = logging.getLogger(logger_name)
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 class PgConnection:
