@@ -259,6 +259,14 @@ def test_add_on_a_read_only_database_is_storage_error_and_reads_still_work(
         assert [i["content"] for i in ok("--db", str(seeded_file), "list")["items"]] == [
             "The seed item."
         ]
+        # The prompt hook still injects: only its per-session bookkeeping is skipped.
+        payload = json.dumps({"session_id": "s1", "cwd": "/w", "prompt": "the seed item"})
+        hook = subprocess.run(
+            [*CLI, "hook", "user-prompt-submit", "--db", str(seeded_file)], input=payload,
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert (hook.returncode, hook.stderr) == (0, "")
+        assert "The seed item." in hook.stdout
         assert digest(seeded_file) == before
     finally:
         _make_writable(seeded_file)

@@ -227,8 +227,12 @@ def test_writes_on_a_hot_standby_are_read_only_while_reads_work(
     assert ok("--db", url, "search", "cache")["total"] == 1
     got = ok("--db", url, "retrieve", "how long does the cache hold sessions", "--workspace", "/w")
     assert [r["knowledge"]["id"] for r in got["results"]] == [item_id]
+    # With a session id, the bookkeeping write is refused (read-only): skipped, the block
+    # is still printed.
     done = hook(url, "how long does the cache hold sessions")
     assert (done.returncode, done.stderr) == (0, "")
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "the cache holds sessions for ten minutes" in context
 
 
 # --- the MCP server stays up --------------------------------------------------------------------

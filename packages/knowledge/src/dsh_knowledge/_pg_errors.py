@@ -11,7 +11,8 @@ scrubbed of the URL and each spelling of its passwords before it becomes part of
 
 Serialisation failures and deadlocks (SQLSTATE 40001, 40P01) become :class:`RetryableError`,
 which :meth:`PostgresStore.write` retries from the start; a lock wait that timed out (55P03)
-becomes :class:`LockTimeoutError`, which a best-effort write treats as "busy, skipped".
+becomes :class:`LockTimeoutError`, which a best-effort write treats as "busy, skipped", as
+it treats :class:`ReadOnlyError` (a hot standby) as "read-only, skipped".
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dsh_knowledge.store_location import misread_userinfo, scrub
 __all__ = [
     "ConnectionLostError",
     "LockTimeoutError",
+    "ReadOnlyError",
     "RetryableError",
     "connect_error",
     "reason",
@@ -50,6 +52,10 @@ class RetryableError(DatabaseBusyError):
 
 class LockTimeoutError(DatabaseBusyError):
     """A row or table lock was not granted within the transaction's lock_timeout."""
+
+
+class ReadOnlyError(StorageError):
+    """The server refused a write: a hot standby, or ``default_transaction_read_only``."""
 
 
 class ConnectionLostError(StorageUnavailableError):
@@ -129,7 +135,7 @@ def _translate(
     if state == "55P03":
         return LockTimeoutError(f"{where} stayed locked by other writers; try again.")
     if state == "25006":  # read_only_sql_transaction: a hot standby, or a read-only setting
-        return StorageError(f"{where} is read-only ({detail}); nothing changed.")
+        return ReadOnlyError(f"{where} is read-only ({detail}); nothing changed.")
     if state == "53100":
         return StorageError(
             f"disk full: the knowledge database {display} could not be written ({detail}); "

@@ -17,6 +17,7 @@ serves too.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
@@ -25,7 +26,12 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from dsh_knowledge._pg_connection import PgConnection
-from dsh_knowledge._pg_errors import ConnectionLostError, LockTimeoutError, RetryableError
+from dsh_knowledge._pg_errors import (
+    ConnectionLostError,
+    LockTimeoutError,
+    ReadOnlyError,
+    RetryableError,
+)
 from dsh_knowledge._pg_schema import SCHEMA_TABLES, migrate
 from dsh_knowledge._pg_search import index_pending
 from dsh_knowledge._storage_errors import printable
@@ -189,12 +195,16 @@ class PostgresStore(KnowledgeStore):
 
         try:
             self._attempt(bounded, index=False)
-        except (LockTimeoutError, RetryableError):
+        except (LockTimeoutError, RetryableError, ReadOnlyError):
+            # Busy, or a hot standby that serves reads only: the bookkeeping is skipped,
+            # and what it was bookkeeping for (the prompt hook's block) still happens.
             return False
         return True
 
     def sync_search_index(self) -> None:
         db = self.connection
         if db.execute("SELECT EXISTS (SELECT 1 FROM knowledge_search_pending)").fetchone()[0]:
-            # Queued by an edit made outside dsh-knowledge (psql): the write drains it.
-            self.write(lambda: None)
+            # Queued by an edit made outside dsh-knowledge (psql): the write drains it. A
+            # hot standby cannot; it answers from the index as the primary left it.
+            with contextlib.suppress(ReadOnlyError):
+                self.write(lambda: None)
