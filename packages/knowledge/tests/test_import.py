@@ -195,3 +195,44 @@ def test_an_import_refused_by_the_server_prints_only_our_error(
     assert (done.returncode, done.stdout) == (1, "")
     error = json.loads(done.stderr)["error"]  # the whole of stderr: one JSON object
     assert error["code"] == "storage-error" and "read-only" in error["message"]
+
+
+def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(
+    tmp_path: Path, db: str
+) -> None:
+    # Alice's items were made before the team named its workspace: scoped to her checkout's
+    # path (and a subfolder, where her MCP server was started), invisible to everyone else.
+    alice = str(tmp_path / "alice.sqlite")
+    for workspace, content in (("/home/alice/payments", "Refunds go through the ledger."),
+                               ("/home/alice/payments/api", "The API retries twice."),
+                               ("/home/alice/payments-old", "Unrelated checkout."),
+                               ("/home/alice/notes", "Private note.")):  # fmt: skip
+        ok("--db", alice, "add", "--workspace", workspace, "--type", "fact", "--content", content)
+    mapping = ["--workspace-map", "/home/alice/payments/=acme/payments",
+               "--workspace-map", "/home/alice/notes=alice-notes"]  # fmt: skip
+    dry = ok("--db", db, "import", "--from", alice, "--dry-run", *mapping)
+    assert dry["workspaces"] == [
+        {"source": "/home/alice/notes", "target": "alice-notes", "items": 1},
+        {"source": "/home/alice/payments", "target": "acme/payments", "items": 1},
+        {"source": "/home/alice/payments-old", "target": "/home/alice/payments-old", "items": 1},
+        {"source": "/home/alice/payments/api", "target": "acme/payments", "items": 1},
+    ]
+    assert ok("--db", db, "list")["total"] == 0  # a dry run writes nothing
+    report = ok("--db", db, "import", "--from", alice, *mapping)
+    assert (report["imported"], report["workspaces"]) == (4, dry["workspaces"])
+    team = ok("--db", db, "list", "--workspace", "acme/payments")
+    assert sorted(i["content"] for i in team["items"]) == [
+        "Refunds go through the ledger.", "The API retries twice."
+    ]
+    found = ok("--db", db, "retrieve", "how do refunds go", "--workspace", "acme/payments")
+    assert [r["knowledge"]["content"] for r in found["results"]] == [
+        "Refunds go through the ledger."
+    ]
+    # Alice's own store is untouched.
+    assert ok("--db", alice, "list", "--workspace", "acme/payments")["total"] == 0
+
+    for bad in (["no-equals"], ["=new"], ["/old="], ["/a=x", "/a/=y"], ["/a=\x01"]):
+        done = cli("--db", db, "import", "--from", alice,
+                   *(f"--workspace-map={pair}" for pair in bad))  # fmt: skip
+        assert done.returncode == 1, bad
+        assert json.loads(done.stderr)["error"]["code"] == "invalid-input"

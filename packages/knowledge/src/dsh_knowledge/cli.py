@@ -598,7 +598,7 @@ def provenance(
     "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
     "knowledge.sqlite --dry-run\n"
     "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
-    "knowledge.sqlite",
+    "knowledge.sqlite --workspace-map /home/alice/payments=acme/payments",
 )
 def import_command(
     source: Annotated[
@@ -608,14 +608,23 @@ def import_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report what would be copied; write nothing.")
     ] = False,
+    workspace_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workspace-map",
+            metavar="OLD=NEW",
+            help="Re-scope items of workspace OLD (or a folder below it) to NEW; repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Copy every item of another store into this one (ids, evidence, status, supersede
     links, provenance and timestamps kept; ids already here are skipped), in one
     transaction."""
-    from dsh_knowledge.transfer import import_store
+    from dsh_knowledge.transfer import import_store, parse_workspace_map
 
+    mapping = parse_workspace_map(workspace_map or [])
     try:
-        emit_json(import_store(_repository(), source, dry_run=dry_run))
+        emit_json(import_store(_repository(), source, dry_run=dry_run, workspace_map=mapping))
     finally:
         _close()
 
