@@ -197,9 +197,7 @@ def test_an_import_refused_by_the_server_prints_only_our_error(
     assert error["code"] == "storage-error" and "read-only" in error["message"]
 
 
-def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(
-    tmp_path: Path, db: str
-) -> None:
+def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(tmp_path: Path, db: str) -> None:
     # Alice's items were made before the team named its workspace: scoped to her checkout's
     # path (and a subfolder, where her MCP server was started), invisible to everyone else.
     alice = str(tmp_path / "alice.sqlite")
@@ -222,7 +220,8 @@ def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(
     assert (report["imported"], report["workspaces"]) == (4, dry["workspaces"])
     team = ok("--db", db, "list", "--workspace", "acme/payments")
     assert sorted(i["content"] for i in team["items"]) == [
-        "Refunds go through the ledger.", "The API retries twice."
+        "Refunds go through the ledger.",
+        "The API retries twice.",
     ]
     found = ok("--db", db, "retrieve", "how do refunds go", "--workspace", "acme/payments")
     assert [r["knowledge"]["content"] for r in found["results"]] == [

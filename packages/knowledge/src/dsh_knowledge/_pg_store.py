@@ -201,6 +201,24 @@ class PostgresStore(KnowledgeStore):
             return False
         return True
 
+    def deployment_warnings(self) -> list[str]:
+        # Asked of pg_trgm itself rather than read off the locale name: what matters is
+        # whether a Han character yields trigrams (it does not under LC_CTYPE = C).
+        try:
+            row = self.connection.execute(
+                "SELECT cardinality(show_trgm(?)) = 0, current_setting('lc_ctype')", ("漢字",)
+            ).fetchone()
+        except (StorageError, self.connection.driver_error):  # pg_trgm not on the search path
+            return []
+        if not row[0]:
+            return []
+        return [
+            f"The knowledge database {self.path} has the character type (LC_CTYPE) "
+            f"{row[1]}, under which Chinese and other non-ASCII text yields no trigrams: "
+            "such queries scan every item of the scope (same results, slower). Create the "
+            "database with a UTF-8 character type (--locale C.UTF-8) and import into it."
+        ]
+
     def sync_search_index(self) -> None:
         db = self.connection
         if db.execute("SELECT EXISTS (SELECT 1 FROM knowledge_search_pending)").fetchone()[0]:

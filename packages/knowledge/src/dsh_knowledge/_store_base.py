@@ -111,6 +111,11 @@ class KnowledgeStore:
         False (nothing written) when it stayed busy."""
         raise NotImplementedError
 
+    def deployment_warnings(self) -> list[str]:
+        """What a user should know about how this database is set up (``health`` says it):
+        conditions that leave results right but slow, never errors."""
+        return []
+
     def sync_search_index(self) -> None:
         """Bring the search index up to date with changes it has not seen (hand edits)."""
 

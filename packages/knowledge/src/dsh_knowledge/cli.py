@@ -437,14 +437,11 @@ def health(
             _missing("Give item ids or --all, not both.")
         scope = _scope_workspace(workspace)
         try:
-            emit_json(
-                health_all(
-                    _repository(),
-                    scope,
-                    repo or Path(local_checkout(scope)),
-                    include_guidance=guidance,
-                )
+            repository = _repository()
+            report = health_all(
+                repository, scope, repo or Path(local_checkout(scope)), include_guidance=guidance
             )
+            emit_json(_with_warnings(report, repository.store.deployment_warnings()))
         finally:
             _close()
         return
@@ -454,11 +451,18 @@ def health(
     try:
         repository = _repository()
         items = [repository.require(item_id) for item_id in item_ids]
+        warnings = repository.store.deployment_warnings()
     finally:
         _close()
     stored = str(items[0]["scope"]["workspace"])
     where = repo if repo is not None else Path(local_checkout(stored)).resolve()
-    emit_json({"results": check_health(items, where, include_guidance=guidance)})
+    report = {"results": check_health(items, where, include_guidance=guidance)}
+    emit_json(_with_warnings(report, warnings))
+
+
+def _with_warnings(report: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """``report`` with ``"warnings"`` about the database's set-up, when there are any."""
+    return {**report, "warnings": warnings} if warnings else report
 
 
 # --- review, extraction, late provenance ----------------------------------------------------
