@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -138,6 +137,8 @@ class PostgresStore(KnowledgeStore):
                 reconnected = True  # the next statement opens a new connection
                 continue
             # Jitter keeps several waiting writers from retrying in lock-step.
+            import random  # noqa: PLC0415 - only when writers conflict (not at start-up)
+
             time.sleep(delay * (0.5 + random.random()))  # noqa: S311 - not crypto
             delay = min(delay * 2, 0.25)
 
