@@ -143,15 +143,18 @@ def _tree(root: Path) -> list[tuple[str, str]]:
     ],
 )  # fmt: skip
 def test_undecodable_arguments_are_refused_with_bytes_escaped_and_nothing_changes(
-    seeded_file: Path, tmp_path: Path, argv: list[bytes], code: str, shown: str
+    seeded: str, tmp_path: Path, argv: list[bytes], code: str, shown: str
 ) -> None:
     base = os.fsencode(tmp_path)
-    real = [a.replace(b"@db", os.fsencode(seeded_file)).replace(b"@", base) for a in argv]
-    before = _tree(tmp_path)
+    # "@db" is the store (a path or a URL, which may hold "@" itself), any other "@" tmp_path.
+    real = [os.fsencode(seeded).join(a.replace(b"@", base) for a in arg.split(b"@db"))
+            for arg in argv]  # fmt: skip
+    before = _tree(tmp_path), ok("--db", seeded, "list")
     error = fails(*real)
     assert error["code"] == code
     assert shown.replace("@", str(tmp_path)) in error["message"]
-    assert _tree(tmp_path) == before  # no database, directory or file created or touched
+    # No database, directory or file created or touched; the store holds what it held.
+    assert (_tree(tmp_path), ok("--db", seeded, "list")) == before
 
 
 # --- point 13: foreseeable failures ------------------------------------------------------------
