@@ -20,6 +20,7 @@ from pathlib import Path
 from dsh_common import errors as common_errors
 from dsh_common import paths as common_paths
 from dsh_common.cli import escape_undecodable, is_undecodable
+from dsh_common.errors import shown
 from dsh_common.io import read_bounded
 from dsh_compound.draft import validate_id
 from dsh_compound.errors import (
@@ -31,7 +32,7 @@ from dsh_compound.errors import (
     SymlinkRejectedError,
     translate_common_errors,
 )
-from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, truncate
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 from dsh_compound.record import ParsedRecord, parse_record, sha256
 
 RECORD_SUFFIX = ".md"
@@ -120,10 +121,10 @@ def unknown_keys_warning(record_id: str, keys: tuple[str, ...]) -> str:
     Such a field is never written by a capture, so someone added it by hand; it may pose as
     an attestation (``verification.helperVerified``) and proves nothing.
     """
-    shown = ", ".join(repr(truncate(key, 80)) for key in keys[:5])
+    listed = ", ".join(shown(key) for key in keys[:5])
     more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
     return (
-        f"record {record_id!r}: metadata holds fields this helper never writes ({shown}{more}); "
+        f"record {record_id!r}: metadata holds fields this helper never writes ({listed}{more}); "
         "they were added by hand, are not evidence and prove nothing - ignore them, or "
         "re-capture with --replace to drop them"
     )

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsh_memory.errors import failed_envelope
 from dsh_memory.remote_config import configured_remote
 from dsh_memory.root import inspect_layout
 from dsh_memory.service import Envelope, MemoryService
@@ -35,8 +36,7 @@ def _reported(service: MemoryService, envelope: Envelope) -> dict[str, Any]:
     """The envelope with the failure's human message (what the CLI would print)."""
     if envelope.get("ok"):
         return envelope
-    code = envelope["error"]["code"]
-    return {"ok": False, "error": {"code": code, "message": service.last_error_message or code}}
+    return failed_envelope(envelope, service.last_error_message)
 
 
 def _describe_pull(value: dict[str, Any]) -> str:
