@@ -107,6 +107,15 @@ def test_import_copies_every_item_exactly_and_skips_what_is_there(
     again = ok("--db", target, "import", "--from", source)
     assert (again["imported"], again["skipped"], again["evidence"]) == (0, 5, 0)
     assert ok("--db", target, "list")["total"] == 6
+    if target_kind == "postgres":
+        # Settled at once (visibility map, statistics), not a minute later by autovacuum.
+        import psycopg
+
+        with psycopg.connect(target) as connection:
+            vacuumed = connection.execute(
+                "SELECT relname FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL"
+            ).fetchall()
+        assert {"knowledge", "knowledge_search_doc"} <= {row[0] for row in vacuumed}
 
 
 def test_one_bad_item_imports_nothing(tmp_path: Path, postgres_databases: DatabaseFactory) -> None:

@@ -111,6 +111,10 @@ class KnowledgeStore:
         False (nothing written) when it stayed busy."""
         raise NotImplementedError
 
+    def settle_after_bulk_write(self) -> None:
+        """After a large committed write (``import``): bring the planner's statistics and
+        visibility information up to date now rather than whenever the database would."""
+
     def deployment_warnings(self) -> list[str]:
         """What a user should know about how this database is set up (``health`` says it):
         conditions that leave results right but slow, never errors."""

@@ -218,6 +218,8 @@ def import_store(
             )
 
         store.write(work)
+        if imported:
+            store.settle_after_bulk_write()
     new_ids = {row[0] for row in imported}
     return {
         "source": display_location(shown),
