@@ -387,3 +387,14 @@ def test_astral_ideographs_score_the_same_both_ways() -> None:
     indexed = _score(searchable, terms, use_gram_index=True)
     assert indexed == _score(searchable, terms, use_gram_index=False)
     assert indexed > 0
+
+
+def test_a_field_holding_the_field_separator_is_scored_not_fatal(
+    workspace: Path, write_record: Any
+) -> None:
+    # Text fields accept control characters; U+001E once split a record into eight
+    # "fields" and every recall of the corpus failed with internal-error.
+    neutral(write_record, workspace, "one", title="zebra\x1eone", tags=["t\x1ezebra"])
+    neutral(write_record, workspace, "two", title="Zebra two")
+    result = recall(workspace, "zebra one")
+    assert [(r["id"], r["score"]) for r in result["results"]] == [("one", 8 + 8 + 10), ("two", 8)]

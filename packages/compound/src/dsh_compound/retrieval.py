@@ -152,7 +152,9 @@ def searchable_text(metadata: dict[str, Any]) -> str:
 
     Tags and paths are joined with NUL inside their field. Both separators are control
     characters that NFKC leaves alone and no term can contain, so normalising the joined
-    text equals joining the normalised fields, and no match can span two fields.
+    text equals joining the normalised fields, and no match can span two fields. A field
+    may hold the separator itself (text fields accept control characters): it becomes NUL
+    there, which no term can match either, so the record still splits into its seven fields.
     """
     parts = [
         metadata["title"],
@@ -163,7 +165,8 @@ def searchable_text(metadata: dict[str, Any]) -> str:
         metadata["resolution"],
         _JOIN.join(entry["path"] for entry in metadata["files"]),
     ]
-    return normalize(_FIELD_SEPARATOR.join(parts))
+    joined = _FIELD_SEPARATOR.join(part.replace(_FIELD_SEPARATOR, _JOIN) for part in parts)
+    return normalize(joined)
 
 
 def _score(text: str, terms: _Terms, *, use_gram_index: bool) -> int:
