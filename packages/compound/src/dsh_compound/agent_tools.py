@@ -303,7 +303,7 @@ def agent_recall(workspace: Path, query: object, limit: object = None) -> dict[s
     hits: list[dict[str, Any]] = []
     for hit in result["results"]:
         # Recall keeps only a summary; the (bounded, already scanned) record gives the rest.
-        metadata = read_record(selected, hit["id"]).parsed.metadata
+        metadata = read_record(selected, hit["id"]).metadata
         resolution, resolution_cut = _bounded(metadata["resolution"], RESOLUTION_CHARS)
         when, when_cut = _bounded(metadata["whenToUse"], WHEN_TO_USE_CHARS)
         hits.append(
