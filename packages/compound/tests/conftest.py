@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -39,6 +40,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("DSH_RANKING", raising=False)  # lexical unless a test asks
     return home
 
 
@@ -53,6 +55,32 @@ def recall_cache_parity(isolated_home: Path, tmp_path: Path) -> Iterator[None]:
 @pytest.fixture(name="check_corpus")
 def check_corpus_fixture() -> Callable[[Path], None]:
     return check_corpus
+
+
+@pytest.fixture(scope="session")
+def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The model's weight cache, built once for the session (each test copies it)."""
+    home = tmp_path_factory.mktemp("weights") / "dsh"
+    done = subprocess.run(
+        [sys.executable, "-c", "from dsh_common import embedding; print(embedding.warm())"],
+        env={**os.environ, "DSH_HOME": str(home)}, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return home / "cache" / "embedding"
+
+
+@pytest.fixture
+def home_with_weights(isolated_home: Path, weights: Path) -> Path:
+    """The test's DSH_HOME, with the weight cache a fresh process maps instead of building."""
+    target = isolated_home / ".dsh" / "cache" / "embedding"
+    target.mkdir(parents=True, mode=0o700)
+    (isolated_home / ".dsh").chmod(0o700)
+    (isolated_home / ".dsh" / "cache").chmod(0o700)
+    for path in weights.iterdir():
+        shutil.copy2(path, target / path.name)
+        (target / path.name).chmod(0o600)
+    return isolated_home
 
 
 @pytest.fixture

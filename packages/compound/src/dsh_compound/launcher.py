@@ -25,6 +25,7 @@ def _recall(values: dict[str, Any]) -> int:
             values.get("query"),
             values.get("--query"),
             values.get("--limit", "5"),
+            values.get("--ranking"),
         )
     )
     return 0
@@ -33,7 +34,7 @@ def _recall(values: dict[str, Any]) -> int:
 def _fast(argv: list[str]) -> int | None:
     from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
 
-    options = {"--workspace": "str", "--query": "str", "--limit": "str"}
+    options = {"--workspace": "str", "--query": "str", "--limit": "str", "--ranking": "str"}
     commands = {"recall": FastCommand(options, _recall, "query")}
     return run_fast(argv, commands, command_options=("--workspace",))
 

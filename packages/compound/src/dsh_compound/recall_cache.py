@@ -246,7 +246,11 @@ def _align(value: int) -> int:
 
 
 def save(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` atomically, owner-only; False when it cannot be kept."""
+    """Write ``data`` to ``path`` atomically, owner-only; False when it cannot be kept.
+
+    Also used for the vectors file beside it (:mod:`dsh_compound.vector_store`): each kind
+    of file is pruned to :data:`MAX_FILES` on its own.
+    """
     if len(data) > MAX_BYTES:
         return False
     from dsh_common.io import atomic_write  # noqa: PLC0415 - only when something changed
@@ -264,12 +268,12 @@ def save(path: Path, data: bytes) -> bool:
 
 
 def _prune(directory: Path, *, keep: Path) -> None:
-    """Remove the least recently written index files beyond :data:`MAX_FILES`."""
+    """Remove the least recently written files of ``keep``'s kind beyond :data:`MAX_FILES`."""
     try:
         found = []
         with os.scandir(directory) as listing:
             for entry in listing:
-                if entry.name.endswith(SUFFIX) and entry.is_file(follow_symlinks=False):
+                if entry.name.endswith(keep.suffix) and entry.is_file(follow_symlinks=False):
                     found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
     except OSError:
         return

@@ -9,6 +9,7 @@ lexical overlap, not semantic confidence.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from dsh_common import paths as common_paths
@@ -27,6 +28,7 @@ from dsh_compound.scoring import (
     score_text,
     searchable_text,
 )
+from dsh_compound.semantic import ENCODE_LIMIT
 from dsh_compound.workspace import select_workspace
 
 __all__ = [
@@ -103,6 +105,9 @@ def recall(
     limit: int = LIMITS.default_limit,
     *,
     run: EvidenceRun | None = None,
+    ranking: str | None = None,
+    encode_limit: int | None = ENCODE_LIMIT,
+    progress: Callable[[int, int], object] | None = None,
 ) -> dict[str, Any]:
     """Rank the corpus's records for ``query``; ``{query, results, warnings, ...}``.
 
@@ -112,15 +117,48 @@ def recall(
     scanned records that matched, before ``limit``; ``resultsTruncated`` is true when
     ``limit`` cut some of them off. When ``truncated`` is true, ``total`` is a lower bound.
     ``run`` carries the evidence comparisons (and their hashing budget) of a larger run.
+
+    ``ranking`` is ``"lexical"`` or ``"hybrid"`` (default: ``$DSH_RANKING``, else lexical;
+    anything else is ``invalid-ranking``). Lexical is the contract's ranking, output
+    unchanged. Hybrid fuses it with the lessons' meaning (:mod:`dsh_compound.semantic`):
+    each hit gains ``hybrid`` (the fused score and each channel's part) and the result
+    ``ranking: "hybrid"``; where that cannot run - no ``[semantic]`` extra, or more than
+    ``encode_limit`` lessons without vectors (None: encode them all, reporting
+    ``progress(done, total)``) - the results are the lexical ones, ``ranking`` says
+    ``"lexical"`` and the first warning says why.
     """
+    from dsh_common.embedding.mode import resolve_ranking  # noqa: PLC0415
+
     text = validate_query(query)
     count = validate_limit(limit)
+    mode = resolve_ranking(ranking)
     selected = select_workspace(workspace)
     view = read_corpus(selected)
     scan = view.scan
     scored = view.ranked(Terms(recall_terms(text)))
     cache = run if run is not None else EvidenceRun()
-    results = [_result(selected, stored, score, cache) for score, stored in scored[:count]]
+    extra: dict[str, Any] = {}
+    hits: list[tuple[int, StoredRecord, dict[str, Any] | None]]
+    hits = [(score, stored, None) for score, stored in scored]
+    if mode == "hybrid":
+        from dsh_compound.semantic import rank  # noqa: PLC0415 - numpy and the model
+
+        fused = rank(str(selected.canonical), view.records, scored, text,
+                     encode_limit=encode_limit, progress=progress)  # fmt: skip
+        if fused.hits is None:
+            scan.warnings.add_first(str(fused.warning))
+            extra["ranking"] = "lexical"
+        else:
+            by_id = {record.id: record for record in view.records}
+            lexical = {record.id: score for score, record in scored}
+            hits = [(lexical.get(hit.key, 0), by_id[hit.key], hit.explain()) for hit in fused.hits]
+            extra["ranking"] = "hybrid"
+    results = []
+    for score, stored, explained in hits[:count]:
+        result = _result(selected, stored, score, cache)
+        if explained is not None:
+            result["hybrid"] = explained
+        results.append(result)
     unverified = cache.warning()
     if unverified is not None:
         scan.warnings.add(unverified)
@@ -131,6 +169,7 @@ def recall(
         "retrievalMethod": RETRIEVAL_METHOD,
         "scanned": scan.scanned,
         "truncated": scan.truncated,
-        "total": len(scored),
-        "resultsTruncated": len(scored) > len(results),
+        "total": len(hits),
+        "resultsTruncated": len(hits) > len(results),
+        **extra,
     }

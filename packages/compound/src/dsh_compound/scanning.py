@@ -44,6 +44,12 @@ class WarningList:
         if len(self._items) < self._cap:
             self._items.append(message)
 
+    def add_first(self, message: str) -> None:
+        """Record a warning that must not be among the omitted ones: it goes first."""
+        self._total += 1
+        self._items.insert(0, message)
+        del self._items[self._cap :]
+
     def as_list(self) -> list[str]:
         """At most ``cap`` warnings; when more were added the last says how many are missing."""
         if self._total <= self._cap:
