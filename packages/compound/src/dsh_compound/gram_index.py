@@ -25,9 +25,13 @@ import collections
 import itertools
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from dsh_compound.scoring import NATIVE_UTF32, gram_keys
+
+# Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Set on unigram keys: a pair's key is below 2**53 (two code points of 21 bits).
 UNIGRAM_FLAG = 1 << 63

@@ -16,10 +16,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from dsh_common.agent_hooks import hook_main, one_line, payload_cwd
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, js_prefix
+
+# Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 STALE_LIMIT = 5
 PROMPT_LESSONS = 3
@@ -181,6 +185,9 @@ def _hybrid(
             return None, None
     except InvalidRankingError as error:
         return None, error.message
+    # A hook encodes one query on one thread: OpenBLAS's pool would only start threads that
+    # spin for the process's short life (~50 ms more wall time on a busy machine).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from dsh_compound.semantic import HOOK_ENCODE_LIMIT, rank  # noqa: PLC0415
 
     fused = rank(canonical, records, lexical, query, encode_limit=HOOK_ENCODE_LIMIT)

@@ -18,12 +18,15 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from dsh_common import paths as common_paths
-from dsh_common.cli import escape_undecodable, is_undecodable
 from dsh_compound.errors import CompoundError, InvalidCorpusError, translate_common_errors
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, truncate
+
+# Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RECORD_SUFFIX = ".md"
 
@@ -267,6 +270,14 @@ def record_names(listed: Iterable[str]) -> list[str]:
     return sorted(name for name in listed if name.endswith(RECORD_SUFFIX))
 
 
+def _undecodable(name: str) -> bool:
+    # dsh_common.cli, imported for the rare name that is not ASCII: a hook does not pay
+    # for the module at every prompt (record names are kebab-case ASCII).
+    from dsh_common.cli import is_undecodable  # noqa: PLC0415
+
+    return is_undecodable(name)
+
+
 def assemble(names: list[str], read: Callable[[str], Outcome]) -> ScanResult:
     """The scan of ``names`` (sorted ``.md`` names), ``read`` telling what each one holds.
 
@@ -282,8 +293,10 @@ def assemble(names: list[str], read: Callable[[str], Outcome]) -> ScanResult:
         names = names[: LIMITS.scan_names]
     accepted_bytes = 0
     for name in names:
-        if is_undecodable(name):
+        if not name.isascii() and _undecodable(name):
             # No record ID can come from it, and the name itself cannot go into JSON as is.
+            from dsh_common.cli import escape_undecodable  # noqa: PLC0415
+
             result.scanned += 1
             result.warnings.add(f"skipped {escape_undecodable(name)}: the name is not UTF-8")
             continue
