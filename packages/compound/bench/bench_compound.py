@@ -293,6 +293,15 @@ def main() -> None:
 
         writes.append(("capture library, --replace (CAS)", "100",
                        measure(capture_replace, lib_runs)))  # fmt: skip
+        draft_path = capture_root / "bench-draft.json"
+
+        def capture_cli() -> None:
+            new = make_draft(rng, 2, sources, 6)
+            new["id"] = f"bench-cli-{next(counter)}"
+            draft_path.write_text(json.dumps(new, ensure_ascii=False), encoding="utf-8")
+            process(dsh, "capture", "--workspace", str(capture_root), "--input", str(draft_path))()
+
+        writes.append(("capture CLI process, new record", "100", measure(capture_cli, proc_runs)))
         notes.append(f"load average after: {os.getloadavg()[0]:.2f}")
 
     table(library, {})

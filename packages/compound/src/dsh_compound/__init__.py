@@ -17,6 +17,7 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from dsh_compound.draft import read_draft_input, validate_draft, validate_id
+    from dsh_compound.indexing import build_index
     from dsh_compound.record import sha256
     from dsh_compound.retrieval import recall
     from dsh_compound.review import check, inspect
@@ -28,6 +29,7 @@ __all__ = [
     "CORPUS_DIRECTORY",
     "LIMITS",
     "__version__",
+    "build_index",
     "capture",
     "check",
     "inspect",
@@ -39,6 +41,7 @@ __all__ = [
 ]
 
 _LAZY = {
+    "build_index": "dsh_compound.indexing",
     "capture": "dsh_compound.writing",
     "check": "dsh_compound.review",
     "inspect": "dsh_compound.review",
