@@ -323,6 +323,8 @@ class _Reader:
 
     def save(self) -> None:
         """Write the cache again when this scan did not find exactly what it holds."""
+        if not self.compat:
+            return  # an install whose code cannot be identified never trusts a cache
         kept = {name for name, source in self.sources.items() if isinstance(source, _Entry)}
         fresh = any(isinstance(source, _Fresh) for source in self.sources.values())
         if not fresh and kept == set(self.entries):
