@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from dsh_common.embedding import InvalidRankingError, unavailable_reason
+from dsh_common.embedding import unavailable_reason
 from dsh_common.paths import resolve_workspace
 from dsh_compound import recall, semantic, vector_store
+from dsh_compound.errors import InvalidRankingError
 from dsh_compound.semantic import HOOK_ENCODE_LIMIT
 
 LESSONS = [

@@ -114,7 +114,7 @@ def recall_result(
     Hybrid ranking from the command line encodes every lesson vector it lacks, with a
     progress bar on a terminal: a person who asked for it can wait once.
     """
-    from dsh_compound.retrieval import recall, validate_limit  # noqa: PLC0415
+    from dsh_compound.retrieval import recall, resolve_ranking, validate_limit  # noqa: PLC0415
 
     try:
         count = validate_limit(limit)
@@ -122,9 +122,7 @@ def recall_result(
         # The library (and the MCP tool) call it limit; here it is an option.
         raise InvalidLimitError(f"--{exc.message}") from None
     if ranking is not None:
-        from dsh_common.embedding.mode import parse_ranking  # noqa: PLC0415
-
-        ranking = parse_ranking(ranking, source="--ranking")
+        ranking = resolve_ranking(ranking, source="--ranking")
     required = "a query is required: dsh-compound recall QUERY (or --query QUERY)"
     result = recall(
         workspace,

@@ -15,7 +15,7 @@ from typing import Any
 from dsh_common import paths as common_paths
 from dsh_common.cli import is_undecodable
 from dsh_compound.corpus_index import read_corpus
-from dsh_compound.errors import InvalidLimitError, InvalidQueryError
+from dsh_compound.errors import InvalidLimitError, InvalidQueryError, InvalidRankingError
 from dsh_compound.evidence import EvidenceRun, evidence_report, evidence_warning
 from dsh_compound.limits import LIMITS, js_length
 from dsh_compound.record import self_reported_evidence, summary_of
@@ -56,6 +56,20 @@ def validate_query(query: object) -> str:
     if js_length(query) > LIMITS.query_length:
         raise InvalidQueryError(f"query is longer than {LIMITS.query_length} characters")
     return query
+
+
+def resolve_ranking(ranking: object = None, *, source: str | None = None) -> str:
+    """``"lexical"`` or ``"hybrid"``: ``ranking`` when given, else ``$DSH_RANKING``, else
+    lexical (dsh-common's rule); anything else is :class:`InvalidRankingError`. ``source``
+    names the option the value came from in the message (``--ranking``)."""
+    from dsh_common.embedding import mode  # noqa: PLC0415
+
+    try:
+        if ranking is not None and source is not None:
+            return mode.parse_ranking(ranking, source=source)
+        return mode.resolve_ranking(ranking)
+    except mode.InvalidRankingError as exc:
+        raise InvalidRankingError(exc.message, details=exc.details) from None
 
 
 def validate_limit(limit: object) -> int:
@@ -127,8 +141,6 @@ def recall(
     ``progress(done, total)``) - the results are the lexical ones, ``ranking`` says
     ``"lexical"`` and the first warning says why.
     """
-    from dsh_common.embedding.mode import resolve_ranking  # noqa: PLC0415
-
     text = validate_query(query)
     count = validate_limit(limit)
     mode = resolve_ranking(ranking)

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from dsh_common import paths as common_paths
+from dsh_common.errors import shown
 from dsh_compound.errors import CompoundError, InvalidCorpusError, translate_common_errors
-from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS, truncate
+from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 
 # Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
 TYPE_CHECKING = False
@@ -246,10 +247,10 @@ def unknown_keys_warning(record_id: str, keys: tuple[str, ...]) -> str:
     Such a field is never written by a capture, so someone added it by hand; it may pose as
     an attestation (``verification.helperVerified``) and proves nothing.
     """
-    shown = ", ".join(repr(truncate(key, 80)) for key in keys[:5])
+    listed = ", ".join(shown(key) for key in keys[:5])
     more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
     return (
-        f"record {record_id!r}: metadata holds fields this helper never writes ({shown}{more}); "
+        f"record {record_id!r}: metadata holds fields this helper never writes ({listed}{more}); "
         "they were added by hand, are not evidence and prove nothing - ignore them, or "
         "re-capture with --replace to drop them"
     )
