@@ -289,6 +289,14 @@ def test_a_cache_someone_else_can_write_is_not_used(
     path.symlink_to(target)
     assert recall_cache.load(path, canonical, compat) is None  # a link is never followed
     assert recall(corpus, "login", 10) == cold_recall(corpus, "login", monkeypatch)
+    path.unlink()
+    target.rename(path)
+    assert recall_cache.load(path, canonical, compat) is not None
+    cache = path.parent.parent  # $DSH_HOME/cache, moved away and linked back
+    cache.rename(cache.with_name("moved"))
+    cache.symlink_to(cache.with_name("moved"))
+    assert recall_cache.load(path, canonical, compat) is None
+    assert recall(corpus, "login", 10) == cold_recall(corpus, "login", monkeypatch)
 
 
 def test_at_most_max_files_caches_are_kept(

@@ -95,15 +95,23 @@ def compatibility_key() -> str:
     )  # fmt: skip
 
 
+def is_mine(info: os.stat_result) -> bool:
+    """Whether a file or folder belongs to this process's user (where owners exist)."""
+    return not hasattr(os, "geteuid") or info.st_uid == os.geteuid()
+
+
 def directory_is_private(directory: Path) -> bool:
-    """The cache folder exists, is not a link, is ours and nobody else may write it."""
+    """The cache folder exists, is not a link, is ours and nobody else may write it; nor is
+    its parent (``cache``) a link."""
     try:
         info = os.lstat(directory)
+        parent = os.lstat(directory.parent)
     except OSError:
         return False
     return (
         stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.geteuid()
+        and not stat.S_ISLNK(parent.st_mode)
+        and is_mine(info)
         and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) == 0
     )
 
@@ -173,7 +181,7 @@ def load(path: Path, workspace: str, compat: str) -> LoadedCache | None:
         info = os.fstat(fd)
         if (
             not stat.S_ISREG(info.st_mode)
-            or info.st_uid != os.geteuid()
+            or not is_mine(info)
             or info.st_mode & 0o077
             or info.st_nlink != 1
             or not 16 <= info.st_size <= MAX_BYTES

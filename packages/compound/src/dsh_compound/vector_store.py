@@ -74,7 +74,7 @@ def load(path: Path, workspace: str, model: str, dimension: int) -> StoredVector
         info = os.fstat(fd)
         if (
             not stat.S_ISREG(info.st_mode)
-            or info.st_uid != os.geteuid()
+            or not recall_cache.is_mine(info)
             or info.st_mode & 0o077
             or info.st_nlink != 1
             or not 16 <= info.st_size <= MAX_BYTES
