@@ -290,3 +290,50 @@ def test_vectors_of_records_read_now_and_from_the_cache_agree(
     monkeypatch.setattr(corpus_index, "SETTLED_NS", -(10**12))
     recall(lessons, "warm the cache", 1)
     assert recall(lessons, CROSS_LINGUAL, 5, ranking="hybrid") == first
+
+
+def test_index_without_the_extra_builds_the_recall_cache_and_says_why(lessons: Path) -> None:
+    from dsh_compound import recall_cache
+
+    done = run_command("index", "--workspace", str(lessons), prelude=HIDE_EXTRA)
+    assert done.returncode == 0, done.stderr
+    built = json.loads(done.stdout)
+    assert built["vectors"] is None and built["records"] == 6
+    assert built["warnings"][0].startswith("hybrid ranking needs the optional [semantic] extra")
+    assert "pip install 'dsh-compound[semantic]'" in built["warnings"][0]
+    assert built["recallCache"] == str(
+        recall_cache.cache_path(resolve_workspace(lessons).canonical)
+    )
+
+
+def test_a_terminal_sees_the_vectors_being_built(lessons: Path) -> None:
+    import pty
+    import select
+
+    parent, child = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dsh_compound.launcher", "recall", "--workspace",
+             str(lessons), "pool", "--ranking", "hybrid"],
+            stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        os.close(child)
+        child = -1
+        out, _ = process.communicate(timeout=600)
+        seen = b""
+        while select.select([parent], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(parent, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(parent)
+        if child >= 0:
+            os.close(child)
+    assert process.returncode == 0
+    assert json.loads(out)["ranking"] == "hybrid"
+    text = seen.decode()
+    assert "dsh-compound: encoding lesson vectors [" in text and "6/6" in text
