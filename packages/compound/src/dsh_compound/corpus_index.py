@@ -24,7 +24,6 @@ more than :data:`DELTA_LIMIT` records are outside it or gone from it.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import stat
@@ -281,7 +280,8 @@ class _Reader:
             content_status=entry.status,
             unknown_keys=entry.unknown,
             digest=entry.digest,
-            decode=functools.partial(_decode_metadata, loaded, *entry.meta),
+            decode=loaded.metadata,
+            where=entry.meta,
         )
         return Outcome(entry.size, record)
 
@@ -310,15 +310,11 @@ class _Reader:
                 slots[source.slot] = record
             else:
                 texts[record.id] = _blob_text(loaded, *source.text)
-        mapping, base = loaded.mapping, loaded.blob_offset
-
-        def find(needle: bytes, start: int, end: int) -> int:
-            return mapping.find(needle, base + start, base + end)
-
         sections = loaded.sections
         index = GramIndex(
-            sections["keys"], sections["starts"], sections["postings"], sections["fields"], find
-        )
+            sections["keys"], sections["starts"], sections["postings"], sections["fields"],
+            loaded.mapping.find, base=loaded.blob_offset,
+        )  # fmt: skip
         return CorpusView(scan, index, slots, texts)
 
     def save(self) -> None:
@@ -448,13 +444,6 @@ class _Layout:
                    for name in ("keys", "starts", "postings", "fields")}  # fmt: skip
         out["blob"] = bytes(self.blob)
         return out
-
-
-def _decode_metadata(loaded: recall_cache.LoadedCache, offset: int, length: int) -> dict[str, Any]:
-    value = json.loads(loaded.blob(offset, length))
-    if not isinstance(value, dict):
-        raise ValueError("cached metadata is not an object")
-    return value
 
 
 def _constant(text: str) -> Callable[[], str]:

@@ -150,6 +150,13 @@ class LoadedCache:
         """Where the blob starts in the mapping (for ``mmap.find`` over field texts)."""
         return int(self.header["sections"]["blob"][0])
 
+    def metadata(self, where: tuple[int, int]) -> dict[str, Any]:
+        """The metadata object stored at ``where`` (offset, length) in the blob."""
+        value = json.loads(self.blob(*where))
+        if not isinstance(value, dict):
+            raise ValueError("cached metadata is not an object")
+        return value
+
     def blob(self, offset: int, length: int) -> bytes:
         """``length`` bytes of the blob from ``offset`` (bounds checked)."""
         part = self.sections["blob"]

@@ -121,7 +121,7 @@ class CachedRecord(StoredRecord):
     """A record served from the recall cache: its metadata is decoded when first asked for
     (recall shows a few records; decoding all 500 would cost more than ranking them)."""
 
-    __slots__ = ("_decode",)
+    __slots__ = ("_decode", "_where")
 
     def __init__(
         self,
@@ -131,15 +131,25 @@ class CachedRecord(StoredRecord):
         content_status: str,
         unknown_keys: tuple[str, ...],
         digest: str,
-        decode: Callable[[], dict[str, Any]],
+        decode: Callable[[Any], dict[str, Any]],
+        where: Any,
     ) -> None:
-        super().__init__(id, directory, None, content_status, unknown_keys, digest=digest)
+        # Set directly, not through StoredRecord.__init__: a hook makes 500 of these.
+        self.id = id
+        self.directory = directory
+        self.content_status = content_status
+        self.unknown_keys = unknown_keys
+        self.body = None
+        self._metadata = None
+        self._data = None
+        self._digest = digest
         self._decode = decode
+        self._where = where
 
     @property
     def metadata(self) -> dict[str, Any]:
         if self._metadata is None:
-            self._metadata = self._decode()
+            self._metadata = self._decode(self._where)
         return self._metadata
 
 
@@ -317,7 +327,9 @@ def assemble(names: list[str], read: Callable[[str], Outcome]) -> ScanResult:
             result.warnings.add(f"skipped {name}: {outcome.message}")
             continue
         accepted_bytes += outcome.size
-        result.records.append(outcome.record)
-        for warning in record_warnings(outcome.record):
-            result.warnings.add(warning)
+        record = outcome.record
+        result.records.append(record)
+        if record.content_status != "consistent" or record.unknown_keys:
+            for warning in record_warnings(record):
+                result.warnings.add(warning)
     return result
