@@ -49,7 +49,13 @@ from dsh_compound.scanning import (
     list_names,
     open_corpus,
 )
-from dsh_compound.scoring import FIELD_SEPARATOR, FIELD_WEIGHTS, Terms, score_text
+from dsh_compound.scoring import (
+    FIELD_SEPARATOR,
+    FIELD_WEIGHTS,
+    Terms,
+    score_text,
+    searchable_text,
+)
 
 # Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
 TYPE_CHECKING = False
@@ -122,8 +128,6 @@ class CorpusView:
 
 def record_text(record: StoredRecord) -> str:
     """A record's normalised scored text (:func:`dsh_compound.scoring.searchable_text`)."""
-    from dsh_compound.scoring import searchable_text  # noqa: PLC0415
-
     return searchable_text(record.metadata)
 
 
