@@ -27,8 +27,8 @@ from typing import Any
 
 from dsh_common.cli import default_error_document
 from dsh_common.locate import git_top_level
-from dsh_compound.corpus import modified_warning
 from dsh_compound.evidence import CHANGED, MISSING, UNCHANGED, UNKNOWN
+from dsh_compound.scanning import modified_warning
 
 #: ``--fail-on`` values: sources changed or gone, or anything at all under ``needsReview``;
 #: ``never`` turns a gate off again (a pre-commit hook's ``args`` come after its ``entry``,

@@ -107,12 +107,35 @@ def recall_command(
     limit: Annotated[
         str, typer.Option("--limit", help="Number of results, 1-10 (default 5).")
     ] = "5",
+    ranking: Annotated[
+        str | None,
+        typer.Option(
+            "--ranking",
+            metavar="lexical|hybrid",
+            help="lexical (the default, else $DSH_RANKING): keyword/substring overlap. hybrid: "
+            "also by meaning, across Chinese and English (needs the [semantic] extra; "
+            "encodes lessons without vectors first, with progress on a terminal).",
+        ),
+    ] = None,
 ) -> None:
     """Rank records by keyword/substring overlap with the query (English and Chinese)."""
     from dsh_common.cli import emit_json
     from dsh_compound.draft_extras import recall_result
 
-    emit_json(recall_result(workspace, text, query, limit))
+    emit_json(recall_result(workspace, text, query, limit, ranking))
+
+
+@app.command(
+    "index",
+    epilog="\b\nExample:\n  dsh-compound index   (once after installing the [semantic] extra)",
+)
+def index_command(workspace: WorkspaceOption) -> None:
+    """Build the recall cache and every lesson's vector for hybrid ranking (progress on stderr)."""
+    from dsh_common.cli import emit_json
+    from dsh_compound.draft_extras import stderr_progress
+    from dsh_compound.indexing import build_index
+
+    emit_json(build_index(workspace, progress=stderr_progress("encoding lesson vectors")))
 
 
 @app.command("inspect", epilog="\b\nExample:\n  dsh-compound inspect --id pool-timeout")

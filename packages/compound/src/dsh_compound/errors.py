@@ -162,6 +162,12 @@ class InvalidLimitError(CompoundError, ValueError):
     code = "invalid-limit"
 
 
+class InvalidRankingError(CompoundError, ValueError):
+    """A ranking (``--ranking``, ``ranking=``, ``DSH_RANKING``) is neither lexical nor hybrid."""
+
+    code = "invalid-ranking"
+
+
 class InvalidRevisionError(CompoundError, ValueError):
     """``check --changed-since`` names no commit (or starts with ``-``)."""
 
