@@ -37,7 +37,8 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     # A developer's own store, scope or driver choice must not reach the tests.
     for name in ("DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE",
                  "DSH_KNOWLEDGE_SESSION_ID", "DSH_KNOWLEDGE_LIBPQ", "DSH_KNOWLEDGE_AUTO_EXTRACT",
-                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT"):  # fmt: skip
+                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT",
+                 "DSH_RANKING"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
 
 

@@ -34,6 +34,7 @@ from dsh_knowledge.errors import (
 )
 from dsh_knowledge.search_index import ensure_search_index, index_pending, sync_search_index
 from dsh_knowledge.store_location import resolve_database
+from dsh_knowledge.vectors import refresh_touched
 
 SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
@@ -332,8 +333,11 @@ class SQLiteStore(KnowledgeStore):
                 result = work()
                 if self.index_ready:
                     # Triggers queued every item this transaction touched; re-index them
-                    # before commit so the search index never lags our own writes.
-                    index_pending(self.connection)
+                    # before commit so the search index never lags our own writes, and
+                    # bring their stored vectors (hybrid ranking) in step the same way.
+                    touched = index_pending(self.connection)
+                    if touched:
+                        refresh_touched(self, touched)
                 self.connection.execute("COMMIT")
             except BaseException:
                 if self.connection.in_transaction:
