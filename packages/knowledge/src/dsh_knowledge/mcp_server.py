@@ -22,6 +22,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from dsh_common.cli import emit_error
+from dsh_common.embedding.mode import InvalidRankingError, resolve_ranking
 from dsh_common.mcp_guard import argument_problem
 from dsh_common.mcp_stdio import (
     error_result,
@@ -123,6 +124,11 @@ def open_context(options: AgentOptions) -> ToolContext:
             sys.stderr.write(f"Workspace identity ignored: {error.message}\n")
             workspace = cwd
     checkout = options.workspace if options.workspace and os.path.isdir(options.workspace) else cwd
+    try:
+        ranking = resolve_ranking(None)
+    except InvalidRankingError as error:
+        sys.stderr.write(f"DSH_RANKING ignored, ranking lexically: {error.message}\n")
+        ranking = "lexical"
     repository = None
     try:
         repository = KnowledgeRepository(KnowledgeStore(options.db))
@@ -137,6 +143,7 @@ def open_context(options: AgentOptions) -> ToolContext:
         project=options.project,
         session_id=options.session_id,
         checkout=checkout,
+        ranking=ranking,
     )
 
 
