@@ -5,8 +5,8 @@ Same table and column names on SQLite and PostgreSQL (hybrid ranking,
 
 - ``seq``: a number each write of a row takes anew and that is never reused (SQLite
   ``AUTOINCREMENT``, a PostgreSQL identity). Count, maximum and sum of it change whenever a
-  row is written or deleted, which is how a long-lived process sees that the vectors it
-  holds in memory are out of date without reading them (:func:`signature`);
+  row is written or deleted, which is how a process sees that the vectors it holds in
+  memory (or in its cache file) are out of date without reading them (:func:`signature`);
 - ``item_id``: the knowledge item (a foreign key; its vector goes with it);
 - ``text_sha256``: SHA-256 of the text that was encoded (the item's content), and
   ``model_id``: the model and text rules that encoded it - a vector whose digest or model
@@ -156,14 +156,20 @@ def delete(store: KnowledgeStore, item_ids: Sequence[str]) -> None:
         store.connection.execute(f"DELETE FROM {TABLE} WHERE {clause}", params)  # noqa: S608 - fixed clauses
 
 
-def signature(store: KnowledgeStore) -> tuple[int, int, int]:
-    """Changes whenever a row is written or deleted (see the module docstring)."""
+def signature(store: KnowledgeStore) -> tuple[int, int, int, str | None, str | None]:
+    """Changes whenever a row is written or deleted, and differs between two databases.
+
+    ``seq`` values are never reused, so count, maximum and sum of them move with every write
+    or delete; the first and last item id (random UUIDs) tell two databases apart - one
+    deleted and created again at the same path included.
+    """
     if not exists(store):
-        return (0, 0, 0)
+        return (0, 0, 0, None, None)
     row = store.connection.execute(
-        f"SELECT count(*), coalesce(max(seq), 0), coalesce(sum(seq), 0) FROM {TABLE}"  # noqa: S608 - constant
+        f"SELECT count(*), coalesce(max(seq), 0), coalesce(sum(seq), 0), min(item_id), "  # noqa: S608 - constant
+        f"max(item_id) FROM {TABLE}"
     ).fetchone()
-    return (int(row[0]), int(row[1]), int(row[2]))
+    return (int(row[0]), int(row[1]), int(row[2]), row[3], row[4])
 
 
 def load(
@@ -177,10 +183,12 @@ def load(
     if not exists(store):
         return ids, languages, blobs
     for item_id, language, vector in store.connection.execute(
-        f"SELECT v.item_id, v.language, v.vector FROM {TABLE} v "  # noqa: S608 - constant
-        "JOIN knowledge k ON k.id = v.item_id WHERE k.workspace = ? AND v.model_id = ? "
-        "ORDER BY v.item_id",
-        (workspace, model_id),
+        # The vectors in item id order, each item checked by key: a join driven from
+        # knowledge would sort 2 kB rows (SQLite: 65 ms at 10,000 items, this: 30 ms).
+        f"SELECT item_id, language, vector FROM {TABLE} "  # noqa: S608 - constant
+        "WHERE model_id = ? AND item_id IN (SELECT id FROM knowledge WHERE workspace = ?) "
+        "ORDER BY item_id",
+        (model_id, workspace),
     ):
         ids.append(item_id)
         languages.append(language)

@@ -113,18 +113,19 @@ def retrieve_hybrid(
         pool, newest, hit_ids = lexical.rows, lexical.newest, lexical.hit_ids or set()
     model = embedding.model_id()
     where, params = _eligible_where(workspace, project, type, status, "k")
-    sql = f"SELECT k.id FROM knowledge k WHERE {where} ORDER BY k.id"  # noqa: S608 - fixed clauses
+    sql = f"SELECT k.id FROM knowledge k WHERE {where}"  # noqa: S608 - fixed clauses
     with store.read() as db:
         eligible = [row[0] for row in db.execute(sql, params)]
-    index, missing = complete(store, workspace_index(store, workspace, model), eligible, model)
-    if missing and warnings is not None:
-        warnings.append(_missing_warning(missing))
+    index = workspace_index(store, workspace, model)
+    found = list(map(index.positions.get, eligible))
+    if None in found:  # items without a vector: a few are encoded now
+        index, missing = complete(store, index, eligible, model)
+        if missing and warnings is not None:
+            warnings.append(_missing_warning(missing))
+        found = list(map(index.positions.get, eligible))
     cosines = _cosines(index, embedding.encode([text])[0])
     mask = np.zeros(len(index), dtype=bool)
-    for item_id in eligible:
-        row_number = index.positions.get(item_id)
-        if row_number is not None:
-            mask[row_number] = True
+    mask[[row for row in found if row is not None]] = True
     if counts is not None:
         semantic = {index.keys[r] for r in np.nonzero(mask & (cosines >= SEMANTIC_FLOOR))[0]}
         counts["total"] = len(hit_ids | semantic)

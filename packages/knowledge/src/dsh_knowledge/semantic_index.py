@@ -6,7 +6,8 @@ object keeps, per workspace, the :class:`~dsh_common.embedding.SemanticIndex` it
 the ``item_vectors`` signature it was built at (:func:`dsh_knowledge._vector_table.signature`:
 one aggregate query). A long-lived process (the MCP server, a library user) then pays for
 the matrix once and again only after some vector was written or deleted; a hook process
-builds it once. Rows are in item id order on both backends, so both rank identically.
+maps the cache file the last load wrote (:mod:`dsh_knowledge._vector_cache`). Rows are in
+item id order on both backends.
 
 :func:`complete` is the on-demand half of keeping vectors (:mod:`dsh_knowledge.vectors`):
 a scope with a few items lacking a vector (written before hybrid ranking was on, by the
@@ -23,6 +24,7 @@ import numpy as np
 from dsh_common.embedding.fusion import SemanticIndex
 from dsh_common.embedding.identity import DIMENSION
 from dsh_common.embedding.vectors import stack_vectors, vector_from_bytes
+from dsh_knowledge import _vector_cache
 from dsh_knowledge import _vector_table as table
 from dsh_knowledge.errors import KnowledgeError
 from dsh_knowledge.vectors import ON_DEMAND_LIMIT, encode_contents, item_contents, text_digest
@@ -38,15 +40,23 @@ MAX_CACHED_WORKSPACES: Final = 4
 
 
 def workspace_index(store: KnowledgeStore, workspace: str, model: str) -> SemanticIndex:
-    """The index of ``workspace``'s vectors made by ``model``, from the cache when current."""
+    """The index of ``workspace``'s vectors made by ``model``: from memory while the table's
+    signature is unchanged, else from the cache file when it is current
+    (:mod:`dsh_knowledge._vector_cache`), else read from the store (and the file written)."""
     cache: dict[str, tuple[Any, str, SemanticIndex]] = store.search_cache.setdefault(_CACHE, {})
+    path = _vector_cache.cache_path(store.kind, store.path, workspace)
     with store.read():
         signature = table.signature(store)
         entry = cache.get(workspace)
         if entry is not None and entry[0] == signature and entry[1] == model:
             return entry[2]
-        ids, languages, blobs = table.load(store, workspace, model)
-    index = SemanticIndex.build(ids, stack_vectors(blobs, DIMENSION), languages)
+        index = _vector_cache.read(path, signature, model, workspace)
+        if index is None:
+            ids, languages, blobs = table.load(store, workspace, model)
+    if index is None:
+        index = SemanticIndex.build(ids, stack_vectors(blobs, DIMENSION), languages)
+        if len(index):
+            _vector_cache.write(path, signature, model, workspace, index)
     cache.pop(workspace, None)
     while len(cache) >= MAX_CACHED_WORKSPACES:
         cache.pop(next(iter(cache)))
@@ -64,7 +74,7 @@ def complete(
     keeps the query working: they are simply encoded again next time). More are left to
     ``dsh-knowledge vectors build`` and counted in the answer.
     """
-    missing = [item_id for item_id in eligible if item_id not in index.positions]
+    missing = sorted(item_id for item_id in eligible if item_id not in index.positions)
     if not missing:
         return index, 0
     if len(missing) > ON_DEMAND_LIMIT:
