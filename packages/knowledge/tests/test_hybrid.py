@@ -18,6 +18,8 @@ from dsh_knowledge import semantic_index, vectors
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.retrieval import retrieve_relevant_knowledge
 
+from .backend_helpers import external_write
+
 WS = "/work/payments"
 POOL = "数据库连接池耗尽导致请求超时：给每个服务的连接池设置上限。"
 DEADLOCK = "两个事务同时更新同一批订单行时发生死锁，按主键顺序加锁解决。"
@@ -180,3 +182,20 @@ def test_a_long_lived_store_reloads_its_vectors_only_when_they_change(
     pool = add(repository, POOL)  # another write of this process, or of any other
     assert ids(retrieve_relevant_knowledge(repository, QUESTION, workspace=WS))[0] == pool
     assert cache[WS][2] is not loaded and len(cache[WS][2]) == 2
+
+
+def test_a_long_lived_store_sees_what_another_process_committed(
+    db: str, repository: KnowledgeRepository
+) -> None:
+    # What a long-lived process keeps between queries (eligibility, the index) must never
+    # outlive a change made elsewhere: an item archived by another process is gone at once.
+    pool = add(repository, POOL)
+    add(repository, DEADLOCK)
+    first = retrieve_relevant_knowledge(repository, QUESTION, workspace=WS, ranking="hybrid")
+    assert ids(first)[0] == pool
+    external_write(db, ("UPDATE knowledge SET status = 'archived' WHERE id = ?", (pool,)))
+    again = retrieve_relevant_knowledge(repository, QUESTION, workspace=WS, ranking="hybrid")
+    assert pool not in ids(again)
+    external_write(db, ("UPDATE knowledge SET workspace = '/elsewhere' WHERE status <> ?",
+                        ("archived",)))  # fmt: skip
+    assert retrieve_relevant_knowledge(repository, QUESTION, workspace=WS, ranking="hybrid") == []

@@ -183,6 +183,7 @@ class SQLiteStore(KnowledgeStore):
         self.path = raw if raw == ":memory:" else str(Path(raw).resolve())
         self.search_cache = {}
         self.index_ready = False
+        self._commits = 0  # our own commits (data_version counts the other connections')
         if self.path != ":memory:":
             if not create and not os.path.isfile(self.path):
                 raise StorageError(f"The knowledge database {self.path} does not exist.")
@@ -339,6 +340,7 @@ class SQLiteStore(KnowledgeStore):
                     if touched:
                         refresh_touched(self, touched)
                 self.connection.execute("COMMIT")
+                self._commits += 1
             except BaseException:
                 if self.connection.in_transaction:
                     self.connection.execute("ROLLBACK")
@@ -386,6 +388,7 @@ class SQLiteStore(KnowledgeStore):
             try:
                 work()
                 db.execute("COMMIT")
+                self._commits += 1
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
@@ -401,3 +404,7 @@ class SQLiteStore(KnowledgeStore):
     def sync_search_index(self) -> None:
         if self.index_ready:
             sync_search_index(self)
+
+    def change_token(self) -> object | None:
+        # data_version moves when another connection commits; our own commits are counted.
+        return (self.connection.execute("PRAGMA data_version").fetchone()[0], self._commits)

@@ -113,19 +113,17 @@ def retrieve_hybrid(
         pool, newest, hit_ids = lexical.rows, lexical.newest, lexical.hit_ids or set()
     model = embedding.model_id()
     where, params = _eligible_where(workspace, project, type, status, "k")
-    sql = f"SELECT k.id FROM knowledge k WHERE {where}"  # noqa: S608 - fixed clauses
-    with store.read() as db:
-        eligible = [row[0] for row in db.execute(sql, params)]
+    eligible = _eligible(store, where, params)
     index = workspace_index(store, workspace, model)
-    found = list(map(index.positions.get, eligible))
-    if None in found:  # items without a vector: a few are encoded now
+    rows = _rows(store, index, eligible)
+    if rows is None:  # items without a vector: a few are encoded now
         index, missing = complete(store, index, eligible, model)
         if missing and warnings is not None:
             warnings.append(_missing_warning(missing))
-        found = list(map(index.positions.get, eligible))
+        rows = [row for row in map(index.positions.get, eligible) if row is not None]
     cosines = _cosines(index, embedding.encode([text])[0])
     mask = np.zeros(len(index), dtype=bool)
-    mask[[row for row in found if row is not None]] = True
+    mask[rows] = True
     if counts is not None:
         semantic = {index.keys[r] for r in np.nonzero(mask & (cosines >= SEMANTIC_FLOOR))[0]}
         counts["total"] = len(hit_ids | semantic)
@@ -142,6 +140,52 @@ def retrieve_hybrid(
         }
         for hit, row in chosen
     ]
+
+
+#: Eligibility lists one store object keeps (by filter), while nothing is committed.
+_MAX_ELIGIBLE_CACHED = 8
+
+
+def _eligible(store: Any, where: str, params: list[Any]) -> list[str]:
+    """The ids of every item the query may see (the lexical channel's own SQL conditions).
+
+    Reading them costs a long-lived process more than the rest of a query at 10,000 items,
+    so it keeps them per filter while the store's change token says nothing was committed
+    (SQLite; PostgreSQL reads them every time).
+    """
+    token = store.change_token()
+    cache: dict[tuple[Any, ...], tuple[Any, list[str]]] = store.search_cache.setdefault(
+        "eligible", {}
+    )
+    key = (where, *params)
+    hit = cache.get(key)
+    if token is not None and hit is not None and hit[0] == token:
+        return hit[1]
+    sql = f"SELECT k.id FROM knowledge k WHERE {where}"  # noqa: S608 - fixed clauses
+    with store.read() as db:
+        eligible = [row[0] for row in db.execute(sql, params)]
+    if token is not None:
+        if len(cache) >= _MAX_ELIGIBLE_CACHED:
+            cache.clear()
+        cache[key] = (token, eligible)
+    return eligible
+
+
+def _rows(store: Any, index: SemanticIndex, eligible: list[str]) -> list[int] | None:
+    """The index rows of the ``eligible`` items; None when one of them has no vector.
+
+    Kept beside the eligibility list it was computed from, for the same index object.
+    """
+    cache: dict[str, tuple[list[str], SemanticIndex, list[int] | None]] = (
+        store.search_cache.setdefault("eligible_rows", {})
+    )
+    hit = cache.get("last")
+    if hit is not None and hit[0] is eligible and hit[1] is index:
+        return hit[2]
+    found = list(map(index.positions.get, eligible))
+    rows = None if None in found else [row for row in found if row is not None]
+    cache["last"] = (eligible, index, rows)
+    return rows
 
 
 def _cosines(index: SemanticIndex, query_vector: Any) -> Any:

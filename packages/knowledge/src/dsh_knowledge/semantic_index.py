@@ -34,21 +34,29 @@ if TYPE_CHECKING:
 
 __all__ = ["complete", "workspace_index"]
 
-_CACHE = "semantic_index"  # store.search_cache key: {workspace: (signature, model, index)}
+# store.search_cache key: {workspace: (signature, model, index, the store's change token)}
+_CACHE = "semantic_index"
 #: Workspaces whose index one store object keeps (an MCP server usually needs one).
 MAX_CACHED_WORKSPACES: Final = 4
 
 
 def workspace_index(store: KnowledgeStore, workspace: str, model: str) -> SemanticIndex:
     """The index of ``workspace``'s vectors made by ``model``: from memory while the table's
-    signature is unchanged, else from the cache file when it is current
+    signature is unchanged (not even read while the store's change token says nothing was
+    committed), else from the cache file when it is current
     (:mod:`dsh_knowledge._vector_cache`), else read from the store (and the file written)."""
-    cache: dict[str, tuple[Any, str, SemanticIndex]] = store.search_cache.setdefault(_CACHE, {})
+    cache: dict[str, tuple[Any, str, SemanticIndex, Any]] = store.search_cache.setdefault(
+        _CACHE, {}
+    )
+    entry = cache.get(workspace)
+    token = store.change_token()
+    if entry is not None and entry[1] == model and token is not None and entry[3] == token:
+        return entry[2]  # nothing was committed since: not even the signature is read
     path = _vector_cache.cache_path(store.kind, store.path, workspace)
     with store.read():
         signature = table.signature(store)
-        entry = cache.get(workspace)
         if entry is not None and entry[0] == signature and entry[1] == model:
+            cache[workspace] = (*entry[:3], token)
             return entry[2]
         index = _vector_cache.read(path, signature, model, workspace)
         if index is None:
@@ -60,7 +68,7 @@ def workspace_index(store: KnowledgeStore, workspace: str, model: str) -> Semant
     cache.pop(workspace, None)
     while len(cache) >= MAX_CACHED_WORKSPACES:
         cache.pop(next(iter(cache)))
-    cache[workspace] = (signature, model, index)
+    cache[workspace] = (signature, model, index, token)
     return index
 
 
