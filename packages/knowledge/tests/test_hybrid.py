@@ -157,7 +157,7 @@ def test_missing_vectors_are_filled_on_demand_or_counted(
             "INSERT INTO knowledge (id, type, content, workspace, status, created_at, "
             "updated_at, creation_origin) VALUES (?, 'fact', ?, ?, 'verified', "
             "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'explicit')",
-            (f"n{n}", f"Note {n} about the pool.", WS)))  # fmt: skip
+            (f"n{n}", f"Note {n}: deploys happen on Fridays.", WS)))  # fmt: skip
     warnings.clear()
     results = retrieve_relevant_knowledge(
         repository, QUESTION, workspace=WS, ranking="hybrid", warnings=warnings
