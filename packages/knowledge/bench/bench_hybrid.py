@@ -214,8 +214,12 @@ print(json.dumps({"lexical": lexical, "hybrid": hybrid, "overhead": overhead, "e
 
 def _measure(
     argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None
-) -> tuple[float, float, str]:
-    """(wall ms, peak RSS MB, stdout) of one whole process (its RSS alone: wait4)."""
+) -> tuple[float, float, str, float]:
+    """(wall ms, peak RSS MB, stdout, CPU ms) of one whole process (its own: wait4).
+
+    On a busy machine the CPU time (user + system) is the steadier guide: the wall time
+    also counts the waits for a core that other jobs hold.
+    """
     start = time.perf_counter()
     process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, env=env)  # fmt: skip
@@ -229,7 +233,8 @@ def _measure(
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError(f"{argv} failed: {err.decode(errors='replace')}")
-    return elapsed, usage.ru_maxrss / 1024, out.decode()
+    cpu = (usage.ru_utime + usage.ru_stime) * 1000
+    return elapsed, usage.ru_maxrss / 1024, out.decode(), cpu
 
 
 def _p90(values: list[float]) -> float:
@@ -240,26 +245,30 @@ def _p90(values: list[float]) -> float:
 def build_cost(location: str) -> tuple[float, float]:
     """Seconds and peak MB of ``vectors build`` as one process on one core."""
     pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
-    elapsed, rss, _ = _measure([*pin, COMMAND, "--db", location, "vectors", "build"])
+    elapsed, rss, _, _ = _measure([*pin, COMMAND, "--db", location, "vectors", "build"])
     return elapsed / 1000, rss
 
 
 def hook_cost(locations: dict[str, str], runs: int) -> list[str]:
     samples: dict[str, list[float]] = {"python -c pass": []}
+    cpu: dict[str, list[float]] = {"python -c pass": []}
     memory: dict[str, list[float]] = {}
     injected: dict[str, int] = {}
     for n in range(runs):  # interleaved: a load spike hits every row alike
-        samples["python -c pass"].append(_measure([sys.executable, "-c", "pass"])[0])
+        elapsed, _, _, used = _measure([sys.executable, "-c", "pass"])
+        samples["python -c pass"].append(elapsed)
+        cpu["python -c pass"].append(used)
         for backend, location in locations.items():
             for ranking in ("lexical", "hybrid"):
                 name = f"{backend}, {ranking}"
                 payload = json.dumps({"session_id": f"bench-{name}-{n}", "cwd": WORKSPACE,
                                       "prompt": QUERIES[n % len(QUERIES)]})  # fmt: skip
-                elapsed, rss, out = _measure(
+                elapsed, rss, out, used = _measure(
                     [COMMAND, "hook", "user-prompt-submit", "--db", location, "--project",
                      PROJECT], payload.encode(), {**os.environ, "DSH_RANKING": ranking},
                 )  # fmt: skip
                 samples.setdefault(name, []).append(elapsed)
+                cpu.setdefault(name, []).append(used)
                 memory.setdefault(name, []).append(rss)
                 injected[name] = injected.get(name, 0) + bool(out)
     rows = []
@@ -267,7 +276,8 @@ def hook_cost(locations: dict[str, str], runs: int) -> list[str]:
         note = f"{injected[name]}/{runs} injected" if name in injected else ""
         rss = f"{max(memory[name]):.0f}" if name in memory else ""
         rows.append(f"| hook process, {name} | {statistics.median(values):.1f} | "
-                    f"{_p90(values):.1f} | {rss} | {note} |")  # fmt: skip
+                    f"{_p90(values):.1f} | {statistics.median(cpu[name]):.1f} | {rss} | "
+                    f"{note} |")  # fmt: skip
     return rows
 
 
@@ -278,13 +288,13 @@ def cost(size: int, runs: int, hook_runs: int, postgres: bool, directory: Path) 
     seconds, rss = build_cost(location)
     print(f"\n{size:,} realistic items (one workspace, 2/3 in the queried project); times in ms "
           "unless stated\n")  # fmt: skip
-    print("| what | median | p90 | peak MB | note |")
-    print("|---|---:|---:|---:|---|")
-    print(f"| `vectors build`, {size:,} items, one process on one core | {seconds:.1f} s | | "
+    print("| what | median | p90 | CPU median | peak MB | note |")
+    print("|---|---:|---:|---:|---:|---|")
+    print(f"| `vectors build`, {size:,} items, one process on one core | {seconds:.1f} s | | | "
           f"{rss:.0f} | {size / seconds:.0f} items/s |")  # fmt: skip
     sys.stdout.flush()
-    _, rss, out = _measure([sys.executable, "-c", LONG_LIVED, location, str(runs),
-                            json.dumps(QUERIES)])  # fmt: skip
+    _, rss, out, _ = _measure([sys.executable, "-c", LONG_LIVED, location, str(runs),
+                               json.dumps(QUERIES)])  # fmt: skip
     long_lived = json.loads(out)
     for name in ("lexical", "hybrid", "overhead", "encode"):
         values = long_lived[name]
@@ -295,7 +305,7 @@ def cost(size: int, runs: int, hook_runs: int, postgres: bool, directory: Path) 
             f"{len(QUERIES)} queries x {runs}, one long-lived process" if name == "lexical" else ""
         )
         peak = f"{long_lived['rss_mb']:.0f}" if name == "hybrid" else ""
-        print(f"| {label} | {statistics.median(values):.1f} | {_p90(values):.1f} | {peak} | "
+        print(f"| {label} | {statistics.median(values):.1f} | {_p90(values):.1f} | | {peak} | "
               f"{note} |")  # fmt: skip
     sys.stdout.flush()
     locations = {"SQLite": location}
@@ -315,7 +325,7 @@ def cost(size: int, runs: int, hook_runs: int, postgres: bool, directory: Path) 
             pg.connection.execute("ANALYZE")
         seconds, rss = build_cost(url)
         print(f"| `vectors build` on PostgreSQL, {size:,} items, one core | {seconds:.1f} s | | "
-              f"{rss:.0f} | {size / seconds:.0f} items/s |")  # fmt: skip
+              f"| {rss:.0f} | {size / seconds:.0f} items/s |")  # fmt: skip
         locations["PostgreSQL"] = url
     try:
         for row in hook_cost(locations, hook_runs):

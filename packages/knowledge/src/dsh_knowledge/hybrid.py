@@ -65,8 +65,9 @@ __all__ = ["LEXICAL_POOL", "retrieve_hybrid"]
 FUSION_LEXICAL_WEIGHT: float = 1.5
 #: How many of the lexical ranking's first rows take part in the fusion.
 LEXICAL_POOL: Final = 200
-#: The first window of fused hits walked; widened fourfold while folding needs more.
-_FIRST_WINDOW = 32
+#: The first window of fused hits walked is twice the limit and this many more (a hook asks
+#: for 4); it is widened fourfold while near-duplicate folding needs more.
+_WINDOW_SLACK = 8
 _NO_CONTRIBUTIONS = {
     "exactPhrase": 0, "exactTokens": 0, "partialTokens": 0, "tokenCoverage": 0, "text": 0,
     "scope": 0, "status": 0, "type": 0, "evidence": 0, "freshness": 0,
@@ -244,7 +245,7 @@ class _Walk:
     def run(
         self, index: SemanticIndex, cosines: Any, mask: Any, limit: int
     ) -> list[tuple[FusedHit, Row]]:
-        window = max(_FIRST_WINDOW, 2 * limit)
+        window = 2 * limit + _WINDOW_SLACK
         while True:
             hits = fuse(
                 self.pairs, index, cosines, eligible=mask, limit=window,
