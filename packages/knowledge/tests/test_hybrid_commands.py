@@ -104,3 +104,22 @@ def test_the_hook_honours_dsh_ranking_and_never_fails_on_it(
               home=semantic_home, DSH_RANKING="fast", DSH_DEBUG="1")  # fmt: skip
     assert bad.returncode == 0 and bad.stderr == ""
     assert "port 8080" in json.loads(bad.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_lexical_hook_imports_neither_numpy_nor_the_model(
+    seeded: str, semantic_home: Path
+) -> None:
+    # Lexical ranking costs what it cost before: the hybrid modules load only when asked.
+    import sys
+
+    payload = json.dumps({"session_id": "s", "cwd": WS, "prompt": "which port does the API use"})
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dsh_knowledge.launcher", "hook",
+         "user-prompt-submit", "--db", seeded],
+        input=payload, capture_output=True, text=True, check=False, timeout=120,
+        env={**os.environ, "DSH_HOME": str(semantic_home)},
+    )  # fmt: skip
+    assert done.returncode == 0 and "port 8080" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
+    assert "dsh_knowledge.hooks" in imported  # the probe sees the hook itself
+    assert not {"numpy", "dsh_knowledge.hybrid", "dsh_common.embedding.model"} & imported
