@@ -53,8 +53,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     run(
         str(BIN / "dsh-knowledge"), "add", "--type", "lesson", "--content", "连接池太小导致测试超时"
     )
-    # Hybrid ranking's model weights unpacked once (DSH_HOME's cache), before the snapshot.
-    run(str(BIN / "dsh-knowledge"), "vectors", "build")
+    # No stored vectors: a hybrid retrieve encodes these two on demand, on both paths.
     run(str(BIN / "dsh-memory"), "init")
     memory = home / "storages" / "memory"
     (memory / "handbook" / "release.md").write_text(RECORD)
@@ -62,12 +61,22 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     run(*git, "-C", str(memory), "commit", "-q", "-m", "record")
     # Reads record usage and build indexes: each run starts from this same snapshot.
     shutil.copytree(home, base / "snapshot", symlinks=True)
+    # The model's weight cache (88 MB) stays out of the snapshot: hybrid cases copy it in.
+    weights = base / "weights"
+    warm = "from dsh_common import embedding; embedding.warm()"
+    subprocess.run([sys.executable, "-c", warm], env={**env, "DSH_HOME": str(weights)},
+                   check=True, capture_output=True)  # fmt: skip
     return {"repo": str(repo), "home": str(home), "base": str(base)}
 
 
-def _restore(world: dict[str, str]) -> None:
+def _restore(world: dict[str, str], *, weights: bool = False) -> None:
     shutil.rmtree(world["home"])
     shutil.copytree(Path(world["base"]) / "snapshot", world["home"], symlinks=True)
+    if weights:
+        source = Path(world["base"]) / "weights" / "cache" / "embedding"
+        target = Path(world["home"]) / "cache" / "embedding"
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        shutil.copytree(source, target)
 
 
 CASES = {
@@ -77,7 +86,9 @@ CASES = {
         ["recall", "pool", "--limit", "x"], ["recall"], ["recall", "a", "--query", "b"],
         ["recall", "pool", "--format", "text"], ["recall", "pool", "--bogus"],
         ["recall", "--help"], ["recall", "pool", "--workspace", "/nonexistent"],
-        ["recall", "a", "b"],
+        ["recall", "a", "b"], ["recall", "pool", "--ranking", "lexical"],
+        ["recall", "--query", "连接池", "--ranking=hybrid"],
+        ["recall", "pool", "--ranking", "bm25"], ["recall", "pool", "--ranking"],
     ],
     "dsh-knowledge": [
         ["retrieve", "pool"], ["retrieve", "--query", "pool", "--limit", "1"],
@@ -109,7 +120,7 @@ def _both(world: dict[str, str], tool: str, argv: list[str]) -> tuple[object, ob
     env.pop("DSH_MEMORY_ROOT", None)
     outs = []
     for command in ([str(BIN / tool)], [sys.executable, "-m", f"{MODULE[tool]}.cli"]):
-        _restore(world)
+        _restore(world, weights=any("hybrid" in argument for argument in argv))
         done = subprocess.run([*command, *argv], capture_output=True, env=env,
                               cwd=world["repo"], timeout=120)  # fmt: skip
         # context records the time of use: the one field that may differ between runs
@@ -127,6 +138,8 @@ def test_fast_and_parser_paths_print_the_same_bytes(
 ) -> None:
     fast, parsed = _both(world, tool, argv)
     assert fast == parsed
+    if "--ranking=hybrid" in argv:  # really ranked by meaning, not lexically with a warning
+        assert b'"ranking":"hybrid"' in fast[1], fast
 
 
 @pytest.mark.parametrize(

@@ -200,12 +200,96 @@ def test_the_installed_hook_catches_a_commit_that_only_deletes_a_source(
     assert "sources missing: src/pool.py" in done.stdout + done.stderr
 
 
+def _installed(setting: Setting, tmp_path: Path) -> Path:
+    project = _project(tmp_path, setting)
+    done = run(str(BIN / "pre-commit"), "install", cwd=project, env=setting.env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return project
+
+
+def test_the_installed_hook_sees_commit_a_and_partial_commits(
+    setting: Setting, tmp_path: Path
+) -> None:
+    # git runs the hook with its own index for these (GIT_INDEX_FILE=.git/index.lock,
+    # .git/next-index-*.lock); the hook reads that one, not the repository's index.
+    project = _installed(setting, tmp_path)
+    env = setting.env
+    (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")  # never staged
+    done = run("git", "commit", "-q", "-am", "bigger pool", cwd=project, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sources changed: src/pool.py" in done.stdout + done.stderr
+    done = run("git", "commit", "-q", "-m", "bigger pool", "src/pool.py", cwd=project, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sources changed: src/pool.py" in done.stdout + done.stderr
+    # A partial commit of another file passes, though src/pool.py is staged beside it.
+    run("git", "add", "src/pool.py", cwd=project, env=env)
+    (project / "notes.txt").write_text("more notes\n")
+    done = run("git", "commit", "-q", "-m", "notes", "notes.txt", cwd=project, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    staged = run("git", "diff", "--cached", "--name-only", cwd=project, env=env).stdout
+    assert staged == "src/pool.py\n"
+
+
+def test_pre_commit_run_modes_each_check_their_own_change(setting: Setting, tmp_path: Path) -> None:
+    project = _project(tmp_path, setting)
+    env = setting.env
+    hook = (str(BIN / "pre-commit"), "run", "dsh-compound-check")
+
+    def passes(*args: str) -> bool:
+        done = run(*hook, *args, cwd=project, env=env)
+        assert done.returncode in (0, 1), done.stdout + done.stderr
+        if done.returncode == 1:
+            assert "sources changed: src/pool.py" in done.stdout, done.stdout
+        return done.returncode == 0
+
+    # The source changes in a commit made without the hook: nothing is staged now.
+    (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
+    run("git", "commit", "-q", "--no-verify", "-am", "bigger pool", cwd=project, env=env)
+    assert not passes()  # nothing staged, not in a commit: every lesson
+    assert not passes("--all-files")
+    assert not passes("--hook-stage", "manual", "--all-files")
+    assert not passes("--files", "src/pool.py")
+    assert passes("--files", "notes.txt")
+    assert not passes("--from-ref", "HEAD~1", "--to-ref", "HEAD")
+    assert passes("--from-ref", "HEAD", "--to-ref", "HEAD")
+
+
+def test_a_monorepo_points_the_hook_at_its_workspace_and_keeps_the_gate(
+    setting: Setting, tmp_path: Path
+) -> None:
+    # The lessons live in services/api; the config adds --workspace through args, which
+    # must not drop the gate the hook's entry holds.
+    project = _project(tmp_path, setting)
+    env = setting.env
+    service = project / "services" / "api"
+    service.mkdir(parents=True)
+    for name in ("docs", "src"):
+        run("git", "mv", name, f"services/api/{name}", cwd=project, env=env)
+    config = project / ".pre-commit-config.yaml"
+    config.write_text(config.read_text() + "        args: [--workspace, services/api]\n")
+    run("git", "add", "-A", cwd=project, env=env)
+    assert run("git", "commit", "-q", "-m", "move", cwd=project, env=env).returncode == 0
+    assert run(str(BIN / "pre-commit"), "install", cwd=project, env=env).returncode == 0
+    (service / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
+    done = run("git", "commit", "-q", "-am", "bigger pool", cwd=project, env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "sources changed: src/pool.py" in done.stdout + done.stderr
+    hook = (str(BIN / "pre-commit"), "run", "dsh-compound-check", "--files")
+    assert run(*hook, "services/api/src/pool.py", cwd=project, env=env).returncode == 1
+    assert run(*hook, "notes.txt", cwd=project, env=env).returncode == 0
+
+
 def test_the_github_workflow_installs_and_annotates_as_written(
     setting: Setting, tmp_path: Path
 ) -> None:
     workflow = yaml.safe_load(WORKFLOW.read_text())
     job = workflow["jobs"]["dsh-compound-check"]
     steps = {step.get("name"): step for step in job["steps"]}
+    # --changed-since needs the base branch's history: a shallow checkout has none.
+    checkout = next(
+        step for step in job["steps"] if step.get("uses", "").startswith("actions/checkout")
+    )
+    assert checkout["with"]["fetch-depth"] == 0
     env = dict(setting.env)
     env["DSH_SOURCE"] = f"git+file://localhost{setting.hooks_repo}@{setting.rev}"
     # A runner's Python: a fresh virtualenv first on PATH, nothing of ours installed in it.

@@ -116,6 +116,8 @@ ADVERSARIAL: dict[str, Callable[[int], str]] = {
     "percent runs": lambda n: _repeat("%41", n),
     "bearer words": lambda n: _repeat("Bearer x ", n),
     "chinese labels": lambda n: _repeat("密码：", n),
+    "full-width unclosed": lambda n: _repeat("password：“", n),
+    "labels, quote, letter": lambda n: _repeat("密码：“a", n),
     "aws prefixes": lambda n: _repeat("AKIA", n),
     "random ascii": lambda n: "".join(random.Random(3).choice("aA0_-=:/@.%\"' ") for _ in range(n)),
 }

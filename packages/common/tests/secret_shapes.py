@@ -7,8 +7,10 @@ token is assembled from pieces, so no literal secret sits in the repository for 
 
 A :class:`Shape` is a secret in its natural form (``snippet``) and the part of it that must
 never survive (``secret``). :func:`contexts` places a snippet in English prose, glued to
-Chinese on both sides, in JSON, in an env file and in a URL; a shape may give its own form
-for a context where the generic wrapping would not be how the secret really appears.
+Chinese on both sides, in JSON, in an env file, in a URL and as a Chinese input method types
+it (full-width colon, equals sign and quotes: ``password：…``, ``DB_PASSWORD＝…``,
+“token”：“…”); a shape may give its own form for a context where the generic wrapping would
+not be how the secret really appears.
 """
 
 from __future__ import annotations
@@ -18,10 +20,18 @@ import json
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-CONTEXTS = ("english", "cjk", "json", "env", "url")
+CONTEXTS = ("english", "cjk", "json", "env", "url", "ime-colon", "ime-equals", "ime-quoted")
 #: What the CJK context glues on each side; redaction must leave both intact.
 CJK_BEFORE = "部署用的是"
 CJK_AFTER = "不要外传"
+#: What the input-method contexts put on each side (full-width punctuation), kept intact too.
+IME_BEFORE = "部署配置："
+IME_AFTER = "，不要外传。"
+#: The text each context must still start and end with after redaction.
+GLUED = {
+    "cjk": (CJK_BEFORE, CJK_AFTER),
+    **{name: (IME_BEFORE, IME_AFTER) for name in CONTEXTS if name.startswith("ime-")},
+}
 
 A36 = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 UP16 = "IOSFODNN7" + "EXAMPLE"
@@ -61,11 +71,22 @@ class Shape:
         return self.secret or self.snippet
 
 
+def _ime(name: str, value: str, *, colon: str = "：") -> dict[str, str]:
+    """``name`` set to ``value`` as a Chinese input method types it, with full-width
+    separators and quotes (``colon`` is what follows a quoted name)."""
+    return {
+        "ime-colon": f"{IME_BEFORE}{name}：{value}{IME_AFTER}",
+        "ime-equals": f"{IME_BEFORE}{name}＝{value}{IME_AFTER}",
+        "ime-quoted": f"{IME_BEFORE}“{name}”{colon}“{value}”{IME_AFTER}",
+    }
+
+
 def _assignment(label: str, name: str, value: str = PASSWORD, **forms: str) -> Shape:
     defaults = {
         "json": json.dumps({name: value}),
         "env": f"{name}={value}\n",
         "url": f"https://example.com/login?{name}={quote(value, safe='')}&next=/",
+        **_ime(name, value),
     }
     return Shape(label, "assignment", f"{name}={value}", value, {**defaults, **forms})
 
@@ -118,7 +139,13 @@ SHAPES: tuple[Shape, ...] = (
     Shape("npm token", "npm-token", "np" + "m_" + A36),
     Shape("hugging face token", "huggingface-token", "h" + "f_" + A36[:34]),
     Shape("jwt", "jwt", JWT),
-    Shape("bearer token", "bearer", "Authorization: Bear" + "er " + A36, A36),
+    Shape(
+        "bearer token",
+        "bearer",
+        "Authorization: Bear" + "er " + A36,
+        A36,
+        _ime("Authorization", "Bear" + "er " + A36),
+    ),
     Shape(
         "basic credentials",
         "basic-auth",
@@ -127,6 +154,7 @@ SHAPES: tuple[Shape, ...] = (
         {
             "json": json.dumps({"Authorization": "Basic " + _BASIC}),
             "url": "https://example.com/cb?authorization=Basic%20" + quote(_BASIC, safe=""),
+            **_ime("Authorization", "Ba" + "sic " + _BASIC),
         },
     ),
     Shape("rsa private key", "private-key", _pem("RSA"), PEM_BODY),
@@ -169,6 +197,10 @@ SHAPES: tuple[Shape, ...] = (
     _assignment("private_key", "private" + "_key"),
     _assignment("passwd", "pass" + "wd"),
     _assignment("DB_PASS", "DB_" + "PASS"),
+    _assignment("PGPASSWORD (one word)", "PG" + "PASSWORD"),
+    _assignment("DBPASS (one word)", "DB" + "PASS"),
+    _assignment("SSHPASS (one word)", "SSH" + "PASS"),
+    _assignment("dbpassword (one word)", "db" + "password"),
     _assignment("spring.datasource.password", "spring.datasource." + "password"),
     Shape(
         "password flag",
@@ -180,25 +212,47 @@ SHAPES: tuple[Shape, ...] = (
             "env": "MYSQL_CMD='mysql --pass" + "word " + PASSWORD + "'\n",
         },
     ),
-    Shape("yaml password", "assignment", "pass" + "word: " + PASSWORD, PASSWORD),
+    Shape(
+        "yaml password",
+        "assignment",
+        "pass" + "word: " + PASSWORD,
+        PASSWORD,
+        _ime("pass" + "word", PASSWORD),
+    ),
+    Shape(
+        "token in full-width quotes",
+        "assignment",
+        "to" + "ken：“" + PASSWORD + "”",
+        PASSWORD,
+        _ime("to" + "ken", PASSWORD),
+    ),
     Shape(
         "chinese password label",
         "assignment",
         "密" + "码：" + PASSWORD,
         PASSWORD,
-        {"url": "https://example.com/?q=密" + "码:" + PASSWORD},
+        {"url": "https://example.com/?q=密" + "码:" + PASSWORD, **_ime("密" + "码", PASSWORD)},
     ),
     Shape(
         "chinese key label",
         "assignment",
         "密" + "钥是" + PASSWORD,
         PASSWORD,
-        {"url": "https://example.com/?q=密" + "钥是" + PASSWORD},
+        {
+            "url": "https://example.com/?q=密" + "钥是" + PASSWORD,
+            "ime-quoted": f"{IME_BEFORE}密" + "钥是“" + PASSWORD + f"”{IME_AFTER}",
+        },
     ),
 )
 
 
 def _generic(context: str, snippet: str) -> str:
+    if context == "ime-colon":
+        return f"{IME_BEFORE}{snippet}{IME_AFTER}"
+    if context == "ime-equals":
+        return f"{IME_BEFORE}值＝{snippet}{IME_AFTER}"
+    if context == "ime-quoted":
+        return f"{IME_BEFORE}“{snippet}”{IME_AFTER}"
     if context == "english":
         return f"For the deploy we use {snippet} on the staging box."
     if context == "cjk":
@@ -248,4 +302,13 @@ PROSE: tuple[str, ...] = (
     '{"name": "dsh", "version": "0.1.0", "max_token": 8192}',
     "export PATH=$HOME/.local/bin:$PATH",
     "Token: rotate it every month.",
+    # As a Chinese input method types prose: full-width separators and quotes before words.
+    "Token：rotate it every month.",
+    "token：请在设置里生成，不要写进代码。",
+    "密码：“必填项”，长度至少12位。",
+    "“password”：“请向运维索取”",
+    "password：${DB_PASSWORD}，DB_PASSWORD_FILE＝/run/secrets/db",
+    # Words that end in "pass" or start with it name no secret.
+    "bypass=on, compass: north, trespass=no, surpass=1, overpass=closed",
+    "passport：E12345678，passenger=Li",
 )

@@ -7,6 +7,7 @@ names is a script that leaves a marker file; the assertion is that no marker app
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
@@ -70,8 +71,15 @@ def _commit(repo: Path, name: str, text: str) -> str:
         ("http://127.0.0.1:8080/m.git", "http", "http://127.0.0.1:8080/m.git"),
         ("http://localhost/m.git", "http", "http://localhost/m.git"),
         ("ssh://git@host.example:2222/m.git", "ssh", "ssh://git@host.example:2222/m.git"),
-        ("ssh://git:pw@host.example/m.git", "ssh", "ssh://git:***@host.example/m.git"),
         ("git@host.example:me/m.git", "ssh", "git@host.example:me/m.git"),
+        # IPv6 addresses in brackets: "::" inside them names no remote helper.
+        ("[::1]:repo", "ssh", "[::1]:repo"),
+        ("user@[::1]:repo", "ssh", "user@[::1]:repo"),
+        ("git@[2001:db8::1]:me/m.git", "ssh", "git@[2001:db8::1]:me/m.git"),
+        ("ssh://git@[2001:db8::1]:2222/m.git", "ssh", "ssh://git@[2001:db8::1]:2222/m.git"),
+        ("https://[2001:db8::1]/m.git", "https", "https://[2001:db8::1]/m.git"),
+        ("http://[::1]:8080/m.git", "http", "http://[::1]:8080/m.git"),
+        ("host.example:a::b", "ssh", "host.example:a::b"),  # "::" in the path: no helper
     ],
 )
 def test_accepted_remotes_name_their_one_transport(text: str, transport: str, shown: str) -> None:
@@ -99,6 +107,15 @@ def test_accepted_remotes_name_their_one_transport(text: str, transport: str, sh
         "https://host.example/a\nb",
         "host.example:path with space",
         "alice:s3cret@host.example:m.git",
+        "ssh://git:s3cret@host.example/m.git",  # ssh takes no password from a URL
+        "ssh://git:s3cret@[::1]/m.git",
+        "::host.example/m.git",  # the helper named "" (git-remote-)
+        "a+b.c-d::x",
+        "x::[::1]:repo",
+        "[::1]:",  # no path
+        "[zz::1]:repo",
+        "[127.0.0.1]:repo",  # brackets hold an IPv6 address only
+        "http://[::2]:8080/m.git",  # plain http off this machine
         "",
         "  ",
         "https://host.example/" + "a" * 5000,
@@ -308,3 +325,248 @@ def test_push_and_fetch_over_http_with_credentials_that_never_show(
     for path in (repo / ".git").rglob("*"):
         if path.is_file() and path.stat().st_size < 1 << 20:
             assert b"s3cr3t" not in path.read_bytes(), path
+
+
+# -- the user's own programs and settings, never the repository's ------------------------------
+
+
+def _helper_script(path: Path, log: Path, user: str, password: str) -> Path:
+    """A credential helper (``!<path>``) that logs its operation and answers ``get``."""
+    path.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        f"echo \"$1\" >> '{log}'\n"
+        f'if [ "$1" = get ]; then echo username={user}; echo password={password}; fi\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+def _user_config(home: Path, text: str) -> None:
+    with (home / ".gitconfig").open("a") as config:
+        config.write(text)
+
+
+def test_a_url_scoped_credential_helper_of_the_user_is_used(
+    repo: Path, tmp_path: Path, hermetic_home: Path
+) -> None:
+    """What ``gh auth setup-git`` writes: an empty helper (ending the list) and the helper,
+    both scoped to one host. The repository's own helpers, scoped or not, never run."""
+    served = tmp_path / "served"
+    served.mkdir()
+    _bare(served / "memory.git")
+    log, marker = tmp_path / "helper.log", tmp_path / "ran"
+    helper = _helper_script(tmp_path / "helper", log, "me", "s3cr3t-t0k3n")
+    with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
+        host = f"http://127.0.0.1:{server.port}"
+        other = _script(tmp_path / "o", marker)
+        _user_config(
+            hermetic_home,
+            f'[credential "{host}"]\n\thelper =\n\thelper = !{helper}\n'
+            f'[credential "https://elsewhere.invalid"]\n\thelper = !{other}\n',
+        )
+        git(repo, "config", f"credential.{host}.helper", f"!{_script(tmp_path / 'c', marker)}")
+        git(repo, "config", "credential.helper", f"!{_script(tmp_path / 'd', marker)}")
+        remote = parse_remote_url(server.url("memory.git"))  # no credentials in the URL
+        runner = GitRunner(repo)
+        assert push(runner, remote, _head(repo), "main").status == "pushed"
+        assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+        assert {r.user for r in server.requests if r.status == 200} == {"me"}
+    assert "get" in log.read_text().split()
+    assert not marker.exists()
+
+
+def test_a_helper_named_by_name_runs_through_our_own_git(
+    repo: Path, tmp_path: Path, hermetic_home: Path
+) -> None:
+    """``helper = store --file F``: git runs ``git credential-store --file F``."""
+    served = tmp_path / "served"
+    served.mkdir()
+    _bare(served / "memory.git")
+    store = tmp_path / "credentials"
+    with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
+        store.write_text(f"http://me:s3cr3t-t0k3n@127.0.0.1:{server.port}\n")
+        _user_config(
+            hermetic_home,
+            f'[credential "http://127.0.0.1:{server.port}/"]\n\thelper = store --file {store}\n',
+        )
+        remote = parse_remote_url(server.url("memory.git"))
+        assert push(GitRunner(repo), remote, _head(repo), "main").status == "pushed"
+
+
+def test_a_helper_of_the_user_inside_the_repository_is_refused(
+    repo: Path, tmp_path: Path, hermetic_home: Path
+) -> None:
+    marker = tmp_path / "ran"
+    inside = _script(repo / "helper.sh", marker)
+    _user_config(hermetic_home, f"[credential]\n\thelper = {inside} --option\n")
+    with pytest.raises(RemoteConfigError) as refused:
+        fetch(GitRunner(repo), parse_remote_url("https://host.invalid/m.git"), ["main"])
+    assert refused.value.code == "unsafe-config" and str(inside) in refused.value.message
+    assert not marker.exists()
+
+
+def _ssh_logger(path: Path, log: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\necho \"{path.name} $*\" >> '{log}'\nexit 1\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_the_users_git_ssh_command_and_git_ssh_reach_ssh(
+    repo: Path, tmp_path: Path, hermetic_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git's order: $GIT_SSH_COMMAND, core.sshCommand (the user's), $GIT_SSH, plain ssh."""
+    log = tmp_path / "ssh.log"
+    by_command = _ssh_logger(tmp_path / "bin" / "by-command", log)
+    by_config = _ssh_logger(tmp_path / "bin" / "by-config", log)
+    _ssh_logger(tmp_path / "bin" / "by-program", log)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    remote = parse_remote_url("ssh://git@host.invalid/m.git")
+
+    def used() -> str:
+        log.unlink(missing_ok=True)
+        with pytest.raises(GitError):
+            fetch(GitRunner(repo), remote, ["main"])
+        return log.read_text().split()[0]
+
+    monkeypatch.setenv("GIT_SSH", "by-program")  # a name, found on PATH
+    assert used() == "by-program"
+    _user_config(hermetic_home, f"[core]\n\tsshCommand = {by_config} -o Extra=1\n")
+    assert used() == "by-config"
+    monkeypatch.setenv("GIT_SSH_COMMAND", f"{by_command} -i key")
+    assert used() == "by-command"
+    assert "-i key" in log.read_text() and "git@host.invalid" in log.read_text()
+
+
+def test_what_the_users_ssh_command_looks_up_is_never_inside_the_repository(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GIT_SSH_COMMAND=ssh``: the shell finds ``ssh`` on the transfer's PATH, which has no
+    entry inside the repository (direnv's ``$PWD/bin``, say)."""
+    marker, log = tmp_path / "ran", tmp_path / "ssh.log"
+    (repo / "bin").mkdir()
+    _script(repo / "bin" / "ssh", marker)
+    _ssh_logger(tmp_path / "bin" / "ssh", log)
+    monkeypatch.setenv("PATH", f"{repo / 'bin'}:{tmp_path / 'bin'}:/usr/bin:/bin")
+    monkeypatch.setenv("GIT_SSH_COMMAND", "ssh")
+    with pytest.raises(GitError):
+        fetch(GitRunner(repo), parse_remote_url("git@host.invalid:m.git"), ["main"])
+    assert log.exists() and not marker.exists()
+    monkeypatch.delenv("GIT_SSH_COMMAND")
+    monkeypatch.setenv("GIT_SSH", str(repo / "bin" / "ssh"))
+    with pytest.raises(RemoteConfigError):
+        fetch(GitRunner(repo), parse_remote_url("git@host.invalid:m.git"), ["main"])
+    assert not marker.exists()
+
+
+def test_the_repositorys_own_http_config_never_applies_to_a_transfer(
+    repo: Path, tmp_path: Path, hermetic_home: Path
+) -> None:
+    """A proxy, extra headers (plain and URL-scoped), a cookie file, no TLS verification:
+    plain git would use every one. The user's own http settings still apply."""
+    served = tmp_path / "served"
+    served.mkdir()
+    _bare(served / "memory.git")
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text("127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\trepo-cookie\n")
+    with git_http_server(served) as server:
+        url = server.url("memory.git")
+        for key, value in (
+            ("http.proxy", "http://127.0.0.1:9"),  # nothing listens: a proxy would fail
+            ("http.extraHeader", "X-Repo: plain"),
+            (f"http.{url}.extraHeader", "X-Repo: scoped"),
+            ("http.cookieFile", str(cookies)),
+            ("http.sslVerify", "false"),
+            ("http.followRedirects", "true"),
+            ("fsck.missingEmail", "ignore"),
+            ("push.followTags", "true"),
+        ):
+            git(repo, "config", "--add", key, value)
+        _user_config(hermetic_home, "[http]\n\textraHeader = X-User: mine\n")
+        remote = parse_remote_url(url)
+        runner = GitRunner(repo)
+        assert push(runner, remote, _head(repo), "main").status == "pushed"
+        assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+        assert server.requests
+        for request in server.requests:
+            assert "x-repo" not in request.headers and "cookie" not in request.headers
+            assert request.headers.get("x-user") == "mine"
+
+
+def test_a_fetch_brings_its_objects_into_the_repository_and_leaves_nothing_behind(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A small fetch arrives as loose objects, a large one as a pack: both end in the
+    repository's store; the private git directory is gone; an old one left by a killed
+    process is removed, a recent one (another transfer under way) kept."""
+    bare = _bare(tmp_path / "remote.git")
+    runner = GitRunner(repo)
+    push(runner, parse_remote_url(str(bare)), _head(repo), "main")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    small = _commit(other, "one.txt", "one\n")
+    git(other, "push", "-q", "origin", "main")
+    transfers = repo / ".git" / "dsh-transfer"  # made by the push
+    (transfers / "t-old").mkdir()
+    os.utime(transfers / "t-old", (0, 0))
+    (transfers / "t-running").mkdir()
+    remote = parse_remote_url(str(bare))
+    assert fetch_branch(runner, remote, "main", TRACKING) == small
+    assert sorted(p.name for p in transfers.iterdir()) == ["t-running"]
+    for index in range(150):
+        (other / f"f{index}.txt").write_text(f"{index}\n")
+    git(other, "add", "-A")
+    git(other, "commit", "-qm", "many")
+    large = _head(other)
+    git(other, "push", "-q", "origin", "main")
+    assert fetch_branch(runner, remote, "main", TRACKING) == large
+    assert list((repo / ".git" / "objects" / "pack").glob("*.idx")), "the large fetch's pack"
+    git(repo, "fsck", "--strict", "--no-dangling")
+    git(repo, "merge", "-q", "--ff-only", TRACKING)
+    assert (repo / "f149.txt").read_text() == "149\n"
+    assert sorted(p.name for p in transfers.iterdir()) == ["t-running"]
+
+
+def test_a_runner_given_a_relative_directory_fetches_and_pushes(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    remote = parse_remote_url(str(_bare(tmp_path / "remote.git")))
+    monkeypatch.chdir(tmp_path)
+    runner = GitRunner(Path("repo"))
+    assert push(runner, remote, _head(repo), "main").status == "pushed"
+    assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+
+
+def test_an_object_store_on_another_file_system_gets_the_objects_copied(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``.git/objects`` linked to another file system: a rename cannot cross it (EXDEV)."""
+    import errno
+
+    from dsh_common import git_transfer_dir
+
+    bare = _bare(tmp_path / "remote.git")
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    theirs = _commit(other, "one.txt", "one\n")
+    git(other, "push", "-q", "origin", "HEAD:main")
+    real_replace = os.replace
+
+    def replace(source: object, target: object) -> None:
+        if "dsh-transfer" in str(source):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        real_replace(source, target)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(git_transfer_dir.os, "replace", replace)
+    assert fetch_branch(GitRunner(repo), parse_remote_url(str(bare)), "main", TRACKING) == theirs
+    git(repo, "cat-file", "-e", f"{theirs}^{{tree}}")
+    assert not list((repo / ".git" / "objects").rglob(".*.dsh-tmp"))
+
+
+def test_a_link_where_the_private_directory_goes_is_refused(repo: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (repo / ".git" / "dsh-transfer").symlink_to(elsewhere)
+    with pytest.raises(RemoteConfigError):
+        fetch(GitRunner(repo), parse_remote_url(str(_bare(tmp_path / "r.git"))), ["main"])
+    assert list(elsewhere.iterdir()) == []

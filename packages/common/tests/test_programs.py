@@ -70,6 +70,17 @@ def test_safe_search_path_keeps_only_absolute_entries() -> None:
     assert safe_search_path("./bin:bin::/usr/bin:node_modules/.bin:/bin:") == "/usr/bin:/bin"
 
 
+def test_safe_search_path_outside_a_repository_drops_its_entries(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "bin").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(repo / "bin")  # a spelling of the same folder
+    path = f"{repo / 'bin'}:{tmp_path / 'link'}:{repo}:/usr/bin:{tmp_path / 'repo-other'}"
+    assert safe_search_path(path, outside=repo) == f"/usr/bin:{tmp_path / 'repo-other'}"
+    assert hardened_env(transport="file", outside=repo)["PATH"] == safe_search_path(
+        os.environ["PATH"], outside=repo
+    )
+
+
 def test_git_gets_a_safe_path_and_a_runner_refuses_git_inside_its_repository(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

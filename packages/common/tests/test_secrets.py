@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dsh_common import secrets as secrets_module
 from dsh_common.secrets import Span, contains_secret, find_secrets, is_secret_name, redact
 
-from .secret_shapes import CJK_AFTER, CJK_BEFORE, PROSE, SHAPES, Shape, cases
+from .secret_shapes import GLUED, PROSE, SHAPES, Shape, cases
 
 CASES = cases()
 MARK = "[REDACTED]"
@@ -48,8 +48,9 @@ def test_each_shape_is_found_and_redacted_in_each_context(
     redacted = redact(text, _mark, eager=eager)
     assert shape.hidden not in redacted, (case, redacted)
     assert MARK in redacted
-    if case.endswith("/cjk"):  # glued Chinese on both sides is kept, only the secret goes
-        assert redacted.startswith(CJK_BEFORE) and redacted.endswith(CJK_AFTER), redacted
+    glued = GLUED.get(case.rsplit("/", 1)[1])
+    if glued:  # glued Chinese on both sides is kept, only the secret goes
+        assert redacted.startswith(glued[0]) and redacted.endswith(glued[1]), redacted
     if case.endswith("/json"):  # a redacted JSON document is still JSON
         json.loads(redacted)
 
@@ -103,10 +104,13 @@ def test_any_mix_of_shapes_and_prose_is_redacted_in_both_sensitivities(
         ("aws_secret_access_key", True), ("GITHUB_TOKEN", True), ("APIKey", True),
         ("api-key", True), ("x-api-key", True), ("private_key", True), ("signingKey", True),
         ("DB_PASS", True), ("_authToken", True), ("passphrase", True),
+        ("PGPASSWORD", True), ("DBPASSWORD", True), ("DBPASS", True), ("SSHPASS", True),
+        ("MYSQLPASS", True), ("rootpasswd", True), ("pgpassphrase", True),
         ("max_token", False), ("max_tokens", False), ("token_count", False),
         ("password_reset", False), ("DB_PASSWORD_FILE", False), ("key", False),
         ("primary_key", False), ("pass", False), ("bypass", False), ("auth", False),
-        ("tokenizer", False), ("", False),
+        ("tokenizer", False), ("", False), ("compass", False), ("trespass", False),
+        ("surpass", False), ("passport", False), ("PGPASSFILE", False), ("passenger", False),
     ],
 )  # fmt: skip
 def test_secret_names(name: str, secret: bool) -> None:
@@ -218,11 +222,11 @@ def test_a_megabyte_of_near_misses_is_answered_correctly() -> None:
     megabyte = 1024 * 1024
     near_misses = ["sk-ab ", "eyJaaaaaaaaaaa-", "password=", "a=", 'password="', "x://u:p",
                    "-----BEGIN RSA PRIVATE KEY-----\n", "%41", "Bearer x ", "AKIA",
-                   "密码："]  # fmt: skip
+                   "密码：", "password：“", "密码：“a", "“token”＝“"]  # fmt: skip
     for unit in near_misses:
         text = (unit * (megabyte // len(unit) + 1))[:megabyte]
         spans = find_secrets(text)
-        if unit in ("password=", 'password="', "-----BEGIN RSA PRIVATE KEY-----\n"):
+        if unit in ("password=", 'password="', "-----BEGIN RSA PRIVATE KEY-----\n", "password：“"):
             assert spans, unit  # these do hold secrets (or cut key blocks)
         else:
             assert spans == [], (unit, spans[:3])

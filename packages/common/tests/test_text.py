@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
+import sys
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_common.text import han_bigrams, han_runs, normalize, query_terms, segment_words
 
@@ -100,3 +105,47 @@ def test_query_terms_cover_dictionary_splits() -> None:
 
 def test_query_terms_without_dedupe_keep_every_term() -> None:
     assert query_terms("超时 超时", dedupe=False).count("超时") == 2
+
+
+# One character of each ASCII word-break class (UAX #29): letter, digit, "_", MidNumLet
+# ".", Single_Quote "'", MidNum "," ";", MidLetter ":", Double_Quote, space, newlines, other.
+WORD_BREAK_CLASSES = ["a", "1", "_", ".", "'", ",", ";", ":", '"', " ", "\n", "\r", "\t", "-"]
+
+
+def _icu_words() -> Callable[[str], list[str]]:
+    import icu
+
+    from dsh_common.text import _icu_segmenter
+
+    return _icu_segmenter(icu)
+
+
+def test_ascii_words_are_icus_words() -> None:
+    # ASCII text is segmented by a regular expression, never by ICU: it must give exactly
+    # what ICU gives, for every arrangement of the word-break classes.
+    icu_words = _icu_words()
+    samples = [
+        "".join(chars)
+        for size in range(1, 5)
+        for chars in itertools.product(WORD_BREAK_CLASSES, repeat=size)
+    ]
+    samples += ["".join(pair) for pair in itertools.product(map(chr, range(128)), repeat=2)]
+    samples += ["don't retry e.g. after 3.14 s or 1,000 calls; user_id=42 a:b __ _x x_ 1'2"]
+    for sample in samples:
+        assert segment_words(sample) == icu_words(sample), repr(sample)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=60))
+def test_random_ascii_words_are_icus_words(text: str) -> None:
+    assert segment_words(text) == _icu_words()(text)
+
+
+def test_an_ascii_query_does_not_load_icu() -> None:
+    probe = (
+        "import sys; from dsh_common.text import query_terms; "
+        "print(query_terms('Why does login time out?'), 'icu' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=60)  # fmt: skip
+    assert done.stdout.strip() == "['why', 'does', 'login', 'time', 'out'] False"

@@ -1,19 +1,32 @@
-"""Shared fixtures: an isolated home, a workspace with real source files, draft builders."""
+"""Shared fixtures: an isolated home, a workspace with real source files, draft builders,
+and the recall cache's parity with the cold scan on every corpus a test leaves behind.
+
+After each test, :func:`check_corpus` reads every corpus under the test's ``tmp_path`` three
+ways - the cold scan (every file read and parsed), then through the recall cache twice (the
+first read may write it, the second is served from it) - and asserts that the scans
+(records, metadata, digests, statuses, warnings, counts) and the rankings for a set of
+queries are identical, or that all three fail with the same error.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsh_common.errors import DshError
+from dsh_common.paths import resolve_workspace
+from dsh_compound import corpus_index
 from dsh_compound.limits import CORPUS_DIRECTORY
 from dsh_compound.record import build_metadata, render_record, sha256
+from dsh_compound.scoring import Terms, recall_terms
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +40,47 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("DSH_RANKING", raising=False)  # lexical unless a test asks
     return home
+
+
+@pytest.fixture(autouse=True)
+def recall_cache_parity(isolated_home: Path, tmp_path: Path) -> Iterator[None]:
+    """After the test: the cached and cold reads of every corpus it built agree."""
+    yield
+    for root in corpora(tmp_path):
+        check_corpus(root)
+
+
+@pytest.fixture(name="check_corpus")
+def check_corpus_fixture() -> Callable[[Path], None]:
+    return check_corpus
+
+
+@pytest.fixture(scope="session")
+def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The model's weight cache, built once for the session (each test copies it)."""
+    home = tmp_path_factory.mktemp("weights") / "dsh"
+    done = subprocess.run(
+        [sys.executable, "-c", "from dsh_common import embedding; print(embedding.warm())"],
+        env={**os.environ, "DSH_HOME": str(home)}, capture_output=True, text=True,
+        timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return home / "cache" / "embedding"
+
+
+@pytest.fixture
+def home_with_weights(isolated_home: Path, weights: Path) -> Path:
+    """The test's DSH_HOME, with the weight cache a fresh process maps instead of building."""
+    target = isolated_home / ".dsh" / "cache" / "embedding"
+    target.mkdir(parents=True, mode=0o700)
+    (isolated_home / ".dsh").chmod(0o700)
+    (isolated_home / ".dsh" / "cache").chmod(0o700)
+    for path in weights.iterdir():
+        shutil.copy2(path, target / path.name)
+        (target / path.name).chmod(0o600)
+    return isolated_home
 
 
 @pytest.fixture
@@ -130,3 +183,79 @@ def write_json_fixture() -> Callable[[Path, Any], Path]:
 @pytest.fixture(name="run_cli")
 def run_cli_fixture() -> Callable[..., subprocess.CompletedProcess[str]]:
     return run_cli
+
+
+FIXED_QUERIES = [
+    "login timeout",
+    "Why does the redis cache time out?",
+    "登录超时怎么办",
+    "数据库连接池 pool",
+    "zebra",
+    "a",
+    "e.g. 3.14 user_id don't",
+    "数据库连接池耗尽导致登录超时测试环境的配置错误缓存失效重试退避死锁事务的是了在有和人这中大",
+]
+
+
+def corpora(base: Path) -> Iterator[Path]:
+    """Every workspace under ``base`` that holds a corpus directory (links not followed)."""
+    parts = CORPUS_DIRECTORY.split("/")
+    for directory, subdirectories, _ in os.walk(base, onerror=lambda error: None):
+        here = Path(directory)
+        if here.parts[-len(parts) :] == tuple(parts):
+            yield here.parents[len(parts) - 1]
+        subdirectories[:] = [d for d in subdirectories if not (here / d).is_symlink()]
+
+
+def _scan_state(view: corpus_index.CorpusView) -> dict[str, Any]:
+    scan = view.scan
+    return {
+        "records": [
+            (r.id, str(r.path), r.metadata, r.content_status, r.unknown_keys, r.digest)
+            for r in scan.records
+        ],
+        "warnings": scan.warnings.as_list(),
+        "scanned": scan.scanned,
+        "truncated": scan.truncated,
+    }
+
+
+def _queries(view: corpus_index.CorpusView) -> list[str]:
+    found = list(FIXED_QUERIES)
+    for record in view.records[:8]:
+        metadata = record.metadata
+        found += [metadata["title"][:500], " ".join(metadata["tags"])[:500]]
+        found.append(metadata["problem"][:500])
+    return [query for query in found if query.strip()]
+
+
+def _read(workspace: Path, *, cached: bool) -> tuple[str, Any]:
+    try:
+        selected = resolve_workspace(workspace)
+        return "ok", corpus_index.read_corpus(selected, cached=cached)
+    except (DshError, OSError) as error:
+        return "error", (type(error).__name__, str(error))
+
+
+def check_corpus(workspace: Path) -> None:
+    """Assert that the cached and the cold reads of ``workspace``'s corpus agree."""
+    cold_kind, cold = _read(workspace, cached=False)
+    views = []
+    with pytest.MonkeyPatch.context() as patch:
+        # Every file counts as settled: the files a test just wrote are cached too.
+        patch.setattr(corpus_index, "SETTLED_NS", -(10**12))
+        for _ in range(2):
+            kind, view = _read(workspace, cached=True)
+            assert kind == cold_kind, (workspace, cold, view)
+            views.append(view)
+    if cold_kind == "error":
+        assert all(view == cold for view in views), (workspace, cold, views)
+        return
+    expected = _scan_state(cold)
+    for view in views:
+        assert _scan_state(view) == expected, workspace
+    for query in _queries(cold):
+        terms = Terms(recall_terms(query))
+        want = [(score, record.id) for score, record in cold.ranked(terms)]
+        for view in views:
+            assert [(s, r.id) for s, r in view.ranked(terms)] == want, (workspace, query)

@@ -6,6 +6,8 @@ Everything runs the installed ``dsh-compound`` console script on real git reposi
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,21 +103,25 @@ def test_a_hand_edited_body_fails_needs_review_but_not_changed(repo: Path) -> No
     assert json.loads(done.stdout)["needsReview"][0]["contentStatus"] == "modified"
 
 
-def test_github_format_prints_one_annotation_per_lesson(repo: Path) -> None:
+def test_github_format_prints_one_annotation_per_lesson_missing_first(repo: Path) -> None:
     (repo / "config" / "test.json").write_text("{}\n")
     (repo / "src" / "pool.js").unlink()
     done = run_check(repo, "--format", "github", "--fail-on", "changed")
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     assert lines == [
-        "::warning file=docs/solutions/dsh-compound/login-timeout.md::lesson 'login-timeout' "
-        "(Login requests time out): sources changed: config/test.json - re-verify the lesson, "
-        "then re-capture it (capture --replace) to refresh it",
         "::warning file=docs/solutions/dsh-compound/pool-size.md::lesson 'pool-size' "
         "(Pool size, 100%25 of it): sources missing: src/pool.js - re-verify the lesson, then "
         "re-capture it (capture --replace) to refresh it",
+        "::warning file=docs/solutions/dsh-compound/login-timeout.md::lesson 'login-timeout' "
+        "(Login requests time out): sources changed: config/test.json - re-verify the lesson, "
+        "then re-capture it (capture --replace) to refresh it",
         "dsh-compound check: 2 of 2 lesson(s) need review",
     ]
+    # The format may also be written before the command, as --format text may.
+    before = dsh("--format", "github", "check", "--fail-on", "changed", cwd=repo)
+    assert (before.returncode, before.stdout) == (1, done.stdout)
+    assert dsh("--format=github", "check", cwd=repo).stdout == done.stdout
 
 
 def test_annotation_values_cannot_end_the_command_early(repo: Path) -> None:
@@ -308,3 +314,293 @@ def test_outside_a_git_work_tree_is_a_json_error(tmp_path: Path, option: str) ->
     done = dsh("check", "--workspace", str(plain), option, cwd=plain)
     assert done.returncode == 1
     assert json.loads(done.stderr)["error"]["code"] == "not-a-git-repository"
+
+
+def test_changed_since_catches_a_commit_that_only_deletes_a_source(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "rm", "-q", "src/pool.js")
+    git(repo, "commit", "-qm", "drop the pool")
+    done = run_check(repo, "--changed-since", base, "--fail-on", "changed")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["selection"] == {"paths": 1, "records": 1}
+    assert [item["evidenceStatus"] for item in result["needsReview"]] == ["missing"]
+
+
+def commit(
+    repo: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "commit", "-q", *args],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def install_git_hook(repo: Path, command: str) -> None:
+    """A plain git pre-commit hook (no pre-commit tool) running the installed command."""
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text(f"#!/bin/sh\nexec {BIN} {command}\n")
+    hook.chmod(0o755)
+
+
+def test_a_git_hook_with_staged_sees_commit_a_and_partial_commits(repo: Path) -> None:
+    # git runs the hook with GIT_INDEX_FILE naming .git/index.lock (commit -a) or a
+    # .git/next-index-*.lock (commit <paths>): the index the commit is made from.
+    install_git_hook(repo, "check --staged --fail-on changed --format text")
+    (repo / "src" / "pool.js").write_text("export const size = 8;\n")  # never staged
+    done = commit(repo, "-am", "bigger pool")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "    sources changed: src/pool.js" in done.stderr  # git shows a hook's stdout there
+    done = commit(repo, "-m", "bigger pool", "src/pool.js")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "    sources changed: src/pool.js" in done.stderr
+    # Staged, but not in a commit of other paths: that commit passes, pool.js stays staged.
+    git(repo, "add", "src/pool.js")
+    (repo / "README.md").write_text("an unrelated edit\n")
+    done = commit(repo, "-m", "readme", "README.md")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 of 0 selected lesson(s)" in done.stderr
+    assert git(repo, "diff", "--cached", "--name-only") == "src/pool.js\n"
+    assert commit(repo, "-m", "bigger pool").returncode == 1
+
+
+def with_env(**values: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    return {**env, **values}
+
+
+def run_env(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN), *args], capture_output=True, text=True, cwd=repo, env=env, timeout=60,
+        check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["/etc/passwd", "README.md", "../index", ".git", "link"])
+def test_an_index_file_outside_the_git_directory_is_refused(repo: Path, value: str) -> None:
+    (repo / ".git" / "link").symlink_to(repo / "README.md")
+    value = ".git/link" if value == "link" else value
+    done = run_env(repo, with_env(GIT_INDEX_FILE=value), "check", "--staged")
+    assert done.returncode == 1 and done.stdout == ""
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "unsafe-index-file"
+    assert f"GIT_INDEX_FILE={value!r}" in error["message"]
+
+
+def test_the_repository_index_named_relatively_is_read(repo: Path) -> None:
+    git(repo, "rm", "-q", "src/pool.js")
+    done = run_env(repo, with_env(GIT_INDEX_FILE=".git/index"), "check", "--staged")
+    assert json.loads(done.stdout)["selection"] == {"paths": 1, "records": 1}
+
+
+def fake_git(tmp_path: Path, on_diff: str) -> dict[str, str]:
+    """PATH with a git that does ``on_diff`` for ``git diff`` and is the real git otherwise."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "fake-bin"
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(
+        '#!/bin/sh\nfor argument in "$@"; do\n'
+        f'  if [ "$argument" = diff ]; then {on_diff}; fi\ndone\nexec {real} "$@"\n'
+    )
+    script.chmod(0o755)
+    return with_env(PATH=f"{folder}{os.pathsep}{os.environ['PATH']}")
+
+
+@pytest.mark.parametrize(
+    ("on_diff", "code"),
+    [
+        ("echo broken >&2; exit 3", "git-failed"),
+        ("head -c 17000000 /dev/zero; exit 0", "git-output-too-large"),
+        ("exec sleep 30", "git-timeout"),  # the runner's 10 s per command
+    ],
+)
+def test_git_failures_have_their_own_codes(
+    repo: Path, tmp_path: Path, on_diff: str, code: str
+) -> None:
+    env = fake_git(tmp_path, on_diff)
+    for option in ("--staged", "--changed-since=HEAD"):
+        done = run_env(repo, env, "check", option, "--fail-on", "changed")
+        assert done.returncode == 1 and done.stdout == ""
+        error = json.loads(done.stderr)["error"]
+        assert error["code"] == code, error
+        assert error["message"].startswith("git diff ")
+        if code == "git-timeout":
+            break  # once is enough to wait for
+
+
+def test_pre_commit_mode_reads_the_files_pre_commit_names(repo: Path) -> None:
+    (repo / "src" / "pool.js").write_text("export const size = 8;\n")
+    env = with_env()
+    done = run_env(repo, env, "check", "--pre-commit", "--fail-on", "changed", "src/pool.js")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["selection"] == {"paths": 1, "records": 1}
+    done = run_env(repo, env, "check", "--pre-commit", "--fail-on", "changed", "README.md")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["selection"] == {"paths": 1, "records": 0}
+    # No names and nothing staged (a plain `pre-commit run`, or --all-files of nothing):
+    # every lesson.
+    done = run_env(repo, env, "check", "--pre-commit", "--fail-on", "changed")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert "selection" not in result and result["unchangedConsistent"]["count"] == 1
+    # A staged deletion is left out of pre-commit's names; it is read from the index.
+    git(repo, "rm", "-q", "config/test.json")
+    done = run_env(repo, env, "check", "--pre-commit", "README.md")
+    assert json.loads(done.stdout)["selection"] == {"paths": 2, "records": 1}
+
+
+def test_pre_commit_mode_in_a_commit_reads_the_commits_index(repo: Path) -> None:
+    (repo / "src" / "pool.js").write_text("export const size = 8;\n")
+    git(repo, "add", "src/pool.js")
+    env = with_env(GIT_INDEX_FILE=".git/index")
+    # git commit ran the hook: the index decides, whatever names pre-commit passed.
+    done = run_env(repo, env, "check", "--pre-commit", "--fail-on", "changed", "README.md")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["selection"] == {"paths": 1, "records": 1}
+
+
+def test_pre_commit_mode_reads_a_from_to_range(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "mv", "src/login.js", "src/signin.js")
+    git(repo, "commit", "-qm", "rename")
+    env = with_env(PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF="HEAD")
+    done = run_env(repo, env, "check", "--pre-commit", "--fail-on", "changed", "src/signin.js")
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert result["selection"] == {"paths": 2, "records": 1}  # both names of the rename
+    assert "src/login.js" in result["needsReview"][0]["changedFiles"]
+    env = with_env(PRE_COMMIT_FROM_REF="HEAD", PRE_COMMIT_TO_REF="HEAD")
+    done = run_env(repo, env, "check", "--pre-commit", "--fail-on", "changed")
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["selection"] == {"paths": 0, "records": 0}
+    env = with_env(PRE_COMMIT_FROM_REF="no-such-ref", PRE_COMMIT_TO_REF="HEAD")
+    done = run_env(repo, env, "check", "--pre-commit")
+    assert json.loads(done.stderr)["error"]["code"] == "invalid-revision"
+
+
+def test_pre_commit_names_are_read_from_the_top_for_a_sub_folder_workspace(
+    tmp_path: Path,
+) -> None:
+    top = tmp_path / "mono"
+    service = top / "services" / "api"
+    (service / "src").mkdir(parents=True)
+    (service / "src" / "app.py").write_text("PORT = 8080\n")
+    (top / "src").mkdir()
+    (top / "src" / "app.py").write_text("elsewhere\n")
+    git(top, "init", "-q", "-b", "main")
+    capture(top, service, id="api-port", files=["src/app.py"])
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "lesson")
+    (service / "src" / "app.py").write_text("PORT = 9090\n")
+    args = ("check", "--pre-commit", "--fail-on", "changed", "--workspace", "services/api")
+    done = run_env(top, with_env(), *args, "services/api/src/app.py", "src/app.py")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["selection"] == {"paths": 1, "records": 1}
+    done = run_env(top, with_env(), *args, "src/app.py")  # the top's own src/app.py
+    assert done.returncode == 0
+
+
+def test_fail_on_never_and_the_last_fail_on_wins(repo: Path) -> None:
+    (repo / "src" / "pool.js").unlink()
+    assert run_check(repo, "--fail-on", "changed", "--fail-on", "never").returncode == 0
+    assert run_check(repo, "--fail-on", "never", "--fail-on", "changed").returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--pre-commit", "--staged"), "cannot be combined with --pre-commit"),
+        (("--pre-commit", "--changed-since", "HEAD"), "cannot be combined with --pre-commit"),
+        (("src/pool.js",), "taken only with --pre-commit"),
+    ],
+)
+def test_pre_commit_mode_takes_no_other_change_option(
+    repo: Path, args: tuple[str, ...], message: str
+) -> None:
+    done = run_check(repo, *args)
+    assert done.returncode == 1 and done.stdout == ""
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "invalid-arguments" and message in error["message"]
+
+
+def test_github_shows_ten_annotations_the_rest_are_log_lines_and_a_notice(
+    repo: Path,
+) -> None:
+    for index in range(11):
+        (repo / "src" / f"m{index:02d}.js").write_text(f"export const m = {index};\n")
+        capture(repo, repo, id=f"lesson-{index:02d}", files=[f"src/m{index:02d}.js"])
+    for index in range(11):
+        (repo / "src" / f"m{index:02d}.js").write_text("changed\n")
+    (repo / "src" / "pool.js").unlink()  # missing: the most important, annotated first
+    done = run_check(repo, "--format", "github")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 10 + 2 + 1 + 1
+    assert all(line.startswith("::warning file=") for line in lines[:10])
+    assert lines[0].startswith("::warning file=docs/solutions/dsh-compound/pool-size.md::")
+    assert [line.split(":")[0] for line in lines[10:12]] == [
+        "docs/solutions/dsh-compound/lesson-09.md",
+        "docs/solutions/dsh-compound/lesson-10.md",
+    ]
+    assert "lesson 'lesson-10' (Login requests time out): sources changed" in lines[11]
+    assert lines[12] == (
+        "::notice::2 more lesson(s) or warning(s) than GitHub annotates for one step (10); "
+        "all are listed in this step's log"
+    )
+    assert lines[13] == "dsh-compound check: 12 of 13 lesson(s) need review"
+
+
+def test_a_hand_edited_lesson_is_one_annotation(repo: Path) -> None:
+    record = repo / "docs/solutions/dsh-compound/pool-size.md"
+    record.write_text(record.read_text() + "\nan edit by hand\n")
+    json_warnings = json.loads(run_check(repo).stdout)["warnings"]
+    assert len(json_warnings) == 1 and "contentStatus modified" in json_warnings[0]
+    done = run_check(repo, "--format", "github")
+    assert done.stdout.splitlines() == [
+        "::warning file=docs/solutions/dsh-compound/pool-size.md::lesson 'pool-size' (Pool "
+        "size, 100%25 of it): record body edited by hand - re-verify the lesson, then "
+        "re-capture it (capture --replace) to refresh it",
+        "dsh-compound check: 1 of 2 lesson(s) need review",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("check", "--changed-since", "no-such-branch", "--format", "github"), "invalid-revision"),
+        (("--format", "github", "check", "--fail-on", "sometimes"), "invalid-arguments"),
+    ],
+)
+def test_github_format_errors_are_also_error_annotations(
+    repo: Path, args: tuple[str, ...], code: str
+) -> None:
+    done = dsh(*args, cwd=repo)
+    assert done.returncode == 1
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == code
+    escaped = error["message"].replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    assert done.stdout == f"::error title=dsh-compound {code}::{escaped}\n"
+
+
+def test_fail_on_fails_a_truncated_corpus_scan_and_says_so(repo: Path) -> None:
+    corpus = repo / "docs/solutions/dsh-compound"
+    for index in range(500):
+        (corpus / f"zz-{index:03d}.md").write_text("not a record\n")
+    plain = run_check(repo)
+    assert plain.returncode == 0
+    assert json.loads(plain.stdout)["truncated"] is True
+    assert not any("incomplete" in w for w in json.loads(plain.stdout)["warnings"])
+    done = run_check(repo, "--fail-on", "changed")
+    assert done.returncode == 1
+    note = json.loads(done.stdout)["warnings"][0]
+    assert note.startswith(
+        "--fail-on changed: the check is incomplete (the corpus scan stopped at its bounds"
+    )
+    assert note.endswith("an incomplete check fails the gate")
+    text = run_check(repo, "--fail-on", "needs-review", "--format", "text")
+    assert text.returncode == 1
+    assert "warning: --fail-on needs-review: the check is incomplete" in text.stdout
+    github = run_check(repo, "--fail-on", "changed", "--format", "github").stdout.splitlines()
+    assert github[0].startswith("::warning::--fail-on changed: the check is incomplete")
+    assert run_check(repo, "--fail-on", "never").returncode == 0

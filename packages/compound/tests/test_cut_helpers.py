@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_common.agent_hooks import one_line
-from dsh_compound.limits import exceeds_js_length, js_length, js_prefix, truncate
+from dsh_common.errors import truncate
+from dsh_compound.limits import exceeds_js_length, js_length, js_prefix
 
 #: Characters from every width class, weighted towards the ones that cost two units.
 CHARS = st.one_of(

@@ -164,6 +164,17 @@ def test_evidence_past_the_budget_is_reported_not_verified(more_than_the_budget:
     assert "the evidence of 5 lesson(s) was not verified" in text
 
 
+def test_a_gate_fails_sources_the_budget_left_unhashed(more_than_the_budget: Path) -> None:
+    # lesson-004's sources are all "unknown": not changed, but not vouched for either.
+    done = run(["check", "--fail-on", "changed", "--format", "text"], more_than_the_budget)
+    assert done.returncode == 1, done.stderr
+    assert (
+        "warning: --fail-on changed: the check is incomplete (16 source file(s) were left "
+        "unhashed by the hashing budget (status unknown)); an incomplete check fails the gate"
+    ) in done.stdout.splitlines()
+    assert run(["check"], more_than_the_budget).returncode == 0
+
+
 def test_a_corpus_within_the_budget_prints_exactly_what_it_did(tmp_path: Path) -> None:
     root = tmp_path / "small"
     (root / ".git").mkdir(parents=True)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from dsh_compound.corpus_index import SETTLED_NS
 
 
 def run_hook(event: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -146,3 +149,32 @@ def test_a_prompt_of_emoji_is_answered_through_the_installed_command(
             check=False,
         )
         assert "id: emoji-prompts" in context_of(done, "UserPromptSubmit")
+
+
+def test_the_prompt_hook_loads_only_what_it_needs(
+    workspace: Path, write_record: Callable[..., Path]
+) -> None:
+    # Start-up is most of a hook's time: an English prompt on the default ranking needs no
+    # ICU (ASCII is segmented without it), no typing, dataclasses or orjson, and nothing of
+    # hybrid ranking - nor the record parser, once the recall cache holds the lessons.
+    write_record(workspace)
+    time.sleep(SETTLED_NS / 1e9)  # a record is cached once its change time has settled
+    run_hook("user-prompt-submit", {"cwd": str(workspace), "prompt": "login"})
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "sys.argv = ['dsh-compound', 'hook', 'user-prompt-submit']\n"
+        "import dsh_compound.launcher as launcher\n"
+        "try:\n    launcher.main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('typing', 'dataclasses', 'inspect', 'orjson', 'icu', 'numpy', 'typer',\n"
+        "         'dsh_common.embedding', 'dsh_compound.corpus', 'dsh_compound.record')\n"
+        "print(sorted(m for m in heavy if m in sys.modules and m not in before),\n"
+        "      file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=json.dumps({"cwd": str(workspace), "prompt": "Why does login time out?"}),
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert "id: login-timeout" in result.stdout
+    assert result.stderr.strip().splitlines()[-1] == "[]"

@@ -170,3 +170,35 @@ def test_capture_twice_is_record_exists_and_keeps_the_first(
     assert _error(second)["code"] == "record-exists"
     record = (project / "docs/solutions/dsh-compound/login-timeout.md").read_text()
     assert "Other" not in record
+
+
+def test_recall_takes_the_ranking_and_explains_hybrid_hits(
+    project: Path, write_record: Callable[..., Path], home_with_weights: Path
+) -> None:
+    write_record(project, id="pool-exhausted", title="数据库连接池耗尽导致请求超时",
+                 problem="夜间任务从不归还连接，连接池耗尽，请求超时。", tags=["运维"],
+                 rootCause="见上。", resolution="见上。", whenToUse="见上。")  # fmt: skip
+    write_record(project, id="disk-full", title="Build agents ran out of disk space",
+                 tags=["ci"], problem="Docker layers filled the disk.")  # fmt: skip
+    query = "database connection pool ran dry"
+
+    async def body(session: ClientSession) -> list[Any]:
+        listed = await session.list_tools()
+        return [
+            next(t for t in listed.tools if t.name == "compound_recall"),
+            await session.call_tool("compound_recall", {"query": query, "ranking": "hybrid"}),
+            await session.call_tool("compound_recall", {"query": query, "ranking": "lexical"}),
+            await session.call_tool("compound_recall", {"query": query, "ranking": "bm25"}),
+        ]
+
+    tool, hybrid, lexical, bogus = run_session(project, body)
+    assert tool.input_schema["properties"]["ranking"]["enum"] == ["lexical", "hybrid"]
+    assert tool.input_schema["required"] == ["query"]
+    found = hybrid.structured_content
+    assert hybrid.is_error is False and found["ranking"] == "hybrid"
+    assert found["results"][0]["id"] == "pool-exhausted"
+    assert found["results"][0]["hybrid"]["channels"] == ["semantic"]
+    assert json.loads(hybrid.content[0].text) == found
+    plain = lexical.structured_content
+    assert "ranking" not in plain and all("hybrid" not in hit for hit in plain["results"])
+    assert _error(bogus)["code"] == "invalid-ranking"

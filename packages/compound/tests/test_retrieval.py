@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from dsh_compound import recall
 from dsh_compound.errors import InvalidLimitError, InvalidQueryError, SymlinkRejectedError
 from dsh_compound.limits import LIMITS
-from dsh_compound.retrieval import _score, _Terms, recall_terms, searchable_text
+from dsh_compound.scoring import Terms, recall_terms, score_text, searchable_text
 
 NEUTRAL = {
     "title": "Neutral title",
@@ -344,9 +344,11 @@ def test_gram_index_and_plain_substring_scores_agree(text: str, query: str) -> N
         "whenToUse": text,
         "files": [{"path": "src/a.js", "sha256": "a" * 64}],
     }
-    terms = _Terms.split(recall_terms(query))
+    terms = Terms(recall_terms(query))
     text = searchable_text(metadata)
-    assert _score(text, terms, use_gram_index=True) == _score(text, terms, use_gram_index=False)
+    assert score_text(text, terms, use_gram_index=True) == score_text(
+        text, terms, use_gram_index=False
+    )
 
 
 def test_gram_index_agrees_when_many_short_han_terms_match_per_field() -> None:
@@ -360,11 +362,11 @@ def test_gram_index_agrees_when_many_short_han_terms_match_per_field() -> None:
         "whenToUse": text[:30],
         "files": [{"path": "src/数据库.js", "sha256": "a" * 64}],
     }
-    terms = _Terms.split(recall_terms(text + " login"))
+    terms = Terms(recall_terms(text + " login"))
     assert len(terms.short_han) > 24
     searchable = searchable_text(metadata)
-    indexed = _score(searchable, terms, use_gram_index=True)
-    assert indexed == _score(searchable, terms, use_gram_index=False)
+    indexed = score_text(searchable, terms, use_gram_index=True)
+    assert indexed == score_text(searchable, terms, use_gram_index=False)
     assert indexed > 0
 
 
@@ -382,8 +384,19 @@ def test_astral_ideographs_score_the_same_both_ways() -> None:
     # Many common characters push the query over the gram-index threshold.
     common = "的是了在有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工"
     query = "𠀀𠀁𠀂数据𠀃库" + common + "𠀄"
-    terms = _Terms.split(recall_terms(query))
+    terms = Terms(recall_terms(query))
     searchable = searchable_text(metadata)
-    indexed = _score(searchable, terms, use_gram_index=True)
-    assert indexed == _score(searchable, terms, use_gram_index=False)
+    indexed = score_text(searchable, terms, use_gram_index=True)
+    assert indexed == score_text(searchable, terms, use_gram_index=False)
     assert indexed > 0
+
+
+def test_a_field_holding_the_field_separator_is_scored_not_fatal(
+    workspace: Path, write_record: Any
+) -> None:
+    # Text fields accept control characters; U+001E once split a record into eight
+    # "fields" and every recall of the corpus failed with internal-error.
+    neutral(write_record, workspace, "one", title="zebra\x1eone", tags=["t\x1ezebra"])
+    neutral(write_record, workspace, "two", title="Zebra two")
+    result = recall(workspace, "zebra one")
+    assert [(r["id"], r["score"]) for r in result["results"]] == [("one", 8 + 8 + 10), ("two", 8)]

@@ -53,8 +53,13 @@ def _as_server_user(argv: list[str]) -> list[str]:
 class PostgresServer:
     """One server in its own temporary folder; ``url(name)`` addresses a database on it."""
 
-    def __init__(self, bin_dir: Path, *, primary: PostgresServer | None = None) -> None:
+    def __init__(
+        self, bin_dir: Path, *, primary: PostgresServer | None = None, tcp: bool = False
+    ) -> None:
         self.bin = bin_dir
+        # tcp: also listen on the loopback address, on a free port (the socket file then
+        # carries that port's number too); for what only TCP has, such as SSL negotiation.
+        self.port = _free_port() if tcp else 5432
         self.root = Path(tempfile.mkdtemp(prefix="dsh-pg-"))
         self.data = self.root / "data"
         self.socket_dir = self.root / "sock"
@@ -84,6 +89,7 @@ class PostgresServer:
                 f"local all {PASSWORD_USER} scram-sha-256\n"
                 "local all all trust\n"
                 "local replication all trust\n"
+                "host all all 127.0.0.1/32 trust\n"
             )
         else:
             # A hot standby: a base backup of the primary, started read-only (-R writes
@@ -95,8 +101,10 @@ class PostgresServer:
         return self
 
     def _start(self) -> None:
+        listen = "127.0.0.1" if self.port != 5432 else ""
         options = (
-            f"-c listen_addresses='' -c unix_socket_directories={self.socket_dir} "
+            f"-c listen_addresses='{listen}' -c port={self.port} "
+            f"-c unix_socket_directories={self.socket_dir} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
             "-c max_connections=200 -c shared_buffers=32MB"
         )
@@ -143,17 +151,30 @@ class PostgresServer:
     # --- addressing ---------------------------------------------------------------------
 
     def url(self, database: str = "postgres", *, user: str = "postgres") -> str:
-        return f"postgresql://{user}@/{database}?host={quote(str(self.socket_dir), safe='/')}"
+        port = "" if self.port == 5432 else f"&port={self.port}"
+        return f"postgresql://{user}@/{database}?host={quote(str(self.socket_dir), safe='/')}{port}"
+
+    def tcp_url(self, database: str = "postgres", *, user: str = "postgres") -> str:
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
 
     def psql(self, database: str, sql: str) -> str:
         done = subprocess.run(
             [str(self.bin / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-             "-h", str(self.socket_dir), "-U", "postgres", "-d", database, "-c", sql],
+             "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres",
+             "-d", database, "-c", sql],
             capture_output=True, text=True, check=False, timeout=60,
         )  # fmt: skip
         if done.returncode != 0:
             raise RuntimeError(f"psql failed: {done.stderr}")
         return done.stdout.strip()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class DatabaseFactory:

@@ -83,8 +83,21 @@ def test_stop_hook_extracts_only_when_opted_in_and_only_new_turns(tmp_path: Path
     assert len(items(db)) == 2
 
 
-def test_stop_hook_is_silent_without_a_transcript_or_store(tmp_path: Path) -> None:
-    missing_db = tmp_path / "none" / "k.sqlite"
-    result = stop(missing_db, tmp_path / "absent.jsonl", tmp_path, "--auto-extract")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    assert not missing_db.parent.exists()
+def test_stop_hook_is_silent_without_a_transcript_or_store(
+    tmp_path: Path, backend: str, db: str
+) -> None:
+    # `db` names a store that does not exist yet: no SQLite file, or a PostgreSQL database
+    # without the knowledge schema. A hook never creates either.
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text(user_line("We decided to use Redis for the session cache.") + "\n")
+    for path in (tmp_path / "absent.jsonl", transcript):
+        result = stop(db, path, tmp_path, "--auto-extract")
+        assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    if backend == "sqlite":
+        assert not Path(db).parent.exists()
+    else:
+        import psycopg
+
+        with psycopg.connect(db) as connection:
+            found = connection.execute("SELECT to_regclass('knowledge')").fetchone()
+        assert found == (None,)

@@ -212,7 +212,7 @@ def test_command_line_errors_and_codes_are_the_same_on_both_backends(
 
 
 @settings(
-    max_examples=25,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )

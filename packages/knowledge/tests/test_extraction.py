@@ -304,7 +304,7 @@ def test_extract_stores_a_directory_workspace_canonically(tmp_path: Path, db: st
     assert stored["scope"]["workspace"] == str(project.resolve())
 
 
-def test_a_line_nested_too_deep_is_skipped_and_counted(tmp_path: Path) -> None:
+def test_a_line_nested_too_deep_is_skipped_and_counted(tmp_path: Path, db: str) -> None:
     """One hostile line (``[[[[...`` a few kilobytes long) used to fail the whole extract
     with a RecursionError; now it is an unreadable line like any other."""
     transcript = write_lines(tmp_path / "t.jsonl", claude_lines("/work/app"))
@@ -315,8 +315,8 @@ def test_a_line_nested_too_deep_is_skipped_and_counted(tmp_path: Path) -> None:
         level = '{"type": "user", "message": {"role": "user", "content": ['
         handle.write(level * 170 + '"x"' + "]}}" * 170 + "\n")
     done = subprocess.run(
-        [command(), "--db", str(tmp_path / "k.sqlite"), "extract", "--transcript",
-         str(transcript)], capture_output=True, text=True, check=False,
+        [command(), "--db", db, "extract", "--transcript", str(transcript)],
+        capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

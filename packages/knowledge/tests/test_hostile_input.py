@@ -143,15 +143,18 @@ def _tree(root: Path) -> list[tuple[str, str]]:
     ],
 )  # fmt: skip
 def test_undecodable_arguments_are_refused_with_bytes_escaped_and_nothing_changes(
-    seeded_file: Path, tmp_path: Path, argv: list[bytes], code: str, shown: str
+    seeded: str, tmp_path: Path, argv: list[bytes], code: str, shown: str
 ) -> None:
     base = os.fsencode(tmp_path)
-    real = [a.replace(b"@db", os.fsencode(seeded_file)).replace(b"@", base) for a in argv]
-    before = _tree(tmp_path)
+    # "@db" is the store (a path or a URL, which may hold "@" itself), any other "@" tmp_path.
+    real = [os.fsencode(seeded).join(a.replace(b"@", base) for a in arg.split(b"@db"))
+            for arg in argv]  # fmt: skip
+    before = _tree(tmp_path), ok("--db", seeded, "list")
     error = fails(*real)
     assert error["code"] == code
     assert shown.replace("@", str(tmp_path)) in error["message"]
-    assert _tree(tmp_path) == before  # no database, directory or file created or touched
+    # No database, directory or file created or touched; the store holds what it held.
+    assert (_tree(tmp_path), ok("--db", seeded, "list")) == before
 
 
 # --- point 13: foreseeable failures ------------------------------------------------------------
@@ -259,6 +262,14 @@ def test_add_on_a_read_only_database_is_storage_error_and_reads_still_work(
         assert [i["content"] for i in ok("--db", str(seeded_file), "list")["items"]] == [
             "The seed item."
         ]
+        # The prompt hook still injects: only its per-session bookkeeping is skipped.
+        payload = json.dumps({"session_id": "s1", "cwd": "/w", "prompt": "the seed item"})
+        hook = subprocess.run(
+            [*CLI, "hook", "user-prompt-submit", "--db", str(seeded_file)], input=payload,
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert (hook.returncode, hook.stderr) == (0, "")
+        assert "The seed item." in hook.stdout
         assert digest(seeded_file) == before
     finally:
         _make_writable(seeded_file)

@@ -107,6 +107,15 @@ def test_import_copies_every_item_exactly_and_skips_what_is_there(
     again = ok("--db", target, "import", "--from", source)
     assert (again["imported"], again["skipped"], again["evidence"]) == (0, 5, 0)
     assert ok("--db", target, "list")["total"] == 6
+    if target_kind == "postgres":
+        # Settled at once (visibility map, statistics), not a minute later by autovacuum.
+        import psycopg
+
+        with psycopg.connect(target) as connection:
+            vacuumed = connection.execute(
+                "SELECT relname FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL"
+            ).fetchall()
+        assert {"knowledge", "knowledge_search_doc"} <= {row[0] for row in vacuumed}
 
 
 def test_one_bad_item_imports_nothing(tmp_path: Path, postgres_databases: DatabaseFactory) -> None:
@@ -139,3 +148,99 @@ def test_a_source_url_password_is_never_printed(tmp_path: Path) -> None:
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "storage-unavailable"
     assert "postgresql://me:***@127.0.0.1:1/kb" in error["message"]
+
+
+def test_concurrent_imports_of_the_same_items_copy_each_once(tmp_path: Path, db: str) -> None:
+    # Members moving onto the shared store at the same moment, from copies of one store: each
+    # item lands once, every process succeeds, and the counts add up (nothing internal-error).
+    source = str(tmp_path / "source.sqlite")
+    with KnowledgeStore(source) as store:
+        KnowledgeRepository(store).create_many(
+            [{"type": "fact", "content": f"Note {n} on the payment queue.",
+              "scope": {"workspace": "/srv/app"},
+              "evidence": [{"type": "session", "source": f"s-{n}",
+                            "timestamp": "2025-01-02T03:04:05.678Z"}]}
+             for n in range(300)]
+        )  # fmt: skip
+    KnowledgeStore(db).close()  # the schema in place: the race is on the items alone
+    processes = [
+        subprocess.Popen([command(), "--db", db, "import", "--from", source],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]  # fmt: skip
+    reports = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        assert err == ""
+        reports.append(json.loads(out))
+    assert sum(r["imported"] for r in reports) == 300
+    assert sum(r["skipped"] for r in reports) == 600
+    assert sum(r["evidence"] for r in reports) == 300
+    with KnowledgeStore(db) as store:
+        assert KnowledgeRepository(store).count() == 300
+
+
+def test_an_import_refused_by_the_server_prints_only_our_error(
+    tmp_path: Path, postgres_databases: DatabaseFactory
+) -> None:
+    # The driver sends the rows pipelined; when the server refuses them it logs a warning
+    # ("error ignored terminating <psycopg.Pipeline …>") that must not reach stderr.
+    source = str(tmp_path / "source.sqlite")
+    with KnowledgeStore(source) as store:  # enough rows that the driver pipelines them
+        KnowledgeRepository(store).create_many(
+            [{"type": "fact", "content": f"Note {n}.", "scope": {"workspace": "/srv/app"}}
+             for n in range(300)]
+        )  # fmt: skip
+    target = postgres_databases.create()
+    KnowledgeStore(target).close()
+    from psycopg.conninfo import conninfo_to_dict
+
+    name = conninfo_to_dict(target)["dbname"]
+    postgres_databases.admin.execute(
+        f'ALTER DATABASE "{name}" SET default_transaction_read_only = on'
+    )
+    done = cli("--db", target, "import", "--from", source)
+    assert (done.returncode, done.stdout) == (1, "")
+    error = json.loads(done.stderr)["error"]  # the whole of stderr: one JSON object
+    assert error["code"] == "storage-error" and "read-only" in error["message"]
+
+
+def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(tmp_path: Path, db: str) -> None:
+    # Alice's items were made before the team named its workspace: scoped to her checkout's
+    # path (and a subfolder, where her MCP server was started), invisible to everyone else.
+    alice = str(tmp_path / "alice.sqlite")
+    for workspace, content in (("/home/alice/payments", "Refunds go through the ledger."),
+                               ("/home/alice/payments/api", "The API retries twice."),
+                               ("/home/alice/payments-old", "Unrelated checkout."),
+                               ("/home/alice/notes", "Private note.")):  # fmt: skip
+        ok("--db", alice, "add", "--workspace", workspace, "--type", "fact", "--content", content)
+    mapping = ["--workspace-map", "/home/alice/payments/=acme/payments",
+               "--workspace-map", "/home/alice/notes=alice-notes"]  # fmt: skip
+    dry = ok("--db", db, "import", "--from", alice, "--dry-run", *mapping)
+    assert dry["workspaces"] == [
+        {"source": "/home/alice/notes", "target": "alice-notes", "items": 1},
+        {"source": "/home/alice/payments", "target": "acme/payments", "items": 1},
+        {"source": "/home/alice/payments-old", "target": "/home/alice/payments-old", "items": 1},
+        {"source": "/home/alice/payments/api", "target": "acme/payments", "items": 1},
+    ]
+    assert ok("--db", db, "list")["total"] == 0  # a dry run writes nothing
+    report = ok("--db", db, "import", "--from", alice, *mapping)
+    assert (report["imported"], report["workspaces"]) == (4, dry["workspaces"])
+    team = ok("--db", db, "list", "--workspace", "acme/payments")
+    assert sorted(i["content"] for i in team["items"]) == [
+        "Refunds go through the ledger.",
+        "The API retries twice.",
+    ]
+    found = ok("--db", db, "retrieve", "how do refunds go", "--workspace", "acme/payments")
+    assert [r["knowledge"]["content"] for r in found["results"]] == [
+        "Refunds go through the ledger."
+    ]
+    # Alice's own store is untouched.
+    assert ok("--db", alice, "list", "--workspace", "acme/payments")["total"] == 0
+
+    for bad in (["no-equals"], ["=new"], ["/old="], ["/a=x", "/a/=y"], ["/a=\x01"]):
+        done = cli("--db", db, "import", "--from", alice,
+                   *(f"--workspace-map={pair}" for pair in bad))  # fmt: skip
+        assert done.returncode == 1, bad
+        assert json.loads(done.stderr)["error"]["code"] == "invalid-input"

@@ -143,8 +143,7 @@ def test_tools_schemas_annotations_and_every_call(tmp_path: Path, db: str, backe
     assert TOKEN not in stderr.read_text()
 
 
-def test_discovery_from_environment_and_cwd(tmp_path: Path) -> None:
-    db = tmp_path / "env.sqlite"
+def test_discovery_from_environment_and_cwd(backend: str, db: str) -> None:
 
     async def body(client: ClientSession) -> None:
         result = await client.call_tool("knowledge_add", {"type": "lesson", "content": "Env."})
@@ -153,13 +152,22 @@ def test_discovery_from_environment_and_cwd(tmp_path: Path) -> None:
         # No --workspace: the server's working directory (the test's cwd) is the workspace.
         assert item["workspace"] == os.getcwd()
 
-    session([], body, {"DSH_KNOWLEDGE_DB": str(db), "DSH_KNOWLEDGE_PROJECT": "from-env"})
-    assert db.exists()
+    session([], body, {"DSH_KNOWLEDGE_DB": db, "DSH_KNOWLEDGE_PROJECT": "from-env"})
+    with KnowledgeStore(db) as store:  # the store the environment named, nothing else
+        assert [row[0] for row in store.connection.execute("SELECT content FROM knowledge")] == [
+            "Env."
+        ]
 
 
-def test_unopenable_store_keeps_tools_listed_but_unavailable(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.sqlite"
-    broken.write_bytes(b"not a database" * 200)
+def test_unopenable_store_keeps_tools_listed_but_unavailable(
+    tmp_path: Path, backend: str, db: str
+) -> None:
+    if backend == "sqlite":
+        broken = tmp_path / "broken.sqlite"
+        broken.write_bytes(b"not a database" * 200)
+    else:  # a database the server does not have
+        broken = db.replace("/dsh_", "/missing_dsh_", 1)
+        assert broken != db
 
     async def body(client: ClientSession) -> None:
         assert len((await client.list_tools()).tools) == 7

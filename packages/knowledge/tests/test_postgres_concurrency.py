@@ -4,25 +4,27 @@ PostgreSQL's default isolation does not serialise a read-modify-write as SQLite'
 ``BEGIN IMMEDIATE`` does; these races prove the row locks keep the lifecycle's rules: two
 supersedes of one item never both win, an archive racing a supersede ends in a state the
 lifecycle allows, and ten processes opening a fresh database create its schema once.
-Writers are real processes (adds, schema) or threads with connections of their own
-(lifecycle races, released together by a barrier so they truly overlap).
+Writers are real processes, each connected before a common start signal so they truly
+overlap: library writers for volume (8 x 100 adds), the installed command for the path a
+user takes (8 x 5 ``add``; a process per add costs too much for 800), and one process per
+side of every lifecycle race.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
-import threading
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from dsh_knowledge.errors import KnowledgeError
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.retrieval import retrieve_relevant_knowledge
 from dsh_knowledge.store import KnowledgeStore
 
+from .agent_helpers import command
 from .pg_server import DatabaseFactory
 
 pytest.importorskip("psycopg", reason="the PostgreSQL tier needs dsh-knowledge[postgres]")
@@ -54,6 +56,36 @@ from dsh_knowledge.store import KnowledgeStore
 sys.stdin.readline()
 KnowledgeStore(sys.argv[1]).close()
 print("opened")
+"""
+
+
+CLI_WRITER = """
+import subprocess, sys
+
+program, url, writer, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+sys.stdin.readline()
+for n in range(count):
+    subprocess.run([program, "--db", url, "add", "--workspace", "/w", "--type", "fact",
+                    "--content", f"cli writer {writer} item {n}"], check=True,
+                   stdout=subprocess.DEVNULL)
+print("done")
+"""
+
+RACER = """
+import json, sys
+from dsh_knowledge.errors import KnowledgeError
+from dsh_knowledge.repository import KnowledgeRepository
+from dsh_knowledge.store import KnowledgeStore
+
+url, action, *ids = sys.argv[1:]
+repository = KnowledgeRepository(KnowledgeStore(url))
+repository.count()  # connected and warm before the start signal
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    print(json.dumps({"ok": getattr(repository, action)(*ids)}))
+except KnowledgeError as error:
+    print(json.dumps({"code": error.code, "message": error.message}))
 """
 
 
@@ -97,6 +129,15 @@ def test_eight_processes_adding_a_hundred_items_each_lose_nothing(pg: str) -> No
         assert found[0]["knowledge"]["content"] == "writer 7 item 99 concurrent insert"
 
 
+def test_eight_processes_adding_through_the_command_line_lose_nothing(pg: str) -> None:
+    _together(CLI_WRITER, [[command(), pg, str(n), "5"] for n in range(8)])
+    with KnowledgeStore(pg) as store:
+        repository = KnowledgeRepository(store)
+        assert repository.count() == 40
+        found = retrieve_relevant_knowledge(repository, "cli writer 7 item 4", workspace="/w")
+        assert found[0]["knowledge"]["content"] == "cli writer 7 item 4"
+
+
 def test_ten_processes_opening_a_fresh_database_create_the_schema_once(
     postgres_databases: DatabaseFactory,
 ) -> None:
@@ -114,27 +155,35 @@ def test_ten_processes_opening_a_fresh_database_create_the_schema_once(
     ]
 
 
-def _race(url: str, actions: list[Callable[[KnowledgeRepository], Any]]) -> list[Any]:
-    """Run each action on a connection of its own, all released at the same instant."""
-    stores = [KnowledgeStore(url) for _ in actions]
-    barrier = threading.Barrier(len(actions))
-    outcomes: list[Any] = [None] * len(actions)
+@dataclass
+class Refused:
+    """A racer's documented error (its code and message, as the library raised it)."""
 
-    def run(index: int) -> None:
-        repository = KnowledgeRepository(stores[index])
-        barrier.wait()
-        try:
-            outcomes[index] = actions[index](repository)
-        except KnowledgeError as error:
-            outcomes[index] = error
+    code: str
+    message: str
 
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(actions))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    for store in stores:
-        store.close()
+
+def _race(url: str, actions: list[tuple[str, ...]]) -> list[Any]:
+    """Run each ``(method, *ids)`` of the repository in a process of its own, connected
+    first and then released together; its item, or :class:`Refused`."""
+    processes = [
+        subprocess.Popen([sys.executable, "-c", RACER, url, *action], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for action in actions
+    ]  # fmt: skip
+    for process in processes:
+        assert process.stdout is not None
+        assert process.stdout.readline().strip() == "ready"
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outcomes: list[Any] = []
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=120)
+        assert process.returncode == 0, stderr
+        answer = json.loads(stdout)
+        outcomes.append(answer["ok"] if "ok" in answer else Refused(**answer))
     return outcomes
 
 
@@ -152,14 +201,8 @@ def test_two_supersedes_of_one_item_give_one_winner_and_one_documented_error(
         old = _verified(repository, f"round {round_}: the old rule")
         first = _verified(repository, f"round {round_}: replacement one")
         second = _verified(repository, f"round {round_}: replacement two")
-    outcomes = _race(
-        pg,
-        [
-            lambda r: r.supersede(old, first),
-            lambda r: r.supersede(old, second),
-        ],
-    )
-    errors = [o for o in outcomes if isinstance(o, KnowledgeError)]
+    outcomes = _race(pg, [("supersede", old, first), ("supersede", old, second)])
+    errors = [o for o in outcomes if isinstance(o, Refused)]
     winners = [o for o in outcomes if isinstance(o, dict)]
     assert len(winners) == 1 and len(errors) == 1, outcomes
     assert errors[0].code == "invalid-transition"
@@ -178,13 +221,13 @@ def test_archive_racing_supersede_ends_in_a_state_the_lifecycle_allows(
         repository = KnowledgeRepository(store)
         old = _verified(repository, f"round {round_}: to be replaced or archived")
         new = _verified(repository, f"round {round_}: the replacement")
-    outcomes = _race(pg, [lambda r: r.archive(old), lambda r: r.supersede(old, new)])
+    outcomes = _race(pg, [("archive", old), ("supersede", old, new)])
     with KnowledgeStore(pg) as store:
         final = KnowledgeRepository(store).require(old)
     assert final["status"] == "archived"  # archive always lands; it is allowed from both
     archived, superseded = outcomes
     assert isinstance(archived, dict)
-    if isinstance(superseded, KnowledgeError):  # the archive came first
+    if isinstance(superseded, Refused):  # the archive came first
         assert superseded.code == "invalid-transition"
         assert "replacementId" not in final
     else:  # superseded first, then archived: the link is kept
@@ -200,13 +243,11 @@ def test_verify_racing_a_supersede_by_the_same_candidate_has_one_consistent_outc
         candidate = repository.create(
             type="fact", content="the proposed rule", scope={"workspace": "/w"}
         )["id"]
-    verified, superseded = _race(
-        pg, [lambda r: r.verify(candidate), lambda r: r.supersede(old, candidate)]
-    )
+    verified, superseded = _race(pg, [("verify", candidate), ("supersede", old, candidate)])
     assert isinstance(verified, dict) and verified["status"] == "verified"
     with KnowledgeStore(pg) as store:
         final = KnowledgeRepository(store).require(old)
-    if isinstance(superseded, KnowledgeError):  # the supersede saw a candidate replacement
+    if isinstance(superseded, Refused):  # the supersede saw a candidate replacement
         assert superseded.code == "invalid-supersede"
         assert final["status"] == "verified"
     else:
@@ -219,7 +260,7 @@ def test_two_verifies_of_one_candidate_both_succeed_as_on_sqlite(pg: str) -> Non
         item = KnowledgeRepository(store).create(
             type="fact", content="verify me twice", scope={"workspace": "/w"}
         )
-    outcomes = _race(pg, [lambda r: r.verify(item["id"]), lambda r: r.verify(item["id"])])
+    outcomes = _race(pg, [("verify", item["id"]), ("verify", item["id"])])
     assert all(isinstance(o, dict) and o["status"] == "verified" for o in outcomes)
     stamps = sorted(o["updatedAt"] for o in outcomes)
     assert stamps[0] < stamps[1]  # serialised: the second saw the first and moved past it

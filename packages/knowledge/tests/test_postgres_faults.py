@@ -107,17 +107,23 @@ def test_a_server_that_accepts_but_never_answers_fails_within_the_connect_timeou
     listener.listen(8)  # the kernel completes the handshake; nobody ever answers
     port = listener.getsockname()[1]
     try:
+        # What start-up and a refused connection cost on this machine right now: the bound
+        # below is that plus the timeout, plus slack for a busy machine - seconds, not 30.
+        started = time.monotonic()
+        failure("--db", "postgresql://team@127.0.0.1:1/knowledge", "list")
+        baseline = time.monotonic() - started
         url = f"postgresql://team@127.0.0.1:{port}/knowledge?connect_timeout=1"
         started = time.monotonic()
         error = failure("--db", url, "list")
         elapsed = time.monotonic() - started
         assert error["code"] == "storage-unavailable"
         assert f"host 127.0.0.1, port {port}" in error["message"]
-        assert elapsed < 30  # a hang guard, not a timing test: 1 s of timeout plus start-up
+        assert 1 <= elapsed < baseline + 1 + 3, (elapsed, baseline)
         started = time.monotonic()
         done = hook(f"postgresql://team@127.0.0.1:{port}/knowledge", "anything")
         assert (done.returncode, done.stdout) == (0, "")
-        assert time.monotonic() - started < 30  # the hook's own 2 s connect timeout
+        elapsed = time.monotonic() - started
+        assert 2 <= elapsed < baseline + 2 + 3, (elapsed, baseline)  # the hook's own 2 s
     finally:
         listener.close()
 
@@ -227,8 +233,12 @@ def test_writes_on_a_hot_standby_are_read_only_while_reads_work(
     assert ok("--db", url, "search", "cache")["total"] == 1
     got = ok("--db", url, "retrieve", "how long does the cache hold sessions", "--workspace", "/w")
     assert [r["knowledge"]["id"] for r in got["results"]] == [item_id]
+    # With a session id, the bookkeeping write is refused (read-only): skipped, the block
+    # is still printed.
     done = hook(url, "how long does the cache hold sessions")
     assert (done.returncode, done.stderr) == (0, "")
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "the cache holds sessions for ten minutes" in context
 
 
 # --- the MCP server stays up --------------------------------------------------------------------
@@ -267,6 +277,41 @@ def test_the_mcp_server_answers_tool_errors_and_survives_a_restart(
 
     session(["--db", url, "--workspace", "/w"], body, {})
     assert seen == {"done": True}
+
+
+def test_an_mcp_server_started_while_the_server_is_down_serves_once_it_is_up(
+    server: PostgresServer, tmp_path: Path
+) -> None:
+    pytest.importorskip("mcp", reason="the MCP extra (dsh-knowledge[mcp]) is not installed")
+    from .test_mcp_server import session
+
+    url = server.url(fresh_database(server))
+    item = add(url, "The queue retries three times.")
+    seen: dict[str, Any] = {}
+    errlog = tmp_path / "mcp-stderr.txt"
+
+    async def body(client: Any) -> None:
+        assert len((await client.list_tools()).tools) == 7
+        down = await client.call_tool("knowledge_list", {})
+        assert down.is_error is True
+        assert down.content[0].text == "Knowledge storage is unavailable."
+        await anyio.to_thread.run_sync(server.resume)
+        back = await client.call_tool("knowledge_get", {"id": item["id"]})
+        assert back.is_error is False, back.content
+        assert back.structured_content["item"]["content"] == "The queue retries three times."
+        seen["done"] = True
+
+    server.halt()
+    try:
+        session(["--db", url, "--workspace", "/w"], body, {}, errlog=errlog)
+    finally:
+        if server.pid is None:
+            server.resume()
+    assert seen == {"done": True}
+    log = errlog.read_text()
+    # Logged once when it first failed (not on every call), and once when it opened.
+    assert log.count("Knowledge storage could not be opened") == 1, log
+    assert "Knowledge storage opened: postgresql://" in log
 
 
 def test_a_connection_lost_inside_a_write_reruns_the_whole_transaction_once(

@@ -154,6 +154,25 @@ def test_under_a_c_character_type_chinese_results_stay_the_same(
             repository.store.close()
     assert results[0] == results[1]
     assert results[0][0] == [CHINESE[0]]
+    # ...and health says why such a database is slow for Chinese, while a UTF-8 one is quiet.
+    reports = {}
+    for url in (pg, plain):
+        item = json.loads(subprocess.run(
+            [command(), "--db", url, "add", "--workspace", WS, "--type", "fact", "--content", "x"],
+            capture_output=True, text=True, check=True, timeout=120,
+        ).stdout)  # fmt: skip
+        for args in ([item["id"]], ["--all", "--workspace", WS]):
+            done = subprocess.run([command(), "--db", url, "health", *args], capture_output=True,
+                                  text=True, check=True, timeout=120)  # fmt: skip
+            reports[(url, args[0])] = json.loads(done.stdout)
+    assert [report.get("warnings") for (url, _), report in reports.items() if url == pg] == [
+        None,
+        None,
+    ]
+    for (url, _), report in reports.items():
+        if url == plain:
+            assert len(report["warnings"]) == 1
+            assert "LC_CTYPE" in report["warnings"][0] and "C.UTF-8" in report["warnings"][0]
 
 
 def test_the_hooks_bookkeeping_is_skipped_not_waited_for_when_locked(pg: str) -> None:

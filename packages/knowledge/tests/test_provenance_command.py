@@ -70,8 +70,13 @@ def test_capture_after_commit_moves_updated_at(tmp_path: Path, db: str) -> None:
     assert review["candidates"][0]["health"]["status"] == "current"
 
 
-def test_unknown_id_changes_nothing(tmp_path: Path) -> None:
-    db = tmp_path / "k.sqlite"
+def test_unknown_id_changes_nothing(tmp_path: Path, db: str) -> None:
+    item = json.loads(
+        run(db, "add", "--workspace", "/w", "--type", "fact", "--content", "x").stdout
+    )
+    before = run(db, "list").stdout
     result = run(db, "provenance", "missing-id", "--repo", str(tmp_path))
     assert result.returncode == 1 and result.stdout == ""
     assert json.loads(result.stderr)["error"]["code"] == "not-found"
+    assert run(db, "list").stdout == before
+    assert json.loads(before)["items"][0]["id"] == item["id"]

@@ -3,6 +3,7 @@ retrieval results."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -256,23 +257,33 @@ _ALPHABET = st.sampled_from(
 )
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     contents=st.lists(st.text(_ALPHABET, min_size=1, max_size=40), min_size=1, max_size=12),
     query=st.text(_ALPHABET, max_size=30),
 )
-def test_arbitrary_unicode_gives_identical_results(contents: list[str], query: str) -> None:
-    with KnowledgeStore(":memory:") as store:
+def test_arbitrary_unicode_gives_identical_results(
+    contents: list[str], query: str, backend: str, db: str
+) -> None:
+    # SQLite: a fresh in-memory store per example. PostgreSQL: the test's one database, each
+    # example in a workspace of its own (a database per example would cost more than the
+    # example; the vocabulary the examples share only widens what the index tries).
+    workspace = f"{WS}/{uuid.uuid4().hex}"
+    with KnowledgeStore(":memory:" if backend == "sqlite" else db) as store:
         repository = KnowledgeRepository(store)
         specs = [
-            {"type": "fact", "content": content, "scope": {"workspace": WS}}
+            {"type": "fact", "content": content, "scope": {"workspace": workspace}}
             for content in contents
             if content.strip()
         ]
         if specs:
             repository.create_many(specs)
-        indexed = retrieve_relevant_knowledge(repository, query, workspace=WS, limit=100)
+        indexed = retrieve_relevant_knowledge(repository, query, workspace=workspace, limit=100)
         scanned = retrieve_relevant_knowledge(
-            repository, query, workspace=WS, limit=100, use_index=False
+            repository, query, workspace=workspace, limit=100, use_index=False
         )
         assert indexed == scanned

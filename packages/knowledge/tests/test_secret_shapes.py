@@ -47,8 +47,8 @@ def test_ordinary_text_is_accepted(text: str) -> None:
     ensure_no_secrets(text, [{"type": "file", "source": text}])
 
 
-def _cli(db: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([command(), "--db", str(db), *args], capture_output=True, text=True,
+def _cli(db: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([command(), "--db", db, *args], capture_output=True, text=True,
                           input=stdin, check=False, timeout=120)  # fmt: skip
 
 
@@ -59,13 +59,29 @@ def _refused(done: subprocess.CompletedProcess[str]) -> None:
     assert done.stdout == ""
 
 
-def _nothing_stored(db: Path) -> None:
-    files = [db, *db.parent.glob(db.name + "-*")]
-    assert db.exists()
-    for path in files:
-        data = path.read_bytes()
+def _nothing_stored(db: str) -> None:
+    """No byte of any secret anywhere: SQLite's files (the WAL too), or every row of every
+    table of the PostgreSQL database (items, evidence, search index, vocabulary, bookkeeping)."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(db) as connection:
+            tables = [row[0] for row in connection.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            )]  # fmt: skip
+            assert "knowledge" in tables
+            for table in tables:
+                rows = connection.execute(f'SELECT t::text FROM "{table}" t').fetchall()  # noqa: S608 - catalog names
+                data = "\n".join(row[0] for row in rows)
+                for hidden in HIDDEN:
+                    assert hidden not in data, (table, hidden)
+        return
+    path = Path(db)
+    assert path.exists()
+    for file in [path, *path.parent.glob(path.name + "-*")]:
+        data = file.read_bytes()
         for hidden in HIDDEN:
-            assert hidden.encode() not in data, (path.name, hidden)
+            assert hidden.encode() not in data, (file.name, hidden)
 
 
 # The attacker's list: each appeared through the earlier filter, in English and in Chinese.
@@ -80,8 +96,7 @@ REPORTED = [
 ]
 
 
-def test_the_cli_refuses_secrets_in_add_jsonl_and_update(tmp_path: Path) -> None:
-    db = tmp_path / "k.sqlite"
+def test_the_cli_refuses_secrets_in_add_jsonl_and_update(tmp_path: Path, db: str) -> None:
     stored = _cli(db, "add", "--workspace", WORKSPACE, "--type", "fact",
                   "--content", "The API runs on port 8080.")  # fmt: skip
     assert stored.returncode == 0, stored.stderr
@@ -105,8 +120,7 @@ def test_the_cli_refuses_secrets_in_add_jsonl_and_update(tmp_path: Path) -> None
     _nothing_stored(db)
 
 
-def test_extract_skips_every_secret_bearing_message(tmp_path: Path) -> None:
-    db = tmp_path / "k.sqlite"
+def test_extract_skips_every_secret_bearing_message(tmp_path: Path, db: str) -> None:
     messages = ["We decided to use Redis for the cache."]
     messages += [f"We decided to use {text}" for _, _, text in CASES]
     lines = [
@@ -124,14 +138,13 @@ def test_extract_skips_every_secret_bearing_message(tmp_path: Path) -> None:
     _nothing_stored(db)
 
 
-def test_knowledge_add_over_mcp_refuses_every_case(tmp_path: Path) -> None:
+def test_knowledge_add_over_mcp_refuses_every_case(tmp_path: Path, db: str) -> None:
     pytest.importorskip("mcp", reason="the MCP extra (dsh-knowledge[mcp]) is not installed")
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    db = tmp_path / "k.sqlite"
     params = StdioServerParameters(
-        command=command(), args=["mcp", "--db", str(db), "--workspace", WORKSPACE],
+        command=command(), args=["mcp", "--db", db, "--workspace", WORKSPACE],
         env={**os.environ, "DSH_KNOWLEDGE_SESSION_ID": "mcp-secrets"},
     )  # fmt: skip
     refused: list[str] = []

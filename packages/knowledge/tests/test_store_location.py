@@ -63,17 +63,18 @@ def mcp_search(db_env: dict[str, str], workspace: Path, query: str) -> list[str]
 
 
 def test_add_on_the_command_line_reaches_every_reader_of_dsh_knowledge_db(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str, db: str
 ) -> None:
     workspace = tmp_path / "proj"
     workspace.mkdir()
-    db = tmp_path / "team" / "shared.sqlite"
-    env = {"DSH_KNOWLEDGE_DB": str(db)}
+    if backend == "sqlite":
+        db = str(tmp_path / "team" / "shared.sqlite")
+    env = {"DSH_KNOWLEDGE_DB": db}
     content = "Provider calls go through ResponseRouter."
     item = ok("add", "--workspace", str(workspace), "--type", "decision", "--content", content,
               env=env, cwd=workspace)  # fmt: skip
     ok("verify", item["id"], env=env, cwd=workspace)
-    assert db.is_file()
+    assert backend != "sqlite" or Path(db).is_file()
     # Nothing went to the default location: there is one store, not two.
     assert not default_database_path().exists()
 
@@ -97,7 +98,7 @@ def test_add_on_the_command_line_reaches_every_reader_of_dsh_knowledge_db(
     assert mcp_search(env, workspace, "ResponseRouter") == [item["id"]]
 
     # The library: KnowledgeStore() with no argument.
-    monkeypatch.setenv("DSH_KNOWLEDGE_DB", str(db))
+    monkeypatch.setenv("DSH_KNOWLEDGE_DB", db)
     with KnowledgeStore() as store:
         assert KnowledgeRepository(store).require(item["id"])["status"] == "verified"
     assert not default_database_path().exists()
@@ -126,19 +127,24 @@ def test_the_option_wins_over_the_environment(tmp_path: Path) -> None:
     assert len(found["items"]) == 1
 
 
-def test_setup_writes_the_resolved_database_into_the_agent_configs(tmp_path: Path) -> None:
+def test_setup_writes_the_resolved_database_into_the_agent_configs(
+    tmp_path: Path, backend: str, db: str
+) -> None:
     project = tmp_path / "proj"
     project.mkdir()
-    # A relative DSH_KNOWLEDGE_DB, as a user might export it in the repository's shell.
-    env = {"DSH_KNOWLEDGE_DB": "kb/team.sqlite"}
-    db = project / "kb" / "team.sqlite"
+    if backend == "sqlite":
+        # A relative DSH_KNOWLEDGE_DB, as a user might export it in the repository's shell.
+        env = {"DSH_KNOWLEDGE_DB": "kb/team.sqlite"}
+        db = str(project / "kb" / "team.sqlite")
+    else:
+        env = {"DSH_KNOWLEDGE_DB": db}  # a URL without a password (setup refuses those)
     ok("setup", "claude-code", "--scope", "project", "--project-dir", str(project),
        env=env, cwd=project)  # fmt: skip
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
-    assert server["args"] == ["mcp", "--db", str(db)]
+    assert server["args"] == ["mcp", "--db", db]
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     hook_line = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-    assert shlex.split(hook_line)[1:] == ["hook", "user-prompt-submit", "--db", str(db)]
+    assert shlex.split(hook_line)[1:] == ["hook", "user-prompt-submit", "--db", db]
 
     item = ok("add", "--workspace", str(project), "--type", "fact",
               "--content", "The billing export runs nightly.", env=env, cwd=project)  # fmt: skip
@@ -156,7 +162,7 @@ def test_setup_writes_the_resolved_database_into_the_agent_configs(tmp_path: Pat
     codex_home = tmp_path / "codex-home"
     ok("setup", "codex", env={**env, "CODEX_HOME": str(codex_home)}, cwd=project)
     config = (codex_home / "config.toml").read_text()
-    assert f'args = ["mcp", "--db", "{db}"]' in config
+    assert f'args = ["mcp", "--db", {json.dumps(db)}]' in config
 
 
 def test_setup_with_the_default_database_writes_no_db_option(tmp_path: Path) -> None:

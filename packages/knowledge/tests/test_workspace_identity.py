@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from dsh_knowledge.workspace_identity import normalize_remote_url
+
 from .agent_helpers import command, git, make_repo
 
 FILES = {"src/app.py": "PORT = 8080\n", "README.md": "payments\n"}
@@ -190,3 +192,25 @@ def test_setup_carries_the_workspace_variable_to_codex(tmp_path: Path) -> None:
     ok("setup", "codex", cwd=tmp_path,
        env={"CODEX_HOME": str(codex_home), "DSH_KNOWLEDGE_WORKSPACE": "acme/payments"})  # fmt: skip
     assert 'DSH_KNOWLEDGE_WORKSPACE = "acme/payments"' in (codex_home / "config.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://alice:ghp_x@GitHub.COM:443/Acme/Payments.git", "github.com/Acme/Payments"),
+        ("ssh://git@GitHub.com:22/Acme/Payments.git/", "github.com/Acme/Payments"),
+        ("git@GITHUB.com:Acme/Payments", "github.com/Acme/Payments"),
+        ("GitHub.com:Acme/Payments.git", "github.com/Acme/Payments"),
+        ("git@[FE80::1]:team/app.git", "[fe80::1]/team/app"),
+        ("ssh://git@[FE80::1]:2222/team/app", "[fe80::1]/team/app"),
+        ("file:///srv/Git/App.git", "/srv/Git/App"),
+        ("/srv/Git/App.git/", "/srv/Git/App"),
+        ("https://host.example/", None),
+    ],
+)
+def test_remote_urls_normalise_the_host_to_lower_case_and_keep_the_path(
+    url: str, expected: str | None
+) -> None:
+    # The host is case-insensitive everywhere; the path is not on every server, so its case
+    # is kept (an explicit workspace name covers members whose remotes spell it differently).
+    assert normalize_remote_url(url) == expected

@@ -3,8 +3,8 @@ up-to-date pull, and plain ``git pull`` of the same states in the same run.
 
 Two machines share one memory of ``2 x --records`` records (about 3 KiB each) through a
 bare repository on disk. For every measurement the three repositories are copied fresh
-(not timed), then machine A changes its half of the records and pushes, machine B changes
-the other half, and B pulls. Timed:
+(not timed), then machine A changes its half of the records (one journaled run, ``adopt``)
+and pushes, machine B changes the other half (one journaled run too), and B pulls. Timed:
 
 - **pull (merge)**: ``MemoryService.pull()`` on B - fetch, the path-by-path merge of 2 x
   records changes, the id check, the merge commit, the CAS, live index, work tree (the
@@ -14,9 +14,10 @@ the other half, and B pulls. Timed:
 - **pull (up-to-date)**: B pulls again: one fetch that brings nothing, no write; and the
   same as the installed ``dsh-memory pull`` command (a new process each time);
 - **git pull (merge)** / **git pull (up-to-date)**: the baseline, plain ``git pull
-  --no-rebase --no-edit`` from the same bare repository on a copy of the same B (no lock,
-  no recovery point, no journal, no conflict handling - a conflict would stop it with
-  markers in the files, so the conflict case has no baseline).
+  --no-rebase --no-edit -X ours`` from the same bare repository on a copy of the same B (no
+  lock, no recovery point, no journal, no conflict handling - ``-X ours`` settles the
+  journal's ``last-run.json`` both runs rewrote; a record conflict would silently keep
+  ours, so the conflict case has no baseline).
 
     uv run python packages/memory-repo/bench/bench_remote.py [--runs 5] [--records 1000]
 """
@@ -36,6 +37,10 @@ from pathlib import Path
 
 from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
+
+#: The baseline. ``-X ours``: both machines' runs rewrote the journal's ``last-run.json``,
+#: a conflict that would stop a plain ``git pull`` (ours recomputes it).
+GIT_PULL = ("pull", "-q", "--no-rebase", "--no-edit", "-X", "ours")
 
 BODY = ("The codegen pipeline retries flaky steps with a bounded budget. " * 48).strip()
 
@@ -78,12 +83,13 @@ def build_templates(base: Path, records: int) -> Path:
         path = _path(a, index)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_record(index, "base"), encoding="utf-8")
+    # The corpus is the shared starting point, not a change being measured: one plain
+    # commit (adopt takes at most 50 new files in a run).
     _git(a, "add", "-A")
     _git(a, "commit", "-q", "-m", "bench corpus")
-    for root in (a, b):
-        service = MemoryService(root)
-        _ok(service, service.set_remote(str(remote)))
     sa, sb = MemoryService(a), MemoryService(b)
+    for service in (sa, sb):
+        _ok(service, service.set_remote(str(remote)))
     _ok(sa, sa.push())
     _ok(sb, sb.pull())  # adopts the corpus
     _ok(sb, sb.push())
@@ -103,15 +109,19 @@ def _copy(template: Path, work: Path) -> Path:
 
 def _diverge(work: Path, records: int, conflicts: int) -> None:
     """A changes records [0, records) and pushes; B changes [records, 2 x records) and the
-    first ``conflicts`` of A's (those are changed on both sides)."""
+    first ``conflicts`` of A's (those are changed on both sides). Each side's changes are
+    one journaled run (``adopt``, as a person's edits or a sync would be), so the pull
+    merges two journals as it does between real machines."""
     a, b = work / "a", work / "b"
     for index in range(records):
         _path(a, index).write_text(_record(index, "changed on A"), encoding="utf-8")
-    _git(a, "commit", "-qam", "A's changes")
-    _git(a, "push", "-q", str(work / "remote.git"), "HEAD:main")
+    sa = MemoryService(a)
+    _ok(sa, sa.adopt())
+    _ok(sa, sa.push())
     for index in [*range(records, 2 * records), *range(conflicts)]:
         _path(b, index).write_text(_record(index, "changed on B"), encoding="utf-8")
-    _git(b, "commit", "-qam", "B's changes")
+    sb = MemoryService(b)
+    _ok(sb, sb.adopt())
 
 
 Timer = Callable[[str, Callable[[], object]], None]
@@ -127,14 +137,12 @@ def one_round(template: Path, scratch: Path, records: int, timed: Timer) -> None
     remote = str(work / "remote.git")
     service = MemoryService(work / "b")
     timed("pull (merge)", lambda: _ok(service, service.pull()))
-    timed("git pull (merge)", lambda: _git(baseline, "pull", "-q", "--no-rebase", "--no-edit",
-                                           remote, "main"))  # fmt: skip
+    timed("git pull (merge)", lambda: _git(baseline, *GIT_PULL, remote, "main"))  # fmt: skip
     timed("pull (up-to-date)", lambda: _ok(service, service.pull()))
     command = [str(Path(sys.executable).parent / "dsh-memory"), "--root", str(work / "b"), "pull"]
     timed("dsh-memory pull (up-to-date)", lambda: subprocess.run(command, check=True,
                                                                  capture_output=True))  # fmt: skip
-    timed("git pull (up-to-date)", lambda: _git(baseline, "pull", "-q", "--no-rebase",
-                                                "--no-edit", remote, "main"))  # fmt: skip
+    timed("git pull (up-to-date)", lambda: _git(baseline, *GIT_PULL, remote, "main"))  # fmt: skip
     work = _copy(template, scratch / "work")
     _diverge(work, records, 100)
     service = MemoryService(work / "b")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -164,19 +165,111 @@ def test_rollback_refuses_to_restore_a_file_the_work_tree_cannot_hold(
     assert health["needsManualRecovery"] is False and health["activeRun"] is None
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["handbook/.git/x.md", "handbook/.GIT/x.md", "handbook/a/.git./x.md",
-     "handbook/git~1/x.md", "handbook/.git\u200c/x.md", "handbook/a/.Git /x.md"],
-)  # fmt: skip
-def test_write_refuses_a_path_git_would_leave_out(memory_root: Path, name: str) -> None:
+#: Every spelling class of ``.git`` Git's own rules know (``is_hfs_dotgit``,
+#: ``is_ntfs_dotgit``), and the zero-width space that only reads as it: a folder of each.
+DOTGIT_SPELLINGS = {
+    "plain": "handbook/.git",
+    "letter case": "handbook/.GIT",
+    "trailing dot": "handbook/a/.git.",
+    "trailing space": "handbook/a/.Git ",
+    "trailing dots and spaces": "handbook/.git. .",
+    "ntfs short name": "handbook/git~1",
+    "ntfs short name, upper case, trailing dot": "handbook/GIT~1.",
+    "hfs ignorable U+200C": "handbook/.git\u200c",
+    "hfs ignorable U+200F inside": "handbook/.gi\u200ft",
+    "hfs ignorable U+202A before": "handbook/\u202a.git",
+    "hfs ignorable U+206F": "handbook/.g\u206fit",
+    "hfs ignorable U+FEFF": "handbook/.git\ufeff",
+    "ntfs index allocation stream": "handbook/.git::$INDEX_ALLOCATION",
+    "ntfs named stream": "handbook/.git:x",
+    "ntfs short name with a stream": "handbook/git~1::$INDEX_ALLOCATION",
+    "behind a backslash": "handbook/x\\.git",
+    "zero-width space (reads as .git)": "handbook/.git\u200b",
+}
+
+
+def _escaped(folder: str) -> str:
+    """``folder`` as the fake agent takes it: ASCII, with backslash escapes."""
+    return folder.encode("unicode_escape").decode("ascii")
+
+
+@pytest.mark.parametrize("folder", list(DOTGIT_SPELLINGS.values()), ids=list(DOTGIT_SPELLINGS))
+def test_write_refuses_a_path_git_would_leave_out(memory_root: Path, folder: str) -> None:
     before = head(memory_root)
-    failure = error(memory(memory_root, "write", name, "-",
+    listing = sorted(p.name for p in (memory_root / "handbook").iterdir())
+    failure = error(memory(memory_root, "write", f"{folder}/x.md", "-",
                            stdin=RECORD.format(id="x/hidden", body="H")))  # fmt: skip
     assert failure["code"] == "edit-invalid-request"
-    assert "Git reserves" in failure["message"]
+    if "\\" not in folder:  # a backslash is no payload path at all: refused before this rule
+        assert "Git reserves" in failure["message"]
     assert head(memory_root) == before
-    assert not (memory_root / "handbook" / ".git").exists()
+    assert sorted(p.name for p in (memory_root / "handbook").iterdir()) == listing
+
+
+@pytest.mark.parametrize("folder", list(DOTGIT_SPELLINGS.values()), ids=list(DOTGIT_SPELLINGS))
+def test_a_sync_agent_or_a_preview_under_any_spelling_of_dot_git_is_refused(
+    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str], folder: str
+) -> None:
+    root = sync_root
+    session_logs.dsh("d1", "hello")
+    before = head(root)
+    failure = error(sync(root, agent_command("reserved") + " " + shlex.quote(_escaped(folder))))
+    assert failure["code"] == "staging-invalid"
+    assert "Git reserves" in failure["message"]
+    assert (last_run(root)["status"], last_run(root)["error_code"]) == (
+        "failed", "staging-invalid",
+    )  # fmt: skip
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "handbook") == ""
+    # A stored preview whose staging copy gained such a folder on disk is refused too.
+    preview_id = "20261201T120000Z-0a1b2c3d"
+    stored = sync(root, agent_command("add"), "--preview", preview_id)
+    assert stored.returncode == 0, stored.stderr
+    planted = root / ".sync" / "previews" / preview_id / "staging" / folder / "x.md"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(RECORD.format(id="x/hidden", body="H"))
+    failure = error(memory(root, "apply-preview", "--preview-id", preview_id))
+    assert failure["code"] == "preview-apply-failed"
+    assert "Git reserves" in failure["message"]
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "handbook") == ""
+    assert head(root) != before  # only the failed runs' journal records
+    assert MemoryService().search("Hidden")["value"]["count"] == 0
+
+
+def _git_refuses(root: Path, path: str, oid: str) -> bool:
+    """Whether Git itself, guarding HFS+ and NTFS, refuses ``path`` into an index."""
+    done = subprocess.run(
+        ["git", "-c", "core.protectHFS=true", "-c", "core.protectNTFS=true", "update-index",
+         "--add", "--cacheinfo", f"100644,{oid},{path}"],
+        cwd=root, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    subprocess.run(["git", "rm", "-q", "--cached", "--", path], cwd=root, capture_output=True,
+                   check=False)  # fmt: skip
+    return done.returncode != 0
+
+
+def test_the_rule_refuses_whatever_git_refuses_and_more_only_for_invisible_characters(
+    memory_root: Path,
+) -> None:
+    from dsh_memory.payload_names import HFS_IGNORABLE, name_problem
+
+    oid = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=memory_root, input="x",
+                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    bases = [".git", ".GiT", "git~1", "Git~1", ".gitx", "git~2", ".gi", "x.git", "gitx~1"]
+    suffixes = ["", ".", " ", ". .", ":", "::$INDEX_ALLOCATION", ":x:$DATA", "x", ".md"]
+    names = {base + suffix for base in bases for suffix in suffixes}
+    for mark in [*sorted(HFS_IGNORABLE), "\u200b", "\u00ad"]:
+        for base in (".git", "git~1", ".gitx"):
+            names.update(base[:i] + mark + base[i:] for i in range(len(base) + 1))
+    checked = 0
+    for name in sorted(names):
+        path = f"handbook/{name}/x.md"
+        ours = name_problem(path) is not None
+        theirs = _git_refuses(memory_root, path, oid)
+        assert ours or not theirs, (name, "Git refuses it, we accept it")
+        if ours and not theirs:  # ours is wider only where a name has invisible characters
+            assert any(not c.isprintable() or c in "\u00ad" for c in name), name
+        checked += 1
+    assert checked > 150
 
 
 def test_a_sync_agent_writing_under_dot_git_is_refused_and_journaled(

@@ -156,3 +156,46 @@ def test_a_limit_of_4301_digits_is_the_methods_invalid_request(memory_root: Path
                               timeout=60, check=False)  # fmt: skip
         assert done.returncode == 1
         assert json.loads(done.stderr)["error"]["code"] == code, done.stderr
+
+
+HUGE = "9" * 4301
+#: Front matter whose value (or key, or line) is echoed by the message refusing it.
+ECHOED = {
+    "confidence": ("invalid-metadata", f"---\nschema_version: 1\nid: e\nconfidence: {HUGE}\n---\n"),
+    "type": ("invalid-metadata", f"---\nschema_version: 1\nid: e\ntype: {HUGE}\n---\n"),
+    "status": ("invalid-metadata", f"---\nschema_version: 1\nid: e\nstatus: '{HUGE}'\n---\n"),
+    "schema_version": ("invalid-schema-version", f"---\nschema_version: {HUGE}\nid: e\n---\n"),
+    "unparsable line": ("invalid-metadata", f"---\nschema_version: 1\n{'x' * 100_000}\n---\n"),
+    "block scalar key": ("invalid-metadata", f"---\nschema_version: 1\n{'k' * 5000}: |\n---\n"),
+    "flow-style key": ("flow-style-metadata", f"---\nschema_version: 1\n{'k' * 5000}: [a]\n---\n"),
+}
+
+
+@pytest.mark.parametrize("case", list(ECHOED))
+def test_a_refusal_echoes_a_bounded_part_of_the_value(memory_root: Path, case: str) -> None:
+    code, front_matter = ECHOED[case]
+    done = subprocess.run(
+        ["dsh-memory", "write", "handbook/echo.md", "-"], input=front_matter + "body\n",
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == code
+    assert "…" in error["message"]
+    assert len(error["message"]) < 250, error["message"]
+
+
+def test_no_message_echoes_an_argument_whole(memory_root: Path, tmp_path: Path) -> None:
+    long_name = "handbook/" + "长" * 5000 + ".md"
+    cases = [
+        (["dsh-memory", "write", long_name, "-"], "edit-invalid-request"),
+        (["dsh-memory", "remove", long_name], "edit-not-found"),
+        (["dsh-memory-sync", "--json", "--agent", "x" * 5000], "sync-invalid-request"),
+    ]
+    for argv, code in cases:
+        done = subprocess.run(argv, input=GOOD, capture_output=True, text=True, timeout=60,
+                              check=False)  # fmt: skip
+        assert done.returncode == 1, (argv[:2], done.stdout)
+        error = json.loads(done.stderr)["error"]
+        assert error["code"] == code, error
+        assert len(error["message"]) <= 2000, (argv[:2], len(error["message"]))

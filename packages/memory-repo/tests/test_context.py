@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,27 @@ def test_total_counts_the_matches_before_limit_and_truncated_says_so(
     archive = context(root, scope="archive", use_index=use_index, record_use=False)
     assert (archive["count"], archive["total"], archive["truncated"]) == (1, 1, False)
     assert list(whole)[:4] == ["query", "count", "records", "warnings"]  # the contract's first
+
+
+def test_the_installed_command_says_how_many_matched_before_its_limit(memory_root: Path) -> None:
+    for index in range(3):
+        record(memory_root, f"handbook/n{index}.md", f"cache note {index}\n", f"n{index}")
+    record(memory_root, "archive/old.md", "cache kept for reference\n", "old")
+
+    def run(*args: str) -> dict[str, object]:
+        done = subprocess.run(["dsh-memory", "context", *args], capture_output=True, text=True,
+                              check=False, timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        envelope = json.loads(done.stdout)
+        assert envelope["ok"] is True
+        value = envelope["value"]
+        assert isinstance(value, dict)
+        return value
+
+    for args in (("cache", "--limit", "1"), ("--query", "cache", "--limit", "1"), ("--limit", "1")):
+        value = run(*args)
+        assert (value["count"], value["total"], value["truncated"]) == (1, 3, True), args
+    whole = run("cache", "--limit", "20")
+    assert (whole["count"], whole["total"], whole["truncated"]) == (3, 3, False)
+    every = run("cache", "--limit", "1", "--scope", "all")
+    assert (every["count"], every["total"], every["truncated"]) == (1, 4, True)

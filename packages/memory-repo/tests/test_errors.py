@@ -132,3 +132,28 @@ def test_every_code_is_in_the_readme_error_table() -> None:
         cls.code for cls in _leaves() if cls.code not in listed and cls.code != "memory-repo-error"
     }
     assert missing == set(), f"add to the README's error table: {sorted(missing)}"
+
+
+def test_every_failed_envelope_is_rendered_by_render_error() -> None:
+    # One door: a front end that built the failed envelope by hand (with its own choice of
+    # message) has drifted from the others before. Only render_error spells it, and only the
+    # service's code-only envelope (its message is last_error_message) is built elsewhere.
+    source = Path(errors.__file__).parent
+    hand_built = re.compile(r"""["']ok["']\s*:\s*False""")
+    found = sorted(
+        path.relative_to(source).as_posix()
+        for path in source.rglob("*.py")
+        if hand_built.search(path.read_text(encoding="utf-8"))
+    )
+    assert found == ["errors.py", "service.py"]
+
+
+def test_failed_envelope_prefers_the_message_for_people() -> None:
+    envelope = {"ok": False, "error": {"code": "commit-failed"}}
+    assert errors.failed_envelope(envelope, "disk full") == errors.render_error(
+        "commit-failed", "disk full"
+    )
+    assert errors.failed_envelope(envelope, None)["error"]["message"] == "commit-failed"
+    assert errors.failed_envelope(envelope, "", "tool failed")["error"]["message"] == "tool failed"
+    own = {"ok": False, "error": {"code": "x", "message": "its own"}}
+    assert errors.failed_envelope(own, None)["error"] == {"code": "x", "message": "its own"}

@@ -92,6 +92,29 @@ def test_search_and_context_return_the_spec_results_with_the_notice(memory_root:
     assert usage["records"]["handbook/project.md"]["usage_count"] == 1
 
 
+def test_context_says_how_many_matched_before_its_limit(memory_root: Path) -> None:
+    for index in range(3):
+        target = memory_root / f"handbook/n{index}.md"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"---\nschema_version: 1\nid: n{index}\ntype: fact\n---\n"
+                          f"cache note {index}\n", encoding="utf-8")  # fmt: skip
+
+    async def body(session: ClientSession) -> list[types.CallToolResult]:
+        return [
+            await session.call_tool("memory_context", {"query": "cache", "limit": 1}),
+            await session.call_tool("memory_context", {"limit": 1}),
+            await session.call_tool("memory_context", {"query": "cache", "limit": 20}),
+        ]
+
+    counts = []
+    for result in run_session(body):
+        assert result.is_error is False
+        value = result.structured_content
+        assert json.loads(result.content[0].text) == value
+        counts.append((value["count"], value["total"], value["truncated"]))
+    assert counts == [(1, 3, True), (1, 3, True), (3, 3, False)]
+
+
 def test_refused_calls_are_tool_errors(memory_root: Path) -> None:
     async def body(session: ClientSession) -> list[types.CallToolResult]:
         return [

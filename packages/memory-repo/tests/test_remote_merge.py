@@ -119,6 +119,34 @@ def test_both_sides_changing_one_line_keep_ours_and_theirs_beside_it(
     assert status["invalidMetadataCount"] == 0
 
 
+def test_one_path_added_on_both_sides_keeps_ours_there_and_theirs_beside_it(
+    pair: tuple[Machine, Machine],
+) -> None:
+    """Both agents wrote a new record at the same path (same topic, same id): no common
+    ancestor to merge from, so git's add/add; an identical addition is one record."""
+    a, b = pair
+    a.record("handbook/release.md", "project/release", "A: release on Fridays.")
+    a.record("handbook/same.md", "project/same", "Written alike on both.")
+    b.record("handbook/release.md", "project/release", "B: release on Mondays.")
+    b.record("handbook/same.md", "project/same", "Written alike on both.")
+    result = exchange(a, b)
+    assert result["status"] == "merged-with-conflicts"
+    (conflict,) = result["conflicts"]
+    assert conflict["path"] == "handbook/release.md"
+    files = b.files()
+    assert files["handbook/release.md"].endswith("B: release on Mondays.\n")
+    assert files[conflict["keptAs"]].endswith("A: release on Fridays.\n")
+    assert "id: project/release-conflict-" in files[conflict["keptAs"]]
+    assert files["handbook/same.md"].endswith("Written alike on both.\n")
+    assert not any(".conflict-" in p and "same" in p for p in files)
+    assert sorted(ids(b)) == sorted(set(ids(b))), "ids stay unique"
+    no_markers(b)
+    assert b.committed() == files
+    b.push()
+    a.pull()
+    assert a.files() == files
+
+
 def test_changed_on_one_side_deleted_on_the_other_keeps_the_change(
     pair: tuple[Machine, Machine],
 ) -> None:

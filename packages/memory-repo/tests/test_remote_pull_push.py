@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import threading
@@ -85,6 +86,28 @@ def test_remote_commands_through_the_installed_command(
     assert (code, error["error"]["code"]) == (1, "invalid-arguments")
 
 
+def test_remote_commands_on_a_repository_that_is_no_memory_change_nothing(
+    tmp_path: Path, remote_repo: Path
+) -> None:
+    """``--root`` pointed at a project by mistake: its own ``origin`` is not the memory's."""
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "--initial-branch=main")
+    git(project, "commit", "-q", "--allow-empty", "-m", "project")
+    git(project, "remote", "add", "origin", str(remote_repo))
+    git(project, "update-ref", "refs/remotes/origin/main", "HEAD")
+    config = (project / ".git" / "config").read_bytes()
+    for args in (("remote", "remove"), ("remote",), ("remote", "set", str(remote_repo))):
+        code, error = cli("--root", str(project), *args)
+        assert (code, error["error"]["code"]) == (1, "repo-unavailable"), (args, error)
+        assert "not a dsh memory repository" in error["error"]["message"]
+    assert (project / ".git" / "config").read_bytes() == config
+    assert git(project, "for-each-ref", "--format=%(refname)", "refs/remotes").split() == [
+        "refs/remotes/origin/main"
+    ]
+    assert not (project / ".git" / "dsh-memory").exists()
+
+
 @pytest.mark.parametrize(
     "url",
     [
@@ -107,20 +130,34 @@ def test_a_refused_url_changes_nothing(
     assert not marker.exists()
 
 
-def test_an_ext_url_written_into_the_config_by_hand_is_refused_at_pull_and_push(
-    machines: Callable[..., Machine], tmp_path: Path
-) -> None:
+@pytest.mark.parametrize(
+    ("url", "transport"),
+    [
+        ("ext::sh -c touch% {marker}", "ext"),
+        ("fd::3", "fd"),
+        ("evil::https://host.invalid/memory.git", "evil"),  # git-remote-evil, on PATH
+        ("::{marker}", ""),  # the helper named "" (git-remote-)
+    ],
+)
+def test_a_helper_url_written_into_the_config_by_hand_is_refused_at_pull_and_push(
+    url: str, transport: str, machines: Callable[..., Machine], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
     a = machines("a", remote=False)
     marker = tmp_path / "ran"
-    git(a.root, "config", "remote.origin.url", f"ext::sh -c touch% {marker}")
-    git(a.root, "config", "protocol.ext.allow", "always")
+    (tmp_path / "bin").mkdir()
+    helper = marker_script(tmp_path / "bin" / "git-remote-evil", marker)
+    monkeypatch.setenv("PATH", f"{helper.parent}:{os.environ['PATH']}")
+    git(a.root, "config", "remote.origin.url", url.format(marker=marker))
+    git(a.root, "config", f"protocol.{transport or 'x'}.allow", "always")
     head = a.head()
     for command in ("pull", "push"):
         code, error = cli("--root", str(a.root), command)
         assert (code, error["error"]["code"]) == (1, "remote-invalid"), error
+        assert "remote helper program" in error["error"]["message"]
     assert not marker.exists() and a.head() == head
     shown = a.ok(a.service.status())["remote"]
-    assert shown["valid"] is False and shown["url"].startswith("ext::")
+    assert shown["valid"] is False and shown["url"] == url.format(marker=marker)
 
 
 def test_a_refused_url_in_the_config_is_shown_without_its_password(
@@ -252,6 +289,44 @@ def test_an_empty_new_machine_never_deletes_the_remotes_records(
     git(b.root, "revert", "--no-edit", "HEAD")
     b.remove("handbook/first.md")
     assert b.push()["status"] == "pushed"
+
+
+def test_the_advice_for_an_unjournaled_deletion_works_as_written(
+    machines: Callable[..., Machine], remote_repo: Path
+) -> None:
+    """The records are gone from HEAD already (``dsh-memory remove`` alone would answer
+    ``edit-not-found``): the commands the message gives are run as they are, in a shell."""
+    a, b = shared(machines)
+    a.record("handbook/second one.md", "project/second", "Second.")
+    a.push()
+    b.pull()
+
+    def refused() -> list[str]:
+        git(b.root, "rm", "-q", "handbook/first.md", "handbook/second one.md")
+        git(b.root, "commit", "-qm", "tidy up by hand")
+        code, error = cli("--root", str(b.root), "push")
+        assert (code, error["error"]["code"]) == (1, "push-unjournaled-deletion"), error
+        return re.findall(r"`([^`]+)`", error["error"]["message"])
+
+    def follow(command: str) -> None:
+        subprocess.run(command, shell=True, check=True, capture_output=True, timeout=120)  # noqa: S602
+
+    restore, adopt, remove = refused()
+    assert "edit-not-found" in json.dumps(cli("--root", str(b.root), "remove", "handbook/first.md"))
+    follow(restore)
+    follow(adopt)
+    assert b.push()["status"] == "pushed"
+    on_remote = git(remote_repo, "ls-tree", "-r", "--name-only", "main", "handbook").split("\n")
+    assert {"handbook/first.md", "handbook/second one.md"} <= set(on_remote)
+    # And to delete them for every machine: the same two steps, then remove each.
+    restore, adopt, remove = refused()
+    follow(restore)
+    follow(adopt)
+    for path in ("handbook/first.md", "'handbook/second one.md'"):
+        follow(remove.replace("<path>", path))
+    assert b.push()["status"] == "pushed"
+    a.pull()
+    assert not {"handbook/first.md", "handbook/second one.md"} & set(a.files())
 
 
 def test_push_refuses_when_the_remote_moved_and_changes_nothing(
@@ -593,3 +668,168 @@ def test_two_machines_through_a_smart_http_server(
     assert os.path.exists(served / "memory.git" / "refs" / "heads" / "main") or git(
         served / "memory.git", "rev-parse", "main"
     )
+
+
+def _served(tmp_path: Path) -> Path:
+    served = tmp_path / "served"
+    served.mkdir()
+    git(served, "init", "-q", "--bare", "--initial-branch=main", "memory.git")
+    return served
+
+
+def test_https_with_a_url_scoped_credential_helper_of_the_user(
+    machines: Callable[..., Machine], tmp_path: Path, isolated_env: Path
+) -> None:
+    """What ``gh auth setup-git`` writes into the user's global config: an empty helper and
+    the helper, scoped to the host. The URL holds no credentials; the server requires them."""
+    served = _served(tmp_path)
+    log = tmp_path / "helper.log"
+    helper = tmp_path / "helper"
+    helper.write_text(
+        f"#!/bin/sh\ncat >/dev/null\necho \"$1\" >> '{log}'\n"
+        'if [ "$1" = get ]; then echo username=me; echo password=s3cr3t-t0k3n; fi\n'
+    )
+    helper.chmod(0o755)
+    with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
+        with (isolated_env / ".gitconfig").open("a") as config:
+            config.write(
+                f'[credential "http://127.0.0.1:{server.port}"]\n\thelper =\n\thelper = !{helper}\n'
+            )
+        a, b = machines("a", remote=False), machines("b", remote=False)
+        for machine in (a, b):
+            assert (
+                cli("--root", str(machine.root), "remote", "set", server.url("memory.git"))[0] == 0
+            )
+        a.record("handbook/a.md", "project/a", "A.")
+        code, pushed = cli("--root", str(a.root), "push")
+        assert (code, pushed["value"]["status"]) == (0, "pushed"), pushed
+        code, pulled = cli("--root", str(b.root), "pull")
+        assert (code, pulled["value"]["status"]) == (0, "fast-forward"), pulled
+        assert {r.user for r in server.requests if r.status == 200} == {"me"}
+    assert "handbook/a.md" in b.files()
+    assert "get" in log.read_text().split()
+
+
+def test_a_hostile_repository_config_with_an_http_remote_changes_nothing(
+    machines: Callable[..., Machine], tmp_path: Path, isolated_env: Path
+) -> None:
+    """Everything the memory repository's own config could say about a transfer - where to
+    push, which program uploads, a proxy, extra headers, a cookie file, TLS off, helpers,
+    ssh, hooks - is ignored: the exchange goes to the configured URL, plainly."""
+    served = _served(tmp_path)
+    elsewhere = tmp_path / "elsewhere.git"
+    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(elsewhere))
+    marker = tmp_path / "ran"
+    program = marker_script(tmp_path / "program", marker)
+    cookies = tmp_path / "cookies.txt"
+    cookies.write_text("127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\trepo-cookie\n")
+    with git_http_server(served) as server:
+        url = server.url("memory.git")
+        a, b = machines("a", remote=False), machines("b", remote=False)
+        for machine in (a, b):
+            machine.ok(machine.service.set_remote(url))
+            for key, value in (
+                ("remote.origin.pushurl", str(elsewhere)),
+                ("remote.origin.uploadpack", str(program)),
+                ("remote.origin.receivepack", str(program)),
+                ("remote.origin.proxy", "http://127.0.0.1:9"),
+                ("remote.origin.vcs", "evil"),
+                ("http.proxy", "http://127.0.0.1:9"),  # nothing listens there
+                ("http.extraHeader", "X-Repo: plain"),
+                (f"http.{url}.extraHeader", "X-Repo: scoped"),
+                ("http.cookieFile", str(cookies)),
+                ("http.sslVerify", "false"),
+                ("credential.helper", f"!{program}"),
+                (f"credential.{url}.helper", f"!{program}"),
+                ("core.sshCommand", str(program)),
+                ("core.askPass", str(program)),
+                ("push.followTags", "true"),
+            ):
+                git(machine.root, "config", key, value)
+            for hook in ("pre-push", "reference-transaction", "post-merge", "post-checkout"):
+                marker_script(machine.root / ".git" / "hooks" / hook, marker)
+        with (isolated_env / ".gitconfig").open("a") as config:
+            config.write("[http]\n\textraHeader = X-User: mine\n")  # the user's own: kept
+        a.record("handbook/a.md", "project/a", "A.")
+        assert cli("--root", str(a.root), "push")[1]["value"]["status"] == "pushed"
+        assert cli("--root", str(b.root), "pull")[1]["value"]["status"] == "fast-forward"
+        b.record("handbook/b.md", "project/b", "B.")
+        assert cli("--root", str(b.root), "push")[1]["value"]["status"] == "pushed"
+        assert cli("--root", str(a.root), "pull")[1]["value"]["status"] == "fast-forward"
+        requests = list(server.requests)
+    assert requests and all(r.status == 200 for r in requests)
+    for request in requests:
+        assert "x-repo" not in request.headers and "cookie" not in request.headers, request
+        assert request.headers.get("x-user") == "mine"
+    assert a.files() == b.files() and "handbook/b.md" in a.files()
+    assert git(elsewhere, "for-each-ref") == "", "nothing went to the pushurl"
+    assert not marker.exists()
+
+
+def test_three_machines_push_at_once_over_a_smart_http_server(
+    machines: Callable[..., Machine], tmp_path: Path
+) -> None:
+    """One push wins, the others are refused (``push-rejected``) and change nothing; each
+    then pulls and pushes in turn, and all three end with one memory."""
+    served = _served(tmp_path)
+    with git_http_server(served) as server:
+        trio = [machines(name, remote=False) for name in ("a", "b", "c")]
+        for machine in trio:
+            machine.ok(machine.service.set_remote(server.url("memory.git")))
+        first = trio[0]
+        first.record("handbook/shared.md", "project/shared", "Shared.")
+        first.push()
+        for machine in trio[1:]:
+            machine.pull()
+        for machine in trio:
+            machine.record(f"handbook/{machine.root.name}.md", f"project/{machine.root.name}",
+                           machine.root.name.upper())  # fmt: skip
+        answers: dict[str, tuple[int, dict[str, Any]]] = {}
+        barrier = threading.Barrier(3)
+
+        def push(machine: Machine) -> None:
+            barrier.wait()
+            answers[machine.root.name] = cli("--root", str(machine.root), "push")
+
+        threads = [threading.Thread(target=push, args=(m,)) for m in trio]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(180)
+        codes = sorted(code for code, _ in answers.values())
+        assert codes == [0, 1, 1], answers
+        losers = [m for m in trio if answers[m.root.name][0] == 1]
+        for loser in losers:
+            assert answers[loser.root.name][1]["error"]["code"] == "push-rejected"
+        for loser in losers:
+            assert loser.pull()["status"] == "merged"
+            assert loser.push()["status"] == "pushed"
+        for machine in trio:
+            machine.pull()
+    assert trio[0].files() == trio[1].files() == trio[2].files()
+    assert {"handbook/a.md", "handbook/b.md", "handbook/c.md"} <= set(trio[0].files())
+    git(served / "memory.git", "fsck", "--strict")
+
+
+def test_the_users_git_ssh_command_carries_an_ssh_remote(
+    machines: Callable[..., Machine], remote_repo: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """``$GIT_SSH_COMMAND`` (stripped with every ``GIT_*`` from git's environment) is the
+    user's ssh: here one that runs the remote command on this machine, as sshd would."""
+    log = tmp_path / "ssh.log"
+    fake = tmp_path / "fake-ssh"
+    fake.write_text(
+        f'#!/bin/sh\necho "$@" >> \'{log}\'\nfor last; do :; done\nexec sh -c "$last"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", f"{fake} -o User=me")
+    a, b = machines("a", remote=False), machines("b", remote=False)
+    for machine in (a, b):
+        machine.ok(machine.service.set_remote(f"ssh://memory-host{remote_repo}"))
+    a.record("handbook/a.md", "project/a", "A.")
+    assert cli("--root", str(a.root), "push")[1]["value"]["status"] == "pushed"
+    assert cli("--root", str(b.root), "pull")[1]["value"]["status"] == "fast-forward"
+    assert "handbook/a.md" in b.files()
+    calls = log.read_text()
+    assert "-o User=me" in calls and "memory-host" in calls and "git-receive-pack" in calls

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -173,3 +175,72 @@ def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
         time.sleep(0.05)
     time.sleep(0.1)
     assert marker.read_text().split() == ["--json"]
+
+
+def test_a_refused_url_or_a_detached_head_still_lets_the_local_sync_run(
+    machines: Callable[..., Machine], session_logs: SessionLogs,
+    agent_command: Callable[[str], str],
+) -> None:  # fmt: skip
+    """The URL written into the config by hand, never checked by ``remote set``: the pull
+    refuses it, the local run happens, nothing is pushed, the exit status is 0."""
+    b = machines("b", remote=False)
+    git(b.root, "config", "remote.origin.url", "ext::sh -c id")
+    age_watermark(b.root)
+    session_logs.dsh("d1", "we use uv")
+    code, result, progress = sync(b, agent_command("add"), "--remote")
+    assert code == 0, result
+    assert result["status"] == "applied" and "handbook/new-fact.md" in b.files()
+    assert result["remote"]["pull"]["error"]["code"] == "remote-invalid"
+    assert result["remote"]["push"] is None
+    assert "pull failed (remote-invalid)" in progress
+    # HEAD on no branch: the pull cannot know the remote's branch; the local run goes on.
+    git(b.root, "config", "remote.origin.url", str(b.root.parent / "nowhere.git"))
+    git(b.root, "checkout", "-q", "--detach")
+    age_watermark(b.root)
+    session_logs.dsh("d2", "we use ruff")
+    code, result, _ = sync(b, agent_command("add"), "--remote")
+    assert code == 0, result
+    assert result["remote"]["pull"]["error"]["code"] == "remote-failed"
+    assert "switch main" in result["remote"]["pull"]["error"]["message"]
+    assert result["remote"]["push"] is None
+
+
+def test_the_auto_sync_with_a_refused_url_still_syncs_locally(
+    machines: Callable[..., Machine], session_logs: SessionLogs,
+    agent_command: Callable[[str], str], tmp_path: Path,
+) -> None:  # fmt: skip
+    """The session hook starts the real ``dsh-memory-sync --json --remote`` (the remote is
+    set, if refused); the background run succeeds locally instead of failing every time."""
+    memory = machines("auto", remote=False)
+    git(memory.root, "config", "remote.origin.url", "ext::sh -c id")
+    done, out = tmp_path / "sync-exit", tmp_path / "sync-out"
+    wrapper = tmp_path / "bin" / "dsh-memory-sync"
+    wrapper.parent.mkdir()
+    installed = shutil.which("dsh-memory-sync")
+    assert installed is not None
+    wrapper.write_text(
+        f"#!/bin/sh\n{shlex.quote(installed)} --agent-command"
+        f" {shlex.quote(agent_command('add'))} \"$@\" > '{out}'\necho $? > '{done}.tmp'\n"
+        f"mv '{done}.tmp' '{done}'\n"
+    )
+    wrapper.chmod(0o755)
+    (tmp_path / "dsh").mkdir(exist_ok=True)
+    (tmp_path / "dsh" / "settings.yaml").write_text(
+        "memory:\n  auto_sync_interval_minutes: 60\n  auto_sync_remote: true\n"
+    )
+    age_watermark(memory.root, 2 * 3600)
+    session_logs.dsh("d1", "we use uv")
+    env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(wrapper),
+           "DSH_MEMORY_ROOT": str(memory.root)}  # fmt: skip
+    subprocess.run(
+        ["dsh-memory", "hook", "session-start"], input="{}", env=env, capture_output=True,
+        text=True, timeout=60, check=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert done.read_text().strip() == "0"
+    result = json.loads(out.read_text())
+    assert result["status"] == "applied", result
+    assert result["remote"]["pull"]["error"]["code"] == "remote-invalid"
+    assert "handbook/new-fact.md" in memory.files()

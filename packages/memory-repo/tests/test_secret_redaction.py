@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 import zstandard
-from packages.common.tests.secret_shapes import CJK_AFTER, CJK_BEFORE, PROSE, SHAPES, cases
+from packages.common.tests.secret_shapes import GLUED, PROSE, SHAPES, cases
 
 from dsh_memory.initialize import filter_script_source, initialize_repository
 from dsh_memory.redaction import REDACTION, redact_text, redact_value, render
@@ -33,8 +33,9 @@ def test_every_shape_in_every_context_is_redacted(case: str, shape: Any, text: s
     out = redact_text(text)
     assert shape.hidden not in out, (case, out)
     assert REDACTION in out
-    if case.endswith("/cjk"):
-        assert out.startswith(CJK_BEFORE) and out.endswith(CJK_AFTER), out
+    glued = GLUED.get(case.rsplit("/", 1)[1])
+    if glued:  # the Chinese around it is kept, only the secret goes
+        assert out.startswith(glued[0]) and out.endswith(glued[1]), out
 
 
 @pytest.mark.parametrize("text", PROSE)
@@ -163,7 +164,7 @@ def test_a_sync_replaying_every_shape_glued_to_chinese_keeps_them_out_of_history
         assert hidden not in history, hidden
     # The sessions did reach the agent: each Chinese-glued case arrived, redacted in place.
     for case, _, text in CASES:
-        if case.endswith("/cjk"):
+        if case.rsplit("/", 1)[1] in GLUED:
             assert redact_text(text) in received, case
     assert received.count(REDACTION) >= len(CASES)
     # Nothing on disk outside Git (the private staging folder included) holds one either.

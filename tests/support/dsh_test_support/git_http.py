@@ -7,7 +7,7 @@ program for exactly that; this module runs it per request from a threaded
 allowed (``http.receivepack``), and the server can require HTTP basic credentials so a
 test can prove a URL's password reaches git and nothing else.
 
-Every request is logged (method, path, user, status) so a test can assert what the client
+Every request is logged (method, path, user, status, headers) so a test can assert what the client
 asked for — a pull that should have talked to the server once, a push that must not
 happen. Nothing here is ours under test: it only stands in for a hosting service.
 """
@@ -33,6 +33,8 @@ class Request:
     path: str
     user: str | None
     status: int
+    #: The request's headers (lower-case names), to tell what the client sent.
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -79,6 +81,9 @@ def _handler(server_state: GitHttpServer, git: str) -> type[BaseHTTPRequestHandl
                 return False
             return user
 
+        def _headers(self) -> dict[str, str]:
+            return {name.lower(): value for name, value in self.headers.items()}
+
         def _serve(self) -> None:
             user = self._user()
             parts = urlsplit(self.path)
@@ -87,7 +92,9 @@ def _handler(server_state: GitHttpServer, git: str) -> type[BaseHTTPRequestHandl
                 self.send_header("WWW-Authenticate", 'Basic realm="git"')
                 self.send_header("Content-Length", "0")
                 self.end_headers()
-                server_state.requests.append(Request(self.command, parts.path, None, 401))
+                server_state.requests.append(
+                    Request(self.command, parts.path, None, 401, self._headers())
+                )
                 return
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
@@ -135,7 +142,9 @@ def _handler(server_state: GitHttpServer, git: str) -> type[BaseHTTPRequestHandl
             self.end_headers()
             self.wfile.write(payload)
             shown = user if isinstance(user, str) else None
-            server_state.requests.append(Request(self.command, parts.path, shown, status))
+            server_state.requests.append(
+                Request(self.command, parts.path, shown, status, self._headers())
+            )
 
         def do_GET(self) -> None:
             self._serve()

@@ -28,7 +28,11 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, BinaryIO, TextIO
+
+# Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, TextIO
 
 #: A payload larger than this is not a hook payload we understand; the hook stays silent.
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -60,10 +64,11 @@ EVENT_NAMES = {
     "stop": "Stop",
 }
 
-#: ``handler(payload, args)``: ``args`` are the words after the event name.
-HookHandler = Callable[[Mapping[str, Any], list[str]], str | None]
-#: ``render_error(code, message)``: the product's error document (dsh-memory has its own).
-ErrorRenderer = Callable[[str, str], Any]
+if TYPE_CHECKING:
+    #: ``handler(payload, args)``: ``args`` are the words after the event name.
+    HookHandler = Callable[[Mapping[str, Any], list[str]], str | None]
+    #: ``render_error(code, message)``: the product's error document (dsh-memory has its own).
+    ErrorRenderer = Callable[[str, str], Any]
 
 
 def budget_seconds(environ: Mapping[str, str] | None = None) -> float:

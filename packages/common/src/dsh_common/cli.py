@@ -32,7 +32,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO, overload
 
 from dsh_common.errors import DshError
-from dsh_common.jsonio import dumps_bytes
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
@@ -124,6 +123,10 @@ def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
         out.write(escape_undecodable(render_summary(json_safe(value))))
         out.flush()
         return
+    # Imported here: hooks use this module's text helpers and never print through it, and
+    # orjson costs them a few milliseconds of start-up.
+    from dsh_common.jsonio import dumps_bytes
+
     pretty = _indent_for(out)
     try:
         data = dumps_bytes(value, pretty=pretty)

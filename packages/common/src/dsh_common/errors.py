@@ -8,7 +8,33 @@ that fits, so callers that only know Python's hierarchy can still catch them.
 
 from __future__ import annotations
 
-from typing import Any
+# Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: The most characters of one value a message echoes: enough to recognise the value, never
+#: the whole of a 4,301-digit number or a megabyte line someone put where a word belongs.
+MAX_SHOWN_CHARS = 80
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` code points, ending in an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "…"
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``value`` as a message echoes it: its ``repr``, of at most ``limit`` characters of the
+    value (a string is cut inside its quotes, so they still say where it ends)."""
+    if isinstance(value, str):
+        return repr(truncate(value, limit))
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more than 4,300 digits: Python refuses to spell it out
+        return "<an integer of more than 4300 digits>"
+    return truncate(text, limit)
 
 
 class DshError(Exception):

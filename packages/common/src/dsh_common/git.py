@@ -10,7 +10,11 @@ hooks, filters, ``gpg.program``) that git would run on our behalf. Every command
 * can reach no transport at all, whatever the repository's config says: a partial clone's
   promisor remote would otherwise be fetched from the moment we look up a missing object,
   and ``remote.<name>.url = ext::<command>`` (or ``uploadpack``, ``core.sshCommand``) is a
-  program. See :data:`TRANSPORT_ENV`.
+  program. See :data:`TRANSPORT_ENV`. The one exception, a fetch or push of
+  :mod:`dsh_common.git_remote`, opens the transport of a URL it checked, runs in a private
+  git directory that reads none of the repository's config
+  (:mod:`dsh_common.git_transfer_dir`), and gets a ``PATH`` without entries inside the
+  repository either (it starts the user's ssh and credential helpers).
 * has a per-command timeout, shares a total time budget with its runner, and has its
   output capped (the process is killed past the cap, not read to the end),
 * starts the git found on ``PATH`` as an absolute path outside the repository (relative and
@@ -94,13 +98,20 @@ _STDERR_CAP = 64 * 1024
 
 
 def hardened_env(
-    extra: Mapping[str, str] | None = None, *, transport: str | None = None
+    extra: Mapping[str, str] | None = None,
+    *,
+    transport: str | None = None,
+    outside: str | os.PathLike[str] | None = None,
 ) -> dict[str, str]:
     """The environment for git: ours minus every ``GIT_*``, plus C locale, no prompts and
-    no transport (or only ``transport``, for a fetch or push to a checked remote)."""
+    no transport (or only ``transport``, for a fetch or push to a checked remote).
+
+    ``PATH`` keeps only absolute entries, and with ``outside`` none inside that directory.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     if "PATH" in env:
-        env["PATH"] = safe_search_path(env["PATH"])  # nothing git starts is looked up in cwd
+        # Nothing git starts is looked up in cwd (or, with outside, in the repository).
+        env["PATH"] = safe_search_path(env["PATH"], outside=outside)
     env.update(
         {
             "LC_ALL": "C",
@@ -129,10 +140,16 @@ _TRANSFER_COMMANDS = ("fetch", "push")
 
 
 def _subcommand(args: Sequence[str]) -> str | None:
-    """The git command ``args`` run, after any leading ``-c <setting>`` pairs."""
+    """The git command ``args`` run, after any leading ``-c <setting>`` pairs and
+    ``--git-dir=<dir>`` (git_remote's transfers run in a private git directory)."""
     index = 0
-    while index + 1 < len(args) and args[index] == "-c":
-        index += 2
+    while index < len(args):
+        if args[index] == "-c" and index + 1 < len(args):
+            index += 2
+        elif args[index].startswith("--git-dir="):
+            index += 1
+        else:
+            break
     return args[index] if index < len(args) else None
 
 
@@ -198,6 +215,7 @@ class GitRunner:
         self.max_output = max_output
         self.git = git
         self._program: str | None = None
+        self._fence: Path | None = None
         self.commands_run = 0
         self._spent = 0.0
 
@@ -209,10 +227,7 @@ class GitRunner:
         """
         if self._program is not None:
             return self._program
-        from dsh_common.locate import git_top_level  # noqa: PLC0415 - std-lib only, small
-
-        top = git_top_level(self.cwd) if self.cwd.is_dir() else None
-        found = resolve_program(self.git, outside=top if top is not None else self.cwd)
+        found = resolve_program(self.git, outside=self.fence())
         if found is None:
             raise GitUnavailableError(
                 f"git could not be started: no {self.git!r} on PATH outside {self.cwd} "
@@ -221,6 +236,16 @@ class GitRunner:
             )
         self._program = found
         return found
+
+    def fence(self) -> Path:
+        """The directory no program we start may come from: the git top level of the
+        runner's directory, else that directory."""
+        if self._fence is None:
+            from dsh_common.locate import git_top_level  # noqa: PLC0415 - std-lib only, small
+
+            top = git_top_level(self.cwd) if self.cwd.is_dir() else None
+            self._fence = top if top is not None else self.cwd
+        return self._fence
 
     @property
     def remaining_budget(self) -> float:
@@ -276,7 +301,11 @@ class GitRunner:
             proc = subprocess.Popen(
                 [program, *argv[1:]],
                 cwd=self.cwd,
-                env=hardened_env(env, transport=transport),
+                # A transfer starts the user's ssh and credential helpers: whatever they
+                # look up by name is never found inside the repository.
+                env=hardened_env(
+                    env, transport=transport, outside=self.fence() if transport else None
+                ),
                 stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -305,7 +334,7 @@ class GitRunner:
         if check and proc.returncode != 0:
             first = err_text.strip().splitlines()[:1]
             raise GitError(
-                f"git {args[0] if args else ''} failed with exit code {proc.returncode}"
+                f"git {_subcommand(args) or ''} failed with exit code {proc.returncode}"
                 + (f": {first[0]}" if first else ""),
                 argv=shown,
                 exit_code=proc.returncode,

@@ -13,7 +13,17 @@ Accepted, and the transport each is allowed:
 * ``https://[user[:password]@]host[:port]/path``: ``https``
 * ``http://`` to a loopback host only (127.0.0.0/8, ``::1``, ``localhost``): ``http`` -
   a plain-text transfer is acceptable to the machine itself (a local mirror), nowhere else
-* ``ssh://[user@]host[:port]/path`` and scp-like ``[user@]host:path``: ``ssh``
+* ``ssh://[user@]host[:port]/path`` and scp-like ``[user@]host:path``: ``ssh`` - never
+  with a password (ssh takes none from a URL); a host may be an IPv6 address in brackets
+  (``ssh://[2001:db8::1]/m.git``, ``git@[::1]:m.git``)
+
+A fetch or push runs in a private git directory over the repository's objects
+(:mod:`dsh_common.git_transfer_dir`): none of the repository's own config applies to it -
+its ``http.*`` (a proxy, ``sslVerify=false``, extra headers, a cookie file), ``fsck.*``,
+``push.*``, ``remote.*``, ssh command or credential helpers. The user's own config (system,
+global) applies as to any git command; their ssh command and credential helpers, plain and
+URL-scoped, and ``$GIT_SSH_COMMAND`` / ``$GIT_SSH``, are handed to it by
+:mod:`dsh_common.git_user_programs`.
 
 Credentials in a URL reach git (and git's own config) and nothing else: :attr:`RemoteUrl.
 shown` is the form every output, error and journal uses - for http(s) the whole user
@@ -22,21 +32,23 @@ part is replaced (a token is often written as the user name), for ssh only a pas
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from dsh_common.errors import DshError, GitError
-from dsh_common.programs import resolve_program
+from dsh_common.errors import DshError, GitError, SymlinkRejectedError
+from dsh_common.git_user_programs import USER_SCOPES, UserProgramError, user_program_config
 
 if TYPE_CHECKING:
     from dsh_common.git import GitResult, GitRunner
+    from dsh_common.git_transfer_dir import TransferDir
 
 TRANSPORTS = ("file", "https", "http", "ssh")
 MAX_URL_LENGTH = 4096
@@ -46,6 +58,10 @@ _HIDDEN = "***"
 _SCP_LIKE = re.compile(r"(?:(?P<user>[^@/:]+)@)?(?P<host>\[[^\]/]+\]|[^@/:\[\]]+):(?P<path>.*)")
 _HOST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What git reads as "<transport>::<address>" (a remote helper program): the URL's very start,
+# letters, digits and "+.-" (not first), then "::" - git's own test (transport.c). A "::"
+# anywhere else - inside "[::1]:repo", or in a path - names no helper.
+_HELPER = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9+.-]*)?::")
 _BRANCH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,200}")
 # The user part runs to the *last* "@" before the path: a password may hold an "@" itself.
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s]+)@")
@@ -110,6 +126,11 @@ def _check_host(host: str, shown: str) -> str:
         raise _refuse(shown, "a host may not start with '-' (ssh would read it as an option)")
     if not _HOST_NAME.fullmatch(host):
         raise _refuse(shown, f"{host!r} is not a host name")
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            raise _refuse(shown, f"{host!r} is not an IPv6 address in brackets") from None
     return host
 
 
@@ -142,7 +163,9 @@ def _parse_scheme_url(text: str, shown: str) -> RemoteUrl:
         if not parts.path.startswith("/"):
             raise _refuse(shown, "a file URL needs an absolute path")
         return RemoteUrl(url=text, transport="file", shown=shown)
-    host = _check_host(parts.hostname or "", shown)
+    host = parts.hostname or ""
+    # urlsplit drops the brackets of an IPv6 address: checked (and shown) with them.
+    host = _check_host(f"[{host}]" if ":" in host else host, shown)
     if port is not None and not 0 < port < 65536:
         raise _refuse(shown, "the port is out of range")
     if not parts.path or parts.path == "/":
@@ -151,6 +174,10 @@ def _parse_scheme_url(text: str, shown: str) -> RemoteUrl:
         raise _refuse(shown, "plain http is allowed only to this machine; use https")
     if scheme == "ssh" and (parts.username or "").startswith("-"):
         raise _refuse(shown, "a user name may not start with '-'")
+    if scheme == "ssh" and parts.password is not None:
+        # ssh takes no password from a URL (git hands ssh "user@host" only): a password
+        # here would do nothing but sit in git's config.
+        raise _refuse(shown, "an ssh URL holds no password (use ssh keys)")
     return RemoteUrl(url=text, transport=scheme, shown=shown)
 
 
@@ -169,12 +196,12 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
         raise _refuse(shown, "it holds a control character")
     if text.startswith("-"):
         raise _refuse(shown, "it may not start with '-'")
+    if _HELPER.match(text):
+        raise _refuse(shown, "a '<transport>::<address>' URL runs a remote helper program")
     if "://" in text:
         if " " in text:
             raise _refuse(shown, "a URL holds no space")
         return _parse_scheme_url(text, shown)
-    if "::" in text:
-        raise _refuse(shown, "a '<transport>::<address>' URL runs a remote helper program")
     scp = _SCP_LIKE.fullmatch(text)
     if scp is not None and "/" not in text.split(":", 1)[0]:
         if " " in text:
@@ -200,11 +227,6 @@ def parse_remote_url(text: str, *, base: str | os.PathLike[str] | None = None) -
 #: How long one fetch or push may take (a first pull of a large memory over a slow link).
 TRANSFER_TIMEOUT = 300.0
 
-# Config keys that name a program git runs for a transfer. The memory repository's own
-# config is untrusted (as everywhere in dsh), so for these only the user's own levels
-# (system, global) count: the repository's values are overridden on the command line.
-_PROGRAM_KEYS = ("core.sshcommand", "credential.helper")
-
 
 def _config_entries(runner: GitRunner, pattern: str) -> list[tuple[str, str, str]]:
     """``(scope, key, value)`` of every config entry whose key matches ``pattern``."""
@@ -222,24 +244,13 @@ def _config_entries(runner: GitRunner, pattern: str) -> list[tuple[str, str, str
     return entries
 
 
-def _user_level(runner: GitRunner, key: str) -> list[str]:
-    """``key``'s values from the system and global config, in git's order."""
-    pattern = "^" + re.escape(key) + "$"
-    return [v for scope, _, v in _config_entries(runner, pattern) if scope in _USER_SCOPES]
-
-
-#: Config levels that are the user's own; ``local`` and ``worktree`` belong to the
-#: repository (untrusted), ``command`` is ours (the runner's ``-c``).
-_USER_SCOPES = ("system", "global")
-
-
 def repository_config(runner: GitRunner, pattern: str) -> list[str]:
     """Keys matching ``pattern`` (a ``git config --get-regexp`` pattern) that the
     repository's own config sets (its ``local`` and ``worktree`` levels and what they
     include) - the levels anyone who can write the repository controls."""
     return sorted(
         {key for scope, key, _ in _config_entries(runner, pattern)
-         if scope not in (*_USER_SCOPES, "command")}
+         if scope not in (*USER_SCOPES, "command")}
     )  # fmt: skip
 
 
@@ -247,9 +258,12 @@ def check_transfer_config(runner: GitRunner) -> None:
     """Refuse a transfer the repository's own config would redirect.
 
     ``url.<base>.insteadOf`` rewrites every URL that starts with a given text - even the
-    one we pass on the command line - and cannot be switched off by a ``-c``: a rule
-    ``url."https://attacker/".insteadOf = "https://"`` would send a URL's credentials to
-    another host. The user's own (global) rewrites are kept; the repository's refuse.
+    one we pass on the command line: a rule ``url."https://attacker/".insteadOf =
+    "https://"`` would send a URL's credentials to another host. A transfer no longer reads
+    the repository's config at all (:mod:`dsh_common.git_transfer_dir`), so such a rule
+    would not apply; it is still refused, loudly, since a memory's own config that
+    redirects its remote is one someone tampered with. The user's own (global) rewrites
+    are kept.
     """
     keys = repository_config(runner, r"^url\..*\.(insteadof|pushinsteadof)$")
     if keys:
@@ -259,23 +273,14 @@ def check_transfer_config(runner: GitRunner) -> None:
         )
 
 
-def _transfer_config(runner: GitRunner) -> list[str]:
-    """``-c`` settings that keep a transfer to the user's own programs (see _PROGRAM_KEYS)."""
-    settings: list[str] = []
-    ssh = _user_level(runner, "core.sshcommand")
-    if ssh:
-        settings.append(f"core.sshCommand={ssh[-1]}")
-    else:
-        # BatchMode: a passphrase or host-key question fails at once instead of waiting
-        # for a terminal no agent has.
-        program = resolve_program("ssh", outside=runner.cwd)
-        settings.append(f"core.sshCommand={shlex.quote(program or 'ssh')} -o BatchMode=yes")
-    # The hardening config ends the helper list (credential.helper=); the user's own
-    # helpers (a keychain, gh auth) come back after it, the repository's do not.
-    settings.extend(
-        f"credential.helper={helper}" for helper in _user_level(runner, "credential.helper")
-    )
-    settings += [
+def _transfer_config(runner: GitRunner, transfer: TransferDir) -> list[str]:
+    """``-c`` settings of a transfer: the user's ssh and credential helpers, and switches
+    that keep it from running or writing anything else."""
+    try:
+        settings = user_program_config(runner, transfer)
+    except UserProgramError as exc:
+        raise RemoteConfigError(str(exc)) from None
+    switches = [
         "push.gpgSign=false",
         "fetch.recurseSubmodules=false",
         "submodule.recurse=false",
@@ -283,10 +288,11 @@ def _transfer_config(runner: GitRunner) -> list[str]:
         "fetch.fsckObjects=true",
         # Config can name a file the cookies of a transfer are written to.
         "http.saveCookies=false",
-        # With alternates, this names a shell command git runs to list their refs.
+        # With alternates, this names a shell command git runs to list their refs (the
+        # private git directory's alternate is the repository: its refs are seeded).
         "core.alternateRefsCommand=true",
     ]
-    return [arg for setting in settings for arg in ("-c", setting)]
+    return settings + [arg for switch in switches for arg in ("-c", switch)]
 
 
 def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
@@ -312,18 +318,47 @@ def _local_pack_program(runner: GitRunner, name: str) -> list[str]:
     return [f"--{name}={git} {options} {name}"]
 
 
+@contextlib.contextmanager
+def _private_dir(runner: GitRunner, *, seed_refs: bool) -> Iterator[TransferDir]:
+    # Imported here: it needs shutil and tempfile, which status and search never load.
+    from dsh_common.git_transfer_dir import transfer_dir  # noqa: PLC0415
+
+    with contextlib.ExitStack() as stack:
+        try:
+            transfer = stack.enter_context(transfer_dir(runner, seed_refs=seed_refs))
+        except SymlinkRejectedError as exc:
+            raise RemoteConfigError(
+                f"{exc.message}: the repository's git directory holds a link where a transfer"
+                " makes its private git directory; remove it"
+            ) from None
+        yield transfer
+
+
 def fetch(runner: GitRunner, remote: RemoteUrl, refspecs: Sequence[str]) -> GitResult:
-    """``git fetch`` of ``refspecs`` from ``remote`` over its own transport only."""
+    """``git fetch`` of ``refspecs`` from ``remote`` over its own transport only.
+
+    It runs in a private git directory (none of the repository's config applies); the
+    objects it brings are then moved into the repository and the refs named as the
+    refspecs' destinations are set there.
+    """
+    from dsh_common.git_transfer_dir import adopt_objects, copy_refs  # noqa: PLC0415
+
     check_transfer_config(runner)
-    args = [*_transfer_config(runner), "fetch", "--no-tags", "--no-recurse-submodules"]
-    args += ["--no-write-fetch-head", "--no-auto-gc", "--quiet"]
-    if remote.transport == "file":
-        args += _local_pack_program(runner, "upload-pack")
-    return runner.run(
-        [*args, "--", remote.url, *refspecs],
-        transport=remote.transport,
-        timeout=TRANSFER_TIMEOUT,
-    )
+    targets = [spec.split(":", 1)[1] for spec in refspecs if ":" in spec]
+    with _private_dir(runner, seed_refs=True) as transfer:
+        args = [transfer.git_dir_option, *_transfer_config(runner, transfer), "fetch"]
+        args += ["--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"]
+        args += ["--no-auto-gc", "--quiet"]
+        if remote.transport == "file":
+            args += _local_pack_program(runner, "upload-pack")
+        result = runner.run(
+            [*args, "--", remote.url, *refspecs],
+            transport=remote.transport,
+            timeout=TRANSFER_TIMEOUT,
+        )
+        adopt_objects(transfer)
+        copy_refs(runner, transfer, [t for t in targets if t.startswith("refs/")])
+    return result
 
 
 @dataclass(frozen=True)
@@ -342,16 +377,17 @@ def push(runner: GitRunner, remote: RemoteUrl, commit: str, branch: str) -> Push
     """
     refspec = f"{commit}:refs/heads/{branch}"
     check_transfer_config(runner)
-    args = [*_transfer_config(runner), "push", "--porcelain", "--no-verify"]
-    args += ["--no-recurse-submodules", "--no-signed"]
-    if remote.transport == "file":
-        args += _local_pack_program(runner, "receive-pack")
-    result = runner.run(
-        [*args, "--", remote.url, refspec],
-        transport=remote.transport,
-        timeout=TRANSFER_TIMEOUT,
-        check=False,
-    )
+    with _private_dir(runner, seed_refs=False) as transfer:
+        args = [transfer.git_dir_option, *_transfer_config(runner, transfer), "push"]
+        args += ["--porcelain", "--no-verify", "--no-recurse-submodules", "--no-signed"]
+        if remote.transport == "file":
+            args += _local_pack_program(runner, "receive-pack")
+        result = runner.run(
+            [*args, "--", remote.url, refspec],
+            transport=remote.transport,
+            timeout=TRANSFER_TIMEOUT,
+            check=False,
+        )
     # --porcelain: "<flag>\t<from>:<to>\t<summary> (<reason>)" per ref.
     for line in result.text.splitlines():
         fields = line.split("\t")

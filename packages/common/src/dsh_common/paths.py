@@ -23,7 +23,6 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from dsh_common.errors import InvalidPathError, SymlinkRejectedError, WorkspaceError
@@ -104,16 +103,40 @@ def validate_relative_path(
     return "/".join(components)
 
 
-@dataclass(frozen=True)
 class Workspace:
     """A selected workspace: the path as given (made absolute) and its canonical form.
 
     ``lexical`` keeps ancestors as the user spelled them (an ancestor may be a symlink or a
     junction); ``canonical`` is ``realpath``. Paths under either map to ``canonical``.
+    Immutable, compared and hashed by both paths. A plain class, not a dataclass: agent
+    hooks import this module at every prompt, and ``dataclasses`` (with ``inspect``) costs
+    them ~4 ms of start-up.
     """
 
+    __slots__ = ("canonical", "lexical")
     lexical: Path
     canonical: Path
+
+    def __init__(self, lexical: Path, canonical: Path) -> None:
+        object.__setattr__(self, "lexical", lexical)
+        object.__setattr__(self, "canonical", canonical)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: a Workspace is immutable")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}: a Workspace is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Workspace):
+            return NotImplemented
+        return (self.lexical, self.canonical) == (other.lexical, other.canonical)
+
+    def __hash__(self) -> int:
+        return hash((self.lexical, self.canonical))
+
+    def __repr__(self) -> str:
+        return f"Workspace(lexical={self.lexical!r}, canonical={self.canonical!r})"
 
     def absolute(self, relative: str) -> Path:
         """The canonical absolute path of a validated relative path."""

@@ -35,9 +35,16 @@ def _absolute_entries(path: str) -> list[str]:
     return [entry for entry in path.split(os.pathsep) if entry and os.path.isabs(entry)]
 
 
-def safe_search_path(path: str | None = None) -> str:
-    """``path`` (default: this process's ``PATH``) without relative and empty entries."""
-    return os.pathsep.join(_absolute_entries(search_path() if path is None else path))
+def safe_search_path(
+    path: str | None = None, *, outside: str | os.PathLike[str] | None = None
+) -> str:
+    """``path`` (default: this process's ``PATH``) without relative and empty entries, and
+    with ``outside`` (a repository) without entries inside that directory either."""
+    entries = _absolute_entries(search_path() if path is None else path)
+    if outside is not None:
+        fence = os.path.realpath(outside)
+        entries = [e for e in entries if not _is_inside(os.path.realpath(e), fence)]
+    return os.pathsep.join(entries)
 
 
 def _is_inside(candidate: str, directory: str) -> bool:

@@ -20,7 +20,9 @@ Shapes (each reported as a :class:`Span` with its ``kind``):
 - assignments whose name says secret: ``key=value``, ``key: value``, ``"key": "value"``,
   ``--key value``, for names such as ``password``, ``DB_PASSWORD``, ``MYSQL_ROOT_PASSWORD``,
   ``client_secret``, ``GITHUB_TOKEN``, ``api_key``, ``AWS_SECRET_ACCESS_KEY`` (see
-  :func:`is_secret_name`), and Chinese labels (``密码: …``, ``密钥是…``).
+  :func:`is_secret_name`), and Chinese labels (``密码: …``, ``密钥是…``). A Chinese input
+  method's full-width separators, quotes and spaces count as their ASCII forms
+  (``password：…``, ``DB_PASSWORD＝…``, “token”：“…”, ``密码：“…”``).
 
 Boundaries are ASCII: a token may be glued to Chinese text on either side (``密钥是sk-…``)
 and is still found, where a Unicode ``\\b`` would see one long word. Values of placeholders
@@ -174,8 +176,8 @@ _COMMON_TOKENS: tuple[_Rule, ...] = (
     _Rule(
         "basic-auth",
         re.compile(
-            r"authorization(?<![A-Za-z0-9_-][\s\S]{13})[\"']?[ \t]{0,16}"
-            r"[:=][ \t]{0,16}[\"']?basic[ \t]{1,16}"
+            r"authorization(?<![A-Za-z0-9_-][\s\S]{13})[\"'”’＂＇]?[ \t\u3000]{0,16}"
+            r"[:=：＝][ \t\u3000]{0,16}[\"'“‘＂＇]?basic[ \t]{1,16}"
             r"(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
             _AI,
         ),
@@ -276,6 +278,26 @@ _EAGER_LAST = frozenset({"auth", "authorization"})
 # Bare English nouns: "Token: rotate it monthly" is prose unless the value looks like a key.
 _PROSE_NOUNS = frozenset({"token", "secret", "secrets"})
 
+# A name of one word, no separator: PGPASSWORD, DBPASSWORD, SSHPASS. No ordinary word ends
+# in "password" or "passwd", but "pass" ends bypass, compass and trespass: it names a secret
+# only after the prefix of a well-known variable.
+_SECRET_SUFFIXES = ("password", "passwd", "passphrase", "passcode")
+_PASS_PREFIXES = frozenset(
+    {"db", "pg", "mysql", "redis", "mongo", "ssh", "root", "admin", "user", "ftp", "sftp",
+     "smtp", "mail", "imap", "ldap", "sql", "vnc", "rabbitmq", "amqp", "wifi"}
+)  # fmt: skip
+
+# Chinese and Japanese input methods type full-width punctuation: "password：…",
+# "DB_PASSWORD＝…", “token”：“…”, 「密码」. A separator, a quote or a space in either width
+# is the same one. A full-width quote holds a value only when what it holds is printable
+# ASCII: “请在设置里生成” is words, not a credential. The value's run stops at the first
+# character that is not, so a quote that never closes is not read to the end of the window.
+_FULLWIDTH_QUOTES = {"“": "”", "‘": "’", "＂": "＂", "＇": "＇", "「": "」", "『": "』"}
+_FULLWIDTH_VALUE = {
+    opener: re.compile(f"{opener}(?P<v>[!-~][ -~]{{0,4095}}){closer}")
+    for opener, closer in _FULLWIDTH_QUOTES.items()
+}
+
 # An assignment is found from its secret word: the word ending an identifier run (nothing
 # of a name may follow it), an optional closing quote, a separator - or, for a
 # command-line flag ("--password value"), a space. The pattern starts with the word, so the
@@ -283,16 +305,16 @@ _PROSE_NOUNS = frozenset({"token", "secret", "secrets"})
 # _NAME_TAIL characters (is_secret_name decides on the end of a name).
 _ASSIGNMENT = re.compile(
     r"(?P<word>pass(?:word|wd|phrase|code)?|pwd|secrets?|token|key|credentials?"
-    r"|auth(?:orization)?)(?![A-Za-z0-9_.-])(?:\\?[\"'])?"
-    r"(?:\s{0,16}(?P<sep>:=|=>|=|:)|(?P<space>[ \t]{1,16}))\s{0,16}",
+    r"|auth(?:orization)?)(?![A-Za-z0-9_.-])(?:\\?[\"'”’＂＇」』])?"
+    r"(?:[\s\u3000]{0,16}(?P<sep>:=|=>|=|:|：|＝)|(?P<space>[ \t]{1,16}))[\s\u3000]{0,16}",
     _AI,
 )
 _NAME_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _NAME_TAIL = 64
 _ASSIGNMENT_NEEDLES = ("pass", "pwd", "secret", "token", "key", "credential", "auth")
 _CJK_LABEL = re.compile(
-    r"(?:访问令牌|访问密钥|私钥|密钥|秘钥|密码|口令|令牌|凭证|凭据)[ \t]{0,4}"
-    r"(?P<sep>[:：=＝]|是|为)[ \t]{0,4}",
+    r"(?:访问令牌|访问密钥|私钥|密钥|秘钥|密码|口令|令牌|凭证|凭据)[」』”’＂＇]?[ \t\u3000]{0,4}"
+    r"(?P<sep>[:：=＝]|是|为)[ \t\u3000]{0,4}",
 )
 _CJK_NEEDLES = ("密码", "口令", "密钥", "秘钥", "私钥", "令牌", "凭证", "凭据")
 
@@ -326,7 +348,10 @@ def is_secret_name(name: str, *, eager: bool = False) -> bool:
     word (``password``, ``passwd``, ``pwd``, ``secret``, ``token``, ``apikey``,
     ``credential`` ...), or it ends in ``<qualifier> key`` (``api_key``, ``secret_key``,
     ``access_key``, ``private_key`` ...), or ``pass`` after a prefix (``DB_PASS``). A
-    count is not a secret (``max_token``). ``eager`` adds ``auth`` and ``authorization``.
+    name of one word counts when it ends in ``password``, ``passwd``, ``passphrase`` or
+    ``passcode`` (``PGPASSWORD``), or is ``pass`` after a well-known prefix (``DBPASS``,
+    ``SSHPASS``; ``bypass`` and ``compass`` are words). A count is not a secret
+    (``max_token``). ``eager`` adds ``auth`` and ``authorization``.
     """
     return _secret_name(name, eager)
 
@@ -346,7 +371,11 @@ def _secret_name(name: str, eager: bool) -> bool:
         return before not in _COUNTING
     if last == "key":
         return before in _KEY_QUALIFIERS
-    return last == "pass" and bool(before)
+    if last == "pass":
+        return bool(before)
+    if last.endswith(_SECRET_SUFFIXES):
+        return True
+    return last.endswith("pass") and last[:-4] in _PASS_PREFIXES
 
 
 def _trimmed_end(text: str, start: int, end: int) -> int:
@@ -371,6 +400,12 @@ def _value(text: str, start: int, *, query: bool) -> tuple[int, int, bool] | Non
     """The value that starts at ``start``: its span (quotes excluded) and whether quoted."""
     window = min(len(text), start + _VALUE_WINDOW)
     head = text[start : start + 2]
+    if head[:1] in _FULLWIDTH_VALUE:
+        match = _FULLWIDTH_VALUE[head[:1]].match(text, start, window)
+        if match is not None:
+            return match.start("v"), match.end("v"), True
+        start += 1  # unclosed: what follows the quote is read as an unquoted value
+        head = text[start : start + 2]
     quote = head if head in _QUOTED_VALUE else head[:1]
     if quote in _QUOTED_VALUE:
         match = _QUOTED_VALUE[quote].match(text, start, window)
@@ -422,15 +457,19 @@ def _assignments(text: str, eager: bool) -> Iterator[Span]:
         if found is None:
             continue
         start, end, quoted = found
-        prose_form = match["sep"] == ":" and name.lower() in _PROSE_NOUNS
+        prose_form = match["sep"] in (":", "：") and name.lower() in _PROSE_NOUNS
         if _plausible(text[start:end], eager=eager, quoted=quoted, prose_form=prose_form):
             covered = end
             yield Span("assignment", start, end)
 
 
 def _cjk_labels(text: str, eager: bool) -> Iterator[Span]:
+    covered = 0  # the end of the last value reported: a label inside it is read once
     for match in _CJK_LABEL.finditer(text):
-        if not text[match.end() : match.end() + 1].isascii():
+        if match.start() < covered:
+            continue
+        head = text[match.end() : match.end() + 1]
+        if not head.isascii() and head not in _FULLWIDTH_QUOTES:
             continue  # "密码：必填" - the value is words, not a credential
         found = _value(text, match.end(), query=False)
         if found is None:
@@ -441,6 +480,7 @@ def _cjk_labels(text: str, eager: bool) -> Iterator[Span]:
         if match["sep"] in ("是", "为") and (len(value) < 6 or value.isalpha()):
             continue
         if _plausible(value, eager=eager, quoted=quoted, prose_form=False):
+            covered = end
             yield Span("assignment", start, end)
 
 

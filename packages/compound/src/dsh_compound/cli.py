@@ -107,12 +107,35 @@ def recall_command(
     limit: Annotated[
         str, typer.Option("--limit", help="Number of results, 1-10 (default 5).")
     ] = "5",
+    ranking: Annotated[
+        str | None,
+        typer.Option(
+            "--ranking",
+            metavar="lexical|hybrid",
+            help="lexical (the default, else $DSH_RANKING): keyword/substring overlap. hybrid: "
+            "also by meaning, across Chinese and English (needs the [semantic] extra; "
+            "encodes lessons without vectors first, with progress on a terminal).",
+        ),
+    ] = None,
 ) -> None:
     """Rank records by keyword/substring overlap with the query (English and Chinese)."""
     from dsh_common.cli import emit_json
     from dsh_compound.draft_extras import recall_result
 
-    emit_json(recall_result(workspace, text, query, limit))
+    emit_json(recall_result(workspace, text, query, limit, ranking))
+
+
+@app.command(
+    "index",
+    epilog="\b\nExample:\n  dsh-compound index   (once after installing the [semantic] extra)",
+)
+def index_command(workspace: WorkspaceOption) -> None:
+    """Build the recall cache and every lesson's vector for hybrid ranking (progress on stderr)."""
+    from dsh_common.cli import emit_json
+    from dsh_compound.draft_extras import stderr_progress
+    from dsh_compound.indexing import build_index
+
+    emit_json(build_index(workspace, progress=stderr_progress("encoding lesson vectors")))
 
 
 @app.command("inspect", epilog="\b\nExample:\n  dsh-compound inspect --id pool-timeout")
@@ -130,17 +153,28 @@ def inspect_command(
 @app.command(
     "check",
     epilog="\b\nExample:\n  dsh-compound check --format text\n"
-    "  dsh-compound check --staged --fail-on changed --format text   (a pre-commit hook)\n"
+    "  dsh-compound check --staged --fail-on changed --format text   (a git pre-commit hook)\n"
+    "  dsh-compound check --pre-commit --fail-on changed --format text   (the pre-commit hook)\n"
     "  dsh-compound check --changed-since origin/main --fail-on changed --format github",
 )
 def check_command(
     workspace: WorkspaceOption,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[PATH]...",
+            help="With --pre-commit: the files pre-commit names (relative to the current "
+            "directory).",
+        ),
+    ] = None,
     fail_on: Annotated[
         str | None,
         typer.Option(
             "--fail-on",
             help="Exit 1 when a lesson's sources are changed or missing (changed), or when "
-            "any lesson needs review (needs-review). Without it the exit code is 0.",
+            "any lesson needs review (needs-review); either way also when the check is "
+            "incomplete (corpus scan cut at its bounds, sources left unhashed). never, or "
+            "no --fail-on: the exit code is 0.",
         ),
     ] = None,
     changed_since: Annotated[
@@ -157,24 +191,37 @@ def check_command(
         typer.Option(
             "--staged",
             help="Only lessons whose sources (or own record) are in the staged changes: "
-            "what the commit being made touches.",
+            "what the commit being made touches (the index GIT_INDEX_FILE names, when git "
+            "commit set it).",
+        ),
+    ] = False,
+    pre_commit: Annotated[
+        bool,
+        typer.Option(
+            "--pre-commit",
+            help="Run as the pre-commit hook: the change is read from pre-commit's "
+            "--from-ref/--to-ref, else the commit being made, else the files it names "
+            "(none: every lesson).",
         ),
     ] = False,
     output: Annotated[
         str | None,
         typer.Option(
             "--format",
-            help="json (default), text (a person's list) or github (one GitHub Actions "
-            "annotation per lesson).",
+            help="json (default), text (a person's list) or github (GitHub Actions "
+            "annotations, most important first).",
         ),
     ] = None,
 ) -> None:
     """Report every record whose sources changed or whose body drifted; count the rest."""
+    import os
+
     from dsh_common.cli import emit_json, output_format
     from dsh_compound.check_report import (
         FAIL_ON_CHOICES,
         fails,
         github_annotations,
+        incomplete_note,
         text_report,
     )
     from dsh_compound.review import check
@@ -188,23 +235,36 @@ def check_command(
         raise typer.BadParameter(
             f"{output!r} is not one of: json, text, github", param_hint="--format"
         )
-    if staged and changed_since is not None:
-        raise typer.BadParameter("cannot be combined with --changed-since", param_hint="--staged")
+    # Each says what changed; at most one may be given.
+    given = {"--staged": staged, "--changed-since": changed_since is not None}
+    chosen = [name for name, on in {**given, "--pre-commit": pre_commit}.items() if on]
+    if len(chosen) > 1:
+        raise typer.BadParameter(f"cannot be combined with {chosen[1]}", param_hint=chosen[0])
+    if paths and not pre_commit:
+        raise typer.BadParameter(
+            f"file names ({paths[0]!r}) are taken only with --pre-commit", param_hint="PATH"
+        )
     only_paths: set[str] | None = None
-    if staged or changed_since is not None:
-        from dsh_compound.changed_paths import paths_changed_since, staged_paths
+    if pre_commit:
+        from dsh_compound.pre_commit_run import selected_paths
 
-        if changed_since is not None:
-            _, only_paths = paths_changed_since(workspace, changed_since)
-        else:
-            only_paths = staged_paths(workspace)
+        only_paths = selected_paths(workspace, paths or [], os.environ)
+    elif changed_since is not None:
+        from dsh_compound.changed_paths import paths_changed_since
+
+        _, only_paths = paths_changed_since(workspace, changed_since)
+    elif staged:
+        from dsh_compound.changed_paths import staged_paths
+
+        only_paths = staged_paths(workspace, index_file=os.environ.get("GIT_INDEX_FILE"))
     result = check(workspace, only_paths=only_paths)
+    note = incomplete_note(result, fail_on)
     if output == "github":
-        sys.stdout.write(github_annotations(result, workspace))
+        sys.stdout.write(github_annotations(result, workspace, note))
     elif output_format() == "text":
-        sys.stdout.write(text_report(result))
+        sys.stdout.write(text_report(result, note))
     else:
-        emit_json(result)
+        emit_json({**result, "warnings": [note, *result["warnings"]]} if note else result)
     if fails(result, fail_on):
         raise typer.Exit(1)
 
@@ -299,18 +359,37 @@ def remove_command(
 
 def main() -> None:
     """Console-script entry point."""
-    from dsh_common.cli import run_app
+    from dsh_common.cli import default_error_document, run_app
     from dsh_compound import __version__
 
-    # --workspace is each command's own option; written before the command it works too.
+    # --workspace is each command's own option, and so is check's --format github (json
+    # and text are everybody's): written before the command they work too.
+    render_error = default_error_document
+    if _asks_github(sys.argv[1:]):
+        from dsh_compound.check_report import github_error_document
+
+        render_error = github_error_document
     sys.exit(
         run_app(
             app,
             prog_name="dsh-compound",
             version=__version__,
-            command_options=("--workspace",),
+            command_options=("--workspace", "--format"),
+            render_error=render_error,
         )
     )
+
+
+def _asks_github(arguments: list[str]) -> bool:
+    """Whether ``--format github`` is among the options (then errors are annotated too)."""
+    for index, argument in enumerate(arguments):
+        if argument == "--":
+            return False
+        if argument == "--format=github" or (
+            argument == "--format" and arguments[index + 1 : index + 2] == ["github"]
+        ):
+            return True
+    return False
 
 
 if __name__ == "__main__":

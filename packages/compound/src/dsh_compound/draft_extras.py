@@ -1,11 +1,14 @@
 """What the command line adds around capture and recall: stdin drafts, the draft
-template, warnings for discarded draft fields, one query from two spellings, and a
-warning when the corpus lives in a directory above the workspace.
+template, warnings for discarded draft fields, one query from two spellings, a warning
+when the corpus lives in a directory above the workspace, and the progress of a vector
+build on stderr.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from dsh_common.cli import one_query
@@ -81,17 +84,54 @@ def corpus_higher_up_warning(workspace: str, result: dict[str, Any]) -> str | No
     )
 
 
-def recall_result(workspace: str, text: str | None, query: str | None, limit: str) -> Any:
-    """What ``dsh-compound recall`` prints (shared by the parser and the fast path)."""
-    from dsh_compound.retrieval import recall, validate_limit  # noqa: PLC0415
+def stderr_progress(what: str) -> Callable[[int, int], None]:
+    """``progress(done, total)`` drawing one updating line on stderr when it is a terminal.
+
+    Nothing is printed to a pipe or a file: whoever reads the JSON on stdout also reads
+    stderr for errors, and a progress line is not one.
+    """
+
+    def progress(done: int, total: int) -> None:
+        stream = sys.stderr
+        if not stream.isatty():
+            return
+        width = 30
+        filled = width * done // total if total else width
+        stream.write(f"\rdsh-compound: {what} [{'#' * filled}{'.' * (width - filled)}] "
+                     f"{done}/{total}")  # fmt: skip
+        if done >= total:
+            stream.write("\n")
+        stream.flush()
+
+    return progress
+
+
+def recall_result(
+    workspace: str, text: str | None, query: str | None, limit: str, ranking: str | None = None
+) -> Any:
+    """What ``dsh-compound recall`` prints (shared by the parser and the fast path).
+
+    Hybrid ranking from the command line encodes every lesson vector it lacks, with a
+    progress bar on a terminal: a person who asked for it can wait once.
+    """
+    from dsh_compound.retrieval import recall, resolve_ranking, validate_limit  # noqa: PLC0415
 
     try:
         count = validate_limit(limit)
     except InvalidLimitError as exc:
         # The library (and the MCP tool) call it limit; here it is an option.
         raise InvalidLimitError(f"--{exc.message}") from None
+    if ranking is not None:
+        ranking = resolve_ranking(ranking, source="--ranking")
     required = "a query is required: dsh-compound recall QUERY (or --query QUERY)"
-    result = recall(workspace, one_query(text, query, required=required), count)
+    result = recall(
+        workspace,
+        one_query(text, query, required=required),
+        count,
+        ranking=ranking,
+        encode_limit=None,
+        progress=stderr_progress("encoding lesson vectors"),
+    )
     higher = corpus_higher_up_warning(workspace, result)
     if higher is not None:
         result["warnings"] = [*result.get("warnings", []), higher]

@@ -162,6 +162,12 @@ class InvalidLimitError(CompoundError, ValueError):
     code = "invalid-limit"
 
 
+class InvalidRankingError(CompoundError, ValueError):
+    """A ranking (``--ranking``, ``ranking=``, ``DSH_RANKING``) is neither lexical nor hybrid."""
+
+    code = "invalid-ranking"
+
+
 class InvalidRevisionError(CompoundError, ValueError):
     """``check --changed-since`` names no commit (or starts with ``-``)."""
 
@@ -169,9 +175,33 @@ class InvalidRevisionError(CompoundError, ValueError):
 
 
 class GitRepositoryError(CompoundError, OSError):
-    """``check --staged`` or ``--changed-since`` outside a git work tree, or git failed."""
+    """``check --staged``, ``--changed-since`` or ``--pre-commit`` outside a git work tree."""
 
     code = "not-a-git-repository"
+
+
+class GitFailedError(CompoundError, OSError):
+    """A git command the check needed could not be started or exited non-zero."""
+
+    code = "git-failed"
+
+
+class GitTimeoutError(CompoundError, TimeoutError):
+    """A git command the check needed did not finish within its time limit."""
+
+    code = "git-timeout"
+
+
+class GitOutputTooLargeError(CompoundError, OSError):
+    """git named more changed paths than its output cap allows (16 MiB); nothing was checked."""
+
+    code = "git-output-too-large"
+
+
+class UnsafeIndexFileError(CompoundError, ValueError):
+    """``GIT_INDEX_FILE`` names no regular file inside the repository's git directory."""
+
+    code = "unsafe-index-file"
 
 
 #: The dsh-common leaves we translate, and what they become here.

@@ -103,10 +103,3 @@ def js_prefix(text: str, limit: int) -> str:
         if units > limit:
             return text[:index]
     return text
-
-
-def truncate(text: str, limit: int) -> str:
-    """``text`` cut to at most ``limit`` code points, ending in an ellipsis when cut."""
-    if len(text) <= limit:
-        return text
-    return text[: limit - 1].rstrip() + "…"

@@ -26,11 +26,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, truncate
 from dsh_common.jsonio import dumps, loads
 from dsh_compound.draft import strip_bom, validate_draft
 from dsh_compound.errors import CompoundError, MalformedRecordError
-from dsh_compound.limits import LIMITS, SCHEMA_VERSION, truncate
+from dsh_compound.limits import LIMITS, SCHEMA_VERSION
 
 FRONT_MATTER_KEY = "dsh_compound"
 VERIFICATION_NOTICE = (

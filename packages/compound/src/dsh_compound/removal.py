@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common.locks import acquire_lock
-from dsh_compound.corpus import RECORD_SUFFIX, corpus_exists, corpus_path
 from dsh_compound.draft import validate_id
 from dsh_compound.errors import (
     DigestMismatchError,
@@ -24,6 +23,7 @@ from dsh_compound.errors import (
 )
 from dsh_compound.limits import CORPUS_DIRECTORY
 from dsh_compound.record import is_sha256
+from dsh_compound.scanning import RECORD_SUFFIX, corpus_exists, corpus_path
 from dsh_compound.workspace import select_workspace
 from dsh_compound.writing import LOCK_SUFFIX, _check_replaceable, _current_digest_must_be
 

@@ -6,7 +6,8 @@ import os
 from collections.abc import Collection
 from typing import Any
 
-from dsh_compound.corpus import read_record, record_warnings, scan_corpus
+from dsh_compound.corpus import read_record
+from dsh_compound.corpus_index import read_corpus
 from dsh_compound.draft import validate_id
 from dsh_compound.evidence import (
     STATUS_PRECEDENCE,
@@ -17,6 +18,7 @@ from dsh_compound.evidence import (
 )
 from dsh_compound.limits import CORPUS_DIRECTORY
 from dsh_compound.record import self_reported_evidence, summary_of
+from dsh_compound.scanning import record_warnings
 from dsh_compound.workspace import select_workspace
 
 CONSISTENT = "consistent"
@@ -28,7 +30,7 @@ def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
     validate_id(id)
     selected = select_workspace(workspace)
     stored = read_record(selected, id)
-    metadata = stored.parsed.metadata
+    metadata = stored.metadata
     run = EvidenceRun()
     report = evidence_report(selected, metadata["files"], run)
     warnings = record_warnings(stored)
@@ -43,11 +45,11 @@ def inspect(workspace: str | os.PathLike[str], id: str) -> dict[str, Any]:
         "path": str(stored.path),
         "digest": stored.digest,
         "metadata": metadata,
-        "body": stored.parsed.body,
+        "body": stored.body,
         "summary": summary_of(metadata),
         "evidence": self_reported_evidence(metadata, bounded=False),
         **report,
-        "contentStatus": stored.parsed.content_status,
+        "contentStatus": stored.content_status,
         "warnings": warnings,
     }
 
@@ -78,7 +80,7 @@ def check(
     hashed, and ``selection`` says how many were kept.
     """
     selected = select_workspace(workspace)
-    scan = scan_corpus(selected)
+    scan = read_corpus(selected).scan
     cache = run if run is not None else EvidenceRun()
     needs_review: list[dict[str, Any]] = []
     clean_ids: list[str] = []
@@ -86,12 +88,12 @@ def check(
     content_counts = {CONSISTENT: 0, MODIFIED: 0}
     kept = 0
     for stored in scan.records:
-        metadata = stored.parsed.metadata
+        metadata = stored.metadata
         if only_paths is not None and not touches(stored.id, metadata["files"], only_paths):
             continue
         kept += 1
         report = evidence_report(selected, metadata["files"], cache)
-        status = stored.parsed.content_status
+        status = stored.content_status
         evidence_counts[report["evidenceStatus"]] += 1
         content_counts[status] += 1
         warnings = record_warnings(stored)

@@ -27,7 +27,7 @@ from dsh_common import errors as common_errors
 from dsh_common import paths as common_paths
 from dsh_common.io import atomic_write, create_exclusive
 from dsh_common.locks import acquire_lock, utc_now_iso
-from dsh_compound.corpus import RECORD_SUFFIX, corpus_exists, corpus_path, read_record_bytes
+from dsh_compound.corpus import read_record_bytes
 from dsh_compound.draft import validate_draft
 from dsh_compound.errors import (
     DigestMismatchError,
@@ -45,6 +45,7 @@ from dsh_compound.errors import (
 from dsh_compound.evidence import UNKNOWN, fingerprint_sources
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 from dsh_compound.record import build_metadata, is_sha256, parse_record, render_record, sha256
+from dsh_compound.scanning import RECORD_SUFFIX, corpus_exists, corpus_path
 from dsh_compound.workspace import select_workspace
 
 LOCK_SUFFIX = ".lock"

@@ -24,7 +24,13 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from dsh_knowledge._pg_errors import ConnectionLostError, connect_error, translate
+from dsh_knowledge._pg_errors import (
+    ConnectionLostError,
+    connect_error,
+    reason,
+    translate,
+    unparsable_url,
+)
 from dsh_knowledge.errors import PostgresDriverMissingError
 
 __all__ = ["DEFAULT_CONNECT_TIMEOUT", "PgConnection", "sql_for_psycopg"]
@@ -67,7 +73,25 @@ def _driver(light: bool) -> _Driver:
         raise PostgresDriverMissingError(
             "A PostgreSQL database needs the optional extra: pip install 'dsh-knowledge[postgres]'."
         ) from error
+    _silence(psycopg.__name__)
     return _Driver(psycopg, conninfo_to_dict)
+
+
+def _silence(logger_name: str) -> None:
+    """No log line of the driver reaches stderr (nor an application's log).
+
+    psycopg logs what it ignores while cleaning up after an error we report ourselves
+    ("error ignored terminating <psycopg.Pipeline …>: pipeline aborted" when the server
+    refuses pipelined rows); with no handler configured Python would print it on stderr,
+    ahead of the one JSON error a command prints. Every driver failure reaches the user once,
+    translated (:mod:`dsh_knowledge._pg_errors`), never as the driver's own log line.
+    """
+    import logging  # noqa: PLC0415 - psycopg has loaded it already
+
+    logger = logging.getLogger(logger_name)
+    if not any(isinstance(handler, logging.NullHandler) for handler in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 class PgConnection:
@@ -106,16 +130,18 @@ class PgConnection:
         try:
             options = self._options()
         except driver.ProgrammingError as error:  # not a URL libpq can parse
-            from dsh_knowledge.errors import ValidationError  # noqa: PLC0415
-
-            raise ValidationError(
-                f"Not a PostgreSQL URL libpq can read: {self.display} ({error})"
-            ) from None
+            raise unparsable_url(error, self.display, self._url) from None
         try:
             self._conn = driver.connect(self._url, **options)
         except driver.Error as error:
-            # from None: the driver's exception chain holds nothing the message does not say.
-            raise connect_error(error, self.display, driver.conninfo_to_dict(self._url)) from None
+            # from None: the driver's exception chain holds nothing the message does not say
+            # (and may hold what it must not: libpq's text can quote the password).
+            conninfo = driver.conninfo_to_dict(self._url)
+            raise connect_error(error, self.display, self._url, conninfo) from None
+
+    def reason(self, error: BaseException) -> str:
+        """The driver's message for ``error``, fit to print (no secret of the URL in it)."""
+        return reason(error, self._url)
 
     def _usable(self) -> bool:
         return self._conn is not None and not self._conn.closed and not self._conn.broken
@@ -140,7 +166,7 @@ class PgConnection:
                 lost, inside = self._conn.broken, self._transaction
                 if lost and inside:
                     self._transaction = False  # the server rolled it back; the caller reruns
-                translated = translate(error, self.display, driver)
+                translated = translate(error, self.display, driver, url=self._url)
                 idle = lost and not inside
                 if attempt == 0 and idle and isinstance(translated, ConnectionLostError):
                     # Idle connection lost (server restarted): one fresh connection. Inside a
@@ -175,7 +201,7 @@ class PgConnection:
             self._conn.execute("COMMIT")
         except driver.Error as error:
             self._transaction = False
-            translated = translate(error, self.display, driver, during_commit=True)
+            translated = translate(error, self.display, driver, url=self._url, during_commit=True)
             if translated is error:
                 raise
             raise translated from None

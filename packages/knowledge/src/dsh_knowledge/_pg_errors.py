@@ -4,11 +4,15 @@ The same promise as :mod:`dsh_knowledge._storage_errors` for SQLite: a server th
 unreachable or restarting, a wrong password, a read-only hot standby, a full disk - facts
 about the deployment, never ``internal-error``. Messages name the database by its URL with
 the password replaced (:func:`dsh_knowledge.store_location.redact_url`) and, when the server
-could not be reached, the host and port tried; libpq's own text never contains a password.
+could not be reached, the host and port tried. libpq's own text may quote what it could not
+parse (``invalid percent-encoded token: "p%zz…"``, the whole URL): every driver message is
+scrubbed of the URL and each spelling of its passwords before it becomes part of ours
+(:func:`dsh_knowledge.store_location.scrub`).
 
 Serialisation failures and deadlocks (SQLSTATE 40001, 40P01) become :class:`RetryableError`,
 which :meth:`PostgresStore.write` retries from the start; a lock wait that timed out (55P03)
-becomes :class:`LockTimeoutError`, which a best-effort write treats as "busy, skipped".
+becomes :class:`LockTimeoutError`, which a best-effort write treats as "busy, skipped", as
+it treats :class:`ReadOnlyError` (a hot standby) as "read-only, skipped".
 """
 
 from __future__ import annotations
@@ -24,14 +28,18 @@ from dsh_knowledge.errors import (
     StorageUnavailableError,
     ValidationError,
 )
+from dsh_knowledge.store_location import misread_userinfo, scrub
 
 __all__ = [
     "ConnectionLostError",
     "LockTimeoutError",
+    "ReadOnlyError",
     "RetryableError",
     "connect_error",
+    "reason",
     "server_address",
     "translate",
+    "unparsable_url",
 ]
 
 _RETRYABLE = {"40001", "40P01"}
@@ -46,6 +54,10 @@ class LockTimeoutError(DatabaseBusyError):
     """A row or table lock was not granted within the transaction's lock_timeout."""
 
 
+class ReadOnlyError(StorageError):
+    """The server refused a write: a hot standby, or ``default_transaction_read_only``."""
+
+
 class ConnectionLostError(StorageUnavailableError):
     """The connection broke under a statement (server restart, network). ``during_commit``
     says whether the outcome of a COMMIT is unknown."""
@@ -55,8 +67,9 @@ class ConnectionLostError(StorageUnavailableError):
         self.during_commit = during_commit
 
 
-def _reason(error: BaseException) -> str:
-    text = " ".join(str(error).split())
+def reason(error: BaseException, url: str) -> str:
+    """The driver's message for ``error`` on one line, without any secret of ``url``."""
+    text = " ".join(scrub(str(error), url).split())
     return printable(text.removeprefix("connection failed: "))
 
 
@@ -68,40 +81,61 @@ def server_address(conninfo: dict[str, Any]) -> str:
     return f"host {where}, port {port}"
 
 
-def connect_error(error: BaseException, display: str, conninfo: dict[str, Any]) -> KnowledgeError:
+MISREAD = (
+    'libpq read part of the password as the host, port and database name: a "/" or "@" in a '
+    "password must be percent-encoded (%2F, %40), or the password kept out of the URL "
+    "(~/.pgpass, PGPASSWORD)"
+)
+
+
+def unparsable_url(error: BaseException, display: str, url: str) -> KnowledgeError:
+    """The error for a URL libpq cannot parse (its message quotes the offending text)."""
+    why = MISREAD if misread_userinfo(url) else reason(error, url)
+    return ValidationError(f"Not a PostgreSQL URL libpq can read: {display} ({why}).")
+
+
+def connect_error(
+    error: BaseException, display: str, url: str, conninfo: dict[str, Any]
+) -> KnowledgeError:
     """The error for a connection that could not be made (server down, wrong password...)."""
+    if misread_userinfo(url):
+        # The host and port libpq tried are pieces of the password: neither is named.
+        return StorageUnavailableError(
+            f"Cannot connect to the knowledge database {display}: {MISREAD}."
+        )
     return StorageUnavailableError(
         f"Cannot connect to the knowledge database {display} ({server_address(conninfo)}): "
-        f"{_reason(error)}"
+        f"{reason(error, url)}"
     )
 
 
 def translate(
-    error: BaseException, display: str, driver: Any, *, during_commit: bool = False
+    error: BaseException, display: str, driver: Any, *, url: str, during_commit: bool = False
 ) -> BaseException:
     """The documented error for a driver failure, or ``error`` itself when it is a bug.
 
     ``driver`` is psycopg or :mod:`dsh_knowledge._libpq` (both name their error classes
-    alike). The translation keeps the server's code as ``sqlstate``.
+    alike); ``url`` is the one connected to, whose secrets no message may hold. The
+    translation keeps the server's code as ``sqlstate``.
     """
-    translated = _translate(error, display, driver, during_commit)
+    translated = _translate(error, display, driver, url, during_commit)
     if translated is not error:
         translated.sqlstate = getattr(error, "sqlstate", None)  # type: ignore[attr-defined]
     return translated
 
 
 def _translate(
-    error: BaseException, display: str, driver: Any, during_commit: bool
+    error: BaseException, display: str, driver: Any, url: str, during_commit: bool
 ) -> BaseException:
     state = getattr(error, "sqlstate", None) or ""
     where = f"The knowledge database {display}"
-    detail = _reason(error)
+    detail = reason(error, url)
     if state in _RETRYABLE:
         return RetryableError(f"{where} stayed busy with conflicting writers; try again.")
     if state == "55P03":
         return LockTimeoutError(f"{where} stayed locked by other writers; try again.")
     if state == "25006":  # read_only_sql_transaction: a hot standby, or a read-only setting
-        return StorageError(f"{where} is read-only ({detail}); nothing changed.")
+        return ReadOnlyError(f"{where} is read-only ({detail}); nothing changed.")
     if state == "53100":
         return StorageError(
             f"disk full: the knowledge database {display} could not be written ({detail}); "

@@ -113,7 +113,11 @@ class RankedSearch:
             "FROM (SELECT d.doc_id, d.id, d.type, d.project, d.status, d.created_at, "
             "d.updated_at, d.created_ms, d.updated_ms, d.evidence_count, "
             f"CASE WHEN strpos(d.norm, ?) > 0 THEN 1 ELSE 0 END AS phrase, {', '.join(tests)} "
-            f"FROM knowledge_search_doc d WHERE {where} AND d.toks LIKE ANY(?)) h) s) p "
+            # OFFSET 0 keeps the planner from pulling this subquery up into the next one,
+            # which would copy each token test into every expression that reads it
+            # (exact_mask, match_mask, text, the score and the sort key): each strpos then
+            # ran five or six times per hit instead of once, about half the query's time.
+            f"FROM knowledge_search_doc d WHERE {where} AND d.toks LIKE ANY(?) OFFSET 0) h) s) p "
             f"ORDER BY {order} LIMIT ? OFFSET ?"
         )
         return sql, [project, *preferred, *values, *params, every]

@@ -251,6 +251,7 @@ def migrate(store: PostgresStore, *, create: bool) -> None:
         except store.connection.driver_error as error:
             raise MigrationError(
                 f"Migration {target} ({name}) failed and was rolled back; the database "
-                f"is still at version {schema_version(store) or 0}: {error}"
+                f"is still at version {schema_version(store) or 0}: "
+                f"{store.connection.reason(error)}"
             ) from None
         version = target

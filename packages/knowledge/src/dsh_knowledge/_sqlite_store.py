@@ -137,6 +137,10 @@ def _is_busy(error: sqlite3.Error) -> bool:
     return "database is locked" in text or "database is busy" in text or "locked" in text
 
 
+def _is_read_only(error: sqlite3.Error) -> bool:
+    return str(getattr(error, "sqlite_errorname", "")).startswith("SQLITE_READONLY")
+
+
 def _split_statements(script: str) -> list[str]:
     # Our DDL has no semicolons inside literals, so a plain split is exact. executescript()
     # would COMMIT the open transaction first, which is exactly what a migration must avoid.
@@ -394,7 +398,9 @@ class SQLiteStore(KnowledgeStore):
                     db.execute("ROLLBACK")
                 raise
         except sqlite3.OperationalError as error:
-            if _is_busy(error):
+            # Busy, or a read-only file: the bookkeeping is skipped, and what it was
+            # bookkeeping for (the prompt hook's block) still happens.
+            if _is_busy(error) or _is_read_only(error):
                 return False
             raise
         finally:

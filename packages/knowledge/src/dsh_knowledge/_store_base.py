@@ -91,6 +91,14 @@ class KnowledgeStore:
         ``BEGIN IMMEDIATE`` already serialises whole transactions, so this is a no-op there.
         """
 
+    def lock_writers(self, purpose: str) -> None:
+        """Inside :meth:`write`: wait for, then hold until commit, the lock named ``purpose``.
+
+        For a transaction that checks which rows are absent before inserting them (``import``):
+        row locks cannot guard rows that do not exist yet. SQLite's ``BEGIN IMMEDIATE``
+        already serialises whole transactions, so this is a no-op there.
+        """
+
     def contains_clause(self, column: str, text: str) -> tuple[str, list[Any]]:
         """SQL (and parameters) for "``column`` contains ``text``, ASCII case folded"."""
         raise NotImplementedError
@@ -102,6 +110,15 @@ class KnowledgeStore:
         """Run ``work`` in one write transaction, waiting at most about a second for locks;
         False (nothing written) when it stayed busy."""
         raise NotImplementedError
+
+    def settle_after_bulk_write(self) -> None:
+        """After a large committed write (``import``): bring the planner's statistics and
+        visibility information up to date now rather than whenever the database would."""
+
+    def deployment_warnings(self) -> list[str]:
+        """What a user should know about how this database is set up (``health`` says it):
+        conditions that leave results right but slow, never errors."""
+        return []
 
     def sync_search_index(self) -> None:
         """Bring the search index up to date with changes it has not seen (hand edits)."""

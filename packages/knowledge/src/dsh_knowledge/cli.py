@@ -446,14 +446,11 @@ def health(
             _missing("Give item ids or --all, not both.")
         scope = _scope_workspace(workspace)
         try:
-            emit_json(
-                health_all(
-                    _repository(),
-                    scope,
-                    repo or Path(local_checkout(scope)),
-                    include_guidance=guidance,
-                )
+            repository = _repository()
+            report = health_all(
+                repository, scope, repo or Path(local_checkout(scope)), include_guidance=guidance
             )
+            emit_json(_with_warnings(report, repository.store.deployment_warnings()))
         finally:
             _close()
         return
@@ -463,11 +460,18 @@ def health(
     try:
         repository = _repository()
         items = [repository.require(item_id) for item_id in item_ids]
+        warnings = repository.store.deployment_warnings()
     finally:
         _close()
     stored = str(items[0]["scope"]["workspace"])
     where = repo if repo is not None else Path(local_checkout(stored)).resolve()
-    emit_json({"results": check_health(items, where, include_guidance=guidance)})
+    report = {"results": check_health(items, where, include_guidance=guidance)}
+    emit_json(_with_warnings(report, warnings))
+
+
+def _with_warnings(report: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """``report`` with ``"warnings"`` about the database's set-up, when there are any."""
+    return {**report, "warnings": warnings} if warnings else report
 
 
 # --- review, extraction, late provenance ----------------------------------------------------
@@ -607,7 +611,7 @@ def provenance(
     "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
     "knowledge.sqlite --dry-run\n"
     "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
-    "knowledge.sqlite",
+    "knowledge.sqlite --workspace-map /home/alice/payments=acme/payments",
 )
 def import_command(
     source: Annotated[
@@ -617,14 +621,23 @@ def import_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Report what would be copied; write nothing.")
     ] = False,
+    workspace_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--workspace-map",
+            metavar="OLD=NEW",
+            help="Re-scope items of workspace OLD (or a folder below it) to NEW; repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Copy every item of another store into this one (ids, evidence, status, supersede
     links, provenance and timestamps kept; ids already here are skipped), in one
     transaction."""
-    from dsh_knowledge.transfer import import_store
+    from dsh_knowledge.transfer import import_store, parse_workspace_map
 
+    mapping = parse_workspace_map(workspace_map or [])
     try:
-        emit_json(import_store(_repository(), source, dry_run=dry_run))
+        emit_json(import_store(_repository(), source, dry_run=dry_run, workspace_map=mapping))
     finally:
         _close()
 

@@ -111,8 +111,36 @@ def build_server(context: ToolContext) -> Server[Any]:
     )
 
 
+class _Opener:
+    """Opens the store, at start and again on each tool call while it stays unopenable.
+
+    The reason is logged on stderr (never to the agent, whose tool error stays the
+    documented one) when it first appears or changes, not on every call.
+    """
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+        self.logged: str | None = None
+
+    def __call__(self) -> KnowledgeRepository | None:
+        try:
+            repository = KnowledgeRepository(KnowledgeStore(self.db))
+        except KnowledgeError as error:
+            if error.message != self.logged:
+                sys.stderr.write(
+                    "Knowledge storage could not be opened; tools remain registered but "
+                    f"unavailable (tried again on each call): {error.message}\n"
+                )
+                self.logged = error.message
+            return None
+        if self.logged is not None:
+            sys.stderr.write(f"Knowledge storage opened: {repository.store.path}\n")
+        return repository
+
+
 def open_context(options: AgentOptions) -> ToolContext:
-    """The tool context; an unopenable store leaves the tools registered but unavailable."""
+    """The tool context; an unopenable store leaves the tools registered but unavailable
+    until a later call opens it."""
     cwd = os.getcwd()
     # --workspace, else the checkout's workspace identity, else the working directory.
     # Files (provenance, freshness, health) are read from the local checkout either way.
@@ -129,20 +157,14 @@ def open_context(options: AgentOptions) -> ToolContext:
     except InvalidRankingError as error:
         sys.stderr.write(f"DSH_RANKING ignored, ranking lexically: {error.message}\n")
         ranking = "lexical"
-    repository = None
-    try:
-        repository = KnowledgeRepository(KnowledgeStore(options.db))
-    except KnowledgeError as error:
-        sys.stderr.write(
-            "Knowledge storage could not be opened; tools remain registered but "
-            f"unavailable: {error.message}\n"
-        )
+    opener = _Opener(options.db)
     return ToolContext(
-        repository=repository,
+        repository=opener(),
         workspace=workspace,
         project=options.project,
         session_id=options.session_id,
         checkout=checkout,
+        reopen=opener,
         ranking=ranking,
     )
 

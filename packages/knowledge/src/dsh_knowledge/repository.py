@@ -10,7 +10,6 @@ increases on every change, even two changes within one millisecond.
 from __future__ import annotations
 
 import builtins
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -272,6 +271,8 @@ class KnowledgeRepository:
         origin = validate_origin(
             spec.get("creation_origin", spec.get("creationOrigin", "explicit"))
         )
+        import uuid  # noqa: PLC0415 - lazy: uuid loads platform; the prompt hook never adds
+
         item_id = str(uuid.uuid4())
         created = now_timestamp()
         row = (

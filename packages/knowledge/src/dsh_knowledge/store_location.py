@@ -15,6 +15,7 @@ This module imports neither typer nor the store: the hook path must start fast.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 __all__ = [
@@ -24,8 +25,11 @@ __all__ = [
     "has_password",
     "is_default",
     "is_postgres_url",
+    "misread_userinfo",
     "redact_url",
     "resolve_database",
+    "scrub",
+    "url_secrets",
 ]
 
 DB_ENV = "DSH_KNOWLEDGE_DB"
@@ -42,6 +46,46 @@ def is_postgres_url(location: str) -> bool:
     return location[:13].lower().startswith(URL_SCHEMES)
 
 
+# A query string's first parameter ("?name="), told from a "?" inside a password.
+_QUERY_START = re.compile(r"\?[A-Za-z_]+=")
+
+
+def _userinfo_end(rest: str) -> tuple[int, bool]:
+    """Where the userinfo of ``rest`` (a URL after ``://``) ends: the index of its ``@``, or
+    -1; and whether libpq reads that part as something else (see below).
+
+    libpq takes as userinfo everything up to an ``@`` met before the first ``/`` (a ``?``
+    does not stop it, so an unencoded ``?`` belongs to the password); the last such ``@``
+    hides whatever libpq reads, since a password may hold ``@`` too. With no ``@`` before
+    the first ``/`` but a ``:`` there and an ``@`` after it, the password most likely holds
+    an unencoded ``/``: libpq then reads ``user:pa`` as host and port and the rest of the
+    password as the database name. That text is hidden all the same (a database name with
+    an ``@`` in it is hidden too: over-hiding costs a less precise message, never a secret).
+    """
+    slash = rest.find("/")
+    head = rest if slash < 0 else rest[:slash]
+    at = head.rfind("@")
+    if at >= 0 or slash < 0:
+        return at, False
+    if ":" not in head:
+        return -1, False
+    query = _QUERY_START.search(rest, slash)
+    at = rest.rfind("@", slash, query.start() if query else len(rest))
+    return at, at >= 0
+
+
+def _parts(url: str) -> tuple[str, str, str, str, str] | None:
+    """``(scheme, userinfo, host and path, "?" or "", query)`` of a URL, or None without
+    ``://``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None
+    at, _ = _userinfo_end(rest)
+    userinfo, tail = (rest[:at], rest[at:]) if at >= 0 else ("", rest)
+    where, question, query = tail.partition("?")
+    return scheme, userinfo, where, question, query
+
+
 def redact_url(url: str) -> str:
     """``url`` with its password (``user:PASSWORD@``, ``?password=``) shown as ``***``.
 
@@ -50,21 +94,61 @@ def redact_url(url: str) -> str:
     """
     from urllib.parse import parse_qsl, urlencode  # noqa: PLC0415 - only for URLs
 
-    scheme, sep, rest = url.partition("://")
-    if not sep:
+    parts = _parts(url)
+    if parts is None:
         return url
-    # The userinfo ends at the last "@" before the query: a password may hold "/" or "@".
-    before_query, question, query = rest.partition("?")
-    at = before_query.rfind("@")
-    if at >= 0:
-        user, colon, _password = before_query[:at].partition(":")
-        before_query = f"{user}{':' + HIDDEN if colon else ''}@{before_query[at + 1 :]}"
-    if question:
+    scheme, userinfo, where, question, query = parts
+    user, colon, _password = userinfo.partition(":")
+    shown = f"{scheme}://{user}{':' + HIDDEN if colon else ''}{where}{question}"
+    if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(name.lower() in _SECRET_PARAMETERS for name, _ in pairs):
             hidden = [(n, HIDDEN if n.lower() in _SECRET_PARAMETERS else v) for n, v in pairs]
             query = urlencode(hidden, safe="/*")
-    return f"{scheme}://{before_query}{question}{query}"
+    return shown + query
+
+
+def url_secrets(url: str) -> tuple[str, ...]:
+    """Every spelling of the passwords in ``url`` (as written, and percent-decoded), longest
+    first: the strings that must never appear in a message."""
+    from urllib.parse import unquote  # noqa: PLC0415 - only for URLs
+
+    parts = _parts(url) if is_postgres_url(url) else None
+    if parts is None:
+        return ()
+    _, userinfo, _, _, query = parts
+    found: set[str] = set()
+    _user, colon, password = userinfo.partition(":")
+    if colon:
+        found.update((password, unquote(password)))
+        if misread_userinfo(url):
+            # libpq splits such a password into host, port, query and database name, and
+            # quotes the pieces: each piece long enough to be told from ordinary text.
+            found.update(piece for piece in re.split(r"[/?@&=]", password) if len(piece) >= 3)
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if unquote(name).lower() in _SECRET_PARAMETERS:
+            found.update((value, unquote(value), unquote(value.replace("+", " "))))
+    return tuple(sorted((s for s in found if s), key=lambda s: (-len(s), s)))
+
+
+def scrub(text: str, url: str) -> str:
+    """``text`` (a driver's or libpq's message) with the raw ``url`` shown redacted and every
+    spelling of its passwords as ``***``: libpq quotes what it could not parse."""
+    secrets = url_secrets(url)
+    if not secrets:
+        return text
+    text = text.replace(url, redact_url(url))
+    for secret in secrets:
+        text = text.replace(secret, HIDDEN)
+    return text
+
+
+def misread_userinfo(url: str) -> bool:
+    """Whether libpq reads part of ``url``'s password as host, port and database (an
+    unencoded ``/`` in it): the host and port it tried are then not worth naming."""
+    _scheme, sep, rest = url.partition("://")
+    return bool(sep) and is_postgres_url(url) and _userinfo_end(rest)[1]
 
 
 def has_password(url: str) -> bool:

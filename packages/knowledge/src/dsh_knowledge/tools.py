@@ -72,6 +72,10 @@ class ToolContext:
     session_id: str | None = None
     #: The local work tree files are read from (default: the workspace, when it is a path).
     checkout: str | None = None
+    #: Tries to open the store again while :attr:`repository` is None (None: it failed
+    #: again). A long-lived MCP server started while its database was down, locked or not
+    #: yet reachable then serves the first call after the database is back.
+    reopen: Callable[[], KnowledgeRepository | None] | None = None
     #: knowledge_search's ranking when the call names none: ``lexical`` or ``hybrid``
     #: (None: ``$DSH_RANKING`` at each call, else lexical). The MCP server sets it at start.
     ranking: str | None = None
@@ -83,6 +87,8 @@ class ToolContext:
         return self.checkout if self.checkout is not None else self.workspace
 
     def repo(self) -> KnowledgeRepository:
+        if self.repository is None and self.reopen is not None:
+            self.repository = self.reopen()
         if self.repository is None:
             raise ToolUnavailableError(STORAGE_UNAVAILABLE)
         return self.repository

@@ -47,7 +47,8 @@ CONFIG_FILE = ".dsh-knowledge.toml"
 MAX_CONFIG_BYTES = 4096
 MAX_NAME_CHARS = 512
 _REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
-_SCP_LIKE = re.compile(r"(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>(?!/).*)")
+# git's scp-like form: [user@]host:path, the host possibly a bracketed IPv6 address.
+_SCP_LIKE = re.compile(r"(?:[^@/\[]+@)?(?P<host>\[[^\]/]+\]|[^:/\[]+):(?P<path>(?!/).*)")
 
 
 def _git_top(start: str) -> Path | None:
@@ -108,7 +109,13 @@ def _read_config(path: Path) -> dict[str, object] | None:
 
 
 def normalize_remote_url(url: str) -> str | None:
-    """``host/path`` of a remote URL (lower-case host; no credentials, scheme, port, ``.git``)."""
+    """``host/path`` of a remote URL (lower-case host; no credentials, scheme, port, ``.git``).
+
+    The path keeps its case: hosting services that ignore it (GitHub) and servers that do
+    not (a bare repository on a Unix file system) cannot be told apart from the URL, and
+    folding it could merge two repositories into one workspace. Members whose remotes spell
+    the path differently name the workspace explicitly (``workspace = "…"``) instead.
+    """
     text = url.strip()
     if not text:
         return None

@@ -1,4 +1,4 @@
-"""Freshness and health end to end: real SQLite items, the installed CLI, a fake git binary."""
+"""Freshness and health end to end: real items (both backends), the CLI, a fake git binary."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from .conftest import Repo
 
 
-def run_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "dsh_knowledge.cli", "--db", str(db), *args],
+        [sys.executable, "-m", "dsh_knowledge.cli", "--db", db, *args],
         capture_output=True,
         text=True,
         check=False,
@@ -43,8 +43,7 @@ def test_health_leaves_stored_items_unchanged(
     assert repository.require(item["id"]) == verified
 
 
-def test_cli_freshness_and_health_report_json(repo: Repo, tmp_path: Path) -> None:
-    db = tmp_path / "cli" / "knowledge.sqlite"
+def test_cli_freshness_and_health_report_json(repo: Repo, db: str) -> None:
     commit = repo.head()
     evidence = json.dumps(
         {
@@ -72,8 +71,7 @@ def test_cli_freshness_and_health_report_json(repo: Repo, tmp_path: Path) -> Non
     assert [g["code"] for g in result["guidance"]] == ["review_claim"]
 
 
-def test_cli_health_rejects_more_than_sixteen_ids(repo: Repo, tmp_path: Path) -> None:
-    db = tmp_path / "cli" / "knowledge.sqlite"
+def test_cli_health_rejects_more_than_sixteen_ids(repo: Repo, db: str) -> None:
     added = run_cli(db, "add", "--workspace", "/w", "--type", "fact", "--content", "a fact")
     ids = [json.loads(added.stdout)["id"]] * 17
     result = run_cli(db, "health", *ids, "--repo", str(repo.path))

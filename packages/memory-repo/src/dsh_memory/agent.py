@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dsh_common.errors import shown
 from dsh_common.programs import resolve_program, safe_search_path
 from dsh_memory.errors import (
     AgentFailedError,
@@ -126,7 +127,9 @@ def resolve_agent(agent: str | None, command: str | None) -> str:
     if agent is None:
         return "command" if given else "dsh"
     if agent not in AGENTS:
-        raise SyncInvalidRequestError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+        raise SyncInvalidRequestError(
+            f"unknown agent {shown(agent)}; choose one of {', '.join(AGENTS)}"
+        )
     if given and agent != "command":
         raise SyncInvalidRequestError(
             f"--agent-command runs with --agent command, not --agent {agent}: drop one of them"
@@ -170,7 +173,9 @@ def agent_argv(
         except ValueError as exc:
             raise SyncInvalidRequestError(f"--agent-command cannot be split: {exc}") from exc
         return [_resolve(words[0], env), *words[1:], prompt]
-    raise SyncInvalidRequestError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}")
+    raise SyncInvalidRequestError(
+        f"unknown agent {shown(agent)}; choose one of {', '.join(AGENTS)}"
+    )
 
 
 def run_agent(

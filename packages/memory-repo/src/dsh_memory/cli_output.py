@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from dsh_common.cli import emit_json
+from dsh_memory.errors import failed_envelope, render_error
 
 # The memory API's field names, as a user of this command line spells them.
 _CLI_SPELLING = {"dryRun": "--dry-run", "runId": "--run-id", "previewId": "--preview-id"}
@@ -50,12 +51,9 @@ def emit_envelope(service: Any, envelope: dict[str, Any]) -> int:
     if envelope.get("ok"):
         emit_json(envelope)
         return 0
-    error = dict(envelope["error"])
-    if service.last_error_message:
-        error["message"] = service.last_error_message
-    if isinstance(error.get("message"), str):
-        error["message"] = cli_message(error.get("code"), error["message"])
-    emit_json({"ok": False, "error": error}, stream=sys.stderr)
+    error = failed_envelope(envelope, service.last_error_message)["error"]
+    emit_json(render_error(error["code"], cli_message(error["code"], error["message"])),
+              stream=sys.stderr)  # fmt: skip
     return 1
 
 

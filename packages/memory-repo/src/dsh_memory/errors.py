@@ -10,15 +10,33 @@ gives no code to, is listed in docs/compatibility/memory.md (Error codes).
 from __future__ import annotations
 
 import errno as _errno
+from collections.abc import Mapping
 from typing import Any
 
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, truncate
+
+#: The longest message a front end prints. A value a message echoes is cut far shorter where
+#: the message is made (``dsh_common.errors.shown``); this bounds whatever echoes more (a
+#: path given on the command line, say), so no input comes back whole.
+MAX_MESSAGE_CHARS = 2000
 
 
 def render_error(code: str, message: str) -> dict[str, Any]:
     """The contract's failed envelope with a message for people: what every dsh-memory front end
     (command line, fast path, hook, ``mcp`` without its extra) prints on stderr."""
-    return {"ok": False, "error": {"code": code, "message": message}}
+    return {"ok": False, "error": {"code": code, "message": truncate(message, MAX_MESSAGE_CHARS)}}
+
+
+def failed_envelope(
+    envelope: Mapping[str, Any], message: str | None, fallback: str | None = None
+) -> dict[str, Any]:
+    """A method's failed ``envelope`` as :func:`render_error` renders it, with its message for
+    people: ``message`` (the service's ``last_error_message``: the envelope itself carries
+    only the code) when there is one, else the envelope's own, else ``fallback`` (default:
+    the code), so every front end answers both fields."""
+    error = envelope["error"]
+    code = str(error["code"])
+    return render_error(code, message or error.get("message") or fallback or code)
 
 
 class MemoryRepoError(DshError):

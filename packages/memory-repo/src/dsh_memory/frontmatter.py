@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dsh_common.errors import MAX_SHOWN_CHARS, shown, truncate
 from dsh_memory.errors import (
     FlowStyleMetadataError,
     InvalidIdError,
@@ -168,15 +169,19 @@ def _parse_block(block: str, where: str) -> dict[str, Any]:
             continue
         colon = line.find(":")
         if colon <= 0:
-            raise InvalidMetadataError(f"{where}: unparsable front matter line: {line!r}")
+            raise InvalidMetadataError(f"{where}: unparsable front matter line: {shown(line)}")
         key = line[:colon].strip()
         value = line[colon + 1 :].strip()
         if key == "":
             raise InvalidMetadataError(f"{where}: front matter has an empty key")
         if (value.startswith("[") and value != "[]") or (value.startswith("{") and value != "{}"):
-            raise FlowStyleMetadataError(f"{where}: {key} must be a block list, not flow style")
+            raise FlowStyleMetadataError(
+                f"{where}: {truncate(key, MAX_SHOWN_CHARS)} must be a block list, not flow style"
+            )
         if value.startswith(("|", ">")):
-            raise InvalidMetadataError(f"{where}: block scalar is not supported: {key}")
+            raise InvalidMetadataError(
+                f"{where}: block scalar is not supported: {truncate(key, MAX_SHOWN_CHARS)}"
+            )
         if value in ("", "[]", "{}"):
             current_list = []
             result[key] = current_list
@@ -238,13 +243,13 @@ def validate(
     raw = dict(metadata)
     version = raw.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:
-        raise InvalidSchemaVersionError(f"{where} has schema_version {version!r}")
+        raise InvalidSchemaVersionError(f"{where} has schema_version {shown(version)}")
     record_id = raw.get("id")
     if not isinstance(record_id, str) or not ID_RE.fullmatch(record_id):
         raise InvalidIdError(f"{where} has an invalid id")
     for field, allowed in (("type", TYPES), ("status", STATUSES), ("confidence", CONFIDENCES)):
         if field in raw and raw[field] not in allowed:
-            raise InvalidMetadataError(f"{where} has an unknown {field}: {raw[field]!r}")
+            raise InvalidMetadataError(f"{where} has an unknown {field}: {shown(raw[field])}")
     for field in ("created_at", "updated_at", *PROVENANCE_DATE_FIELDS):
         if field in raw and not _is_date(raw[field]):
             raise InvalidMetadataError(f"{where} has an invalid {field}")

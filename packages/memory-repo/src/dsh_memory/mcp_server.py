@@ -32,6 +32,7 @@ from dsh_common.mcp_stdio import (
     structured_result,
     tool_from_definition,
 )
+from dsh_memory.errors import failed_envelope
 from dsh_memory.service import MemoryService
 from dsh_memory.tools import TOOL_DEFINITIONS, call_tool
 
@@ -62,9 +63,9 @@ def build_server(service: MemoryService) -> Server[Any]:
         value = loads(text)
         if isinstance(value, dict) and "error" in value:
             code = str(value["error"])
-            message = service.last_error_message or f"memory tool {params.name} failed: {code}"
-            error = dumps({"error": {"code": code, "message": message}})
-            return error_result(error)
+            failed = failed_envelope({"error": {"code": code}}, service.last_error_message,
+                                     f"memory tool {params.name} failed: {code}")  # fmt: skip
+            return error_result(dumps({"error": failed["error"]}))
         return structured_result(value, text)
 
     return Server(

@@ -7,10 +7,16 @@ then trips over it), or the commit would silently lack it. The rules:
 - **UTF-8.** Journal records, JSON answers and the earlier tool carry names as UTF-8 text.
 - **Plain components.** No empty, ``.`` or ``..`` component.
 - **Nothing Git leaves out.** A tree built with a component Git reserves silently drops the
-  path: ``.git`` in any letter case, with trailing dots or spaces, with a character HFS+
-  ignores inside it, behind a backslash (NTFS reads it as a separator), and ``git~1`` (its
-  NTFS short name). The commit pipeline also checks that every path really entered the
-  tree, whatever the Git version or configuration.
+  path, and Git on macOS or Windows refuses to check it out. Git's own rules
+  (``is_hfs_dotgit``, ``is_ntfs_dotgit``) name ``.git`` in any letter case; with a code point
+  HFS+ ignores anywhere in it (U+200C-U+200F, U+202A-U+202E, U+206A-U+206F, U+FEFF); followed
+  by dots or spaces; followed by an NTFS alternate data stream (``.git::$INDEX_ALLOCATION``,
+  ``.git:x``: the folder itself on NTFS); behind a backslash (NTFS reads it as a separator);
+  and ``git~1`` (its NTFS short name) the same ways. Every format character (Unicode
+  category Cf, which holds HFS+'s list) is ignored here, so the zero-width space, which Git
+  keeps but which makes a name read as ``.git``, is refused too. The commit pipeline also
+  checks that every path really entered the tree, whatever the Git version or
+  configuration.
 - **Names that fit.** A folder name is at most 255 bytes (the file-system limit,
   ``NAME_MAX``); a file name at most 255 - 18 = **237 bytes**, because every file is written
   as a temporary ``.<name>.<12 hex>.tmp`` renamed over the name, and that temporary name must
@@ -25,6 +31,7 @@ own file system (the pipeline, for every path it is about to write).
 from __future__ import annotations
 
 import os
+import unicodedata
 from pathlib import Path
 
 from dsh_memory.fsops import TEMP_NAME_OVERHEAD
@@ -37,8 +44,9 @@ MAX_FILE_NAME_BYTES = MAX_COMPONENT_BYTES - TEMP_NAME_OVERHEAD
 #: The longest payload path, in bytes.
 MAX_PATH_BYTES = 1024
 
-#: Code points HFS+ ignores when it compares names (Git's ``is_hfs_dotgit`` list).
-_HFS_IGNORABLE = frozenset(
+#: Code points HFS+ ignores when it compares names (Git's ``is_hfs_dotgit`` list): all of
+#: them format characters, which :func:`git_reserved` ignores as a whole.
+HFS_IGNORABLE = frozenset(
     "\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u206a\u206b\u206c\u206d\u206e\u206f\ufeff"
 )
 _RESERVED = frozenset({".git", "git~1"})
@@ -49,10 +57,12 @@ def _bytes(text: str) -> int:
 
 
 def git_reserved(component: str) -> bool:
-    """Whether Git would refuse ``component`` in a tree (and so drop the path silently)."""
-    for part in component.split("\\"):
-        folded = "".join(c for c in part if c not in _HFS_IGNORABLE).casefold()
-        if folded.rstrip(". ") in _RESERVED:
+    """Whether ``component`` is ``.git`` (or ``git~1``) by Git's HFS+ or NTFS rules, or reads
+    as it once its invisible format characters are gone (see the module docstring)."""
+    for part in component.split("\\"):  # NTFS reads a backslash as a separator
+        visible = "".join(c for c in part if unicodedata.category(c) != "Cf")
+        stem = visible.split(":", 1)[0]  # NTFS: "<name>:<stream>:<type>" is <name> itself
+        if stem.rstrip(". ").casefold() in _RESERVED:
             return True
     return False
 
@@ -82,7 +92,10 @@ def name_problem(relative: str) -> str | None:
         return "the path has an empty, '.' or '..' component"
     reserved = next((part for part in parts if git_reserved(part)), None)
     if reserved is not None:
-        return f"{reserved!r} is a name Git reserves for itself and would leave out of a commit"
+        return (
+            f"{reserved!r} is, or reads as, a name Git reserves for itself and would leave out"
+            " of a commit"
+        )
     return _length_problem(relative, MAX_COMPONENT_BYTES)
 
 
@@ -99,5 +112,5 @@ def write_problem(relative: str, name_max: int = MAX_COMPONENT_BYTES) -> str | N
     """Why the work tree could not hold ``relative`` (lengths, reserved names), or None."""
     reserved = next((part for part in relative.split("/") if git_reserved(part)), None)
     if reserved is not None:
-        return f"{reserved!r} is a name Git reserves for itself"
+        return f"{reserved!r} is, or reads as, a name Git reserves for itself"
     return _length_problem(relative, name_max)

@@ -18,6 +18,7 @@ forever - but its time and result are remembered for status and health.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import orjson
@@ -80,13 +81,7 @@ def _push(tx: GitTransactions, remote: Remote) -> dict[str, Any]:
         )
     deleted = unjournaled_deletions(tx, theirs, head)
     if deleted:
-        shown = ", ".join(escape_name(p) for p in deleted[:_SHOWN])
-        raise PushUnjournaledDeletionError(
-            f"the push would delete {len(deleted)} record(s) from the remote that no journaled"
-            f" run deleted ({shown}); restore them (`git -C {tx.root} restore --source"
-            f" {str(theirs)[:12]} -- <path>` and `dsh-memory adopt`) or delete them with"
-            " `dsh-memory remove`; nothing was pushed"
-        )
+        raise PushUnjournaledDeletionError(_deletion_advice(tx, str(theirs), deleted))
     try:
         outcome = git_push(transfer_runner(tx), remote.url, head, remote.branch)
     except RemoteConfigError as exc:
@@ -103,6 +98,24 @@ def _push(tx: GitTransactions, remote: Remote) -> dict[str, Any]:
     tx.git.run(["update-ref", "-m", "dsh-memory push", remote.tracking_ref, head])
     answer["status"] = "pushed" if outcome.status == "pushed" else "up-to-date"
     return answer
+
+
+def _deletion_advice(tx: GitTransactions, theirs: str, deleted: list[str]) -> str:
+    """What to do about records a push would delete unjournaled - commands that work as
+    written: the records are gone from HEAD already, so ``dsh-memory remove`` alone would
+    answer ``edit-not-found``; they are restored and adopted first (a journaled run), and
+    then removed by a journaled run of their own if they are to go."""
+    root = shlex.quote(str(tx.root))
+    paths = [shlex.quote(escape_name(p)) for p in deleted[:_SHOWN]]
+    more = len(deleted) - len(paths)
+    listed = " ".join(paths) + (f" (and {more} more)" if more else "")
+    return (
+        f"the push would delete {len(deleted)} record(s) from the remote that no journaled"
+        f" run deleted: {listed}; nothing was pushed. To keep them: `git -C {root} restore"
+        f" --source {theirs[:12]} -- {' '.join(paths)}` then `dsh-memory --root {root}"
+        f" adopt`, and push. To delete them on every machine: the same two steps, then"
+        f" `dsh-memory --root {root} remove <path>` for each, and push"
+    )
 
 
 def unjournaled_deletions(tx: GitTransactions, theirs: str | None, head: str) -> list[str]:

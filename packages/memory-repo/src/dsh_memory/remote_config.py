@@ -102,15 +102,20 @@ def checked(url: str, *, base: str | os.PathLike[str] | None = None) -> RemoteUr
         raise RemoteInvalidError(exc.message) from None
 
 
-def configured_remote(tx: GitTransactions) -> Remote:
-    """The remote to pull from and push to; refused when none is set or its URL is not one
-    we hand to git."""
+def required_url(tx: GitTransactions) -> str:
+    """``remote.origin.url`` (unchecked); ``remote-not-configured`` when none is set."""
     url = configured_url(tx)
     if url is None:
         raise RemoteNotConfiguredError(
             "this memory has no remote: run `dsh-memory remote set URL` first"
         )
-    return Remote(checked(url, base=tx.root), current_branch(tx))
+    return url
+
+
+def configured_remote(tx: GitTransactions) -> Remote:
+    """The remote to pull from and push to; refused when none is set or its URL is not one
+    we hand to git."""
+    return Remote(checked(required_url(tx), base=tx.root), current_branch(tx))
 
 
 def set_remote(layout: Layout, url: object, *, base: str | os.PathLike[str] | None = None) -> Any:
@@ -135,7 +140,12 @@ def set_remote(layout: Layout, url: object, *, base: str | os.PathLike[str] | No
 
 
 def remove_remote(layout: Layout) -> Any:
-    """``remote remove``: forget the URL, its tracking ref and what we heard from it."""
+    """``remote remove``: forget the URL, its tracking ref and what we heard from it.
+
+    Only in a memory repository: ``--root`` pointed at a project would otherwise delete the
+    project's own ``origin``.
+    """
+    require_memory_repository(layout)
     tx = GitTransactions(layout)
     had = configured_url(tx) is not None
     with contextlib.suppress(DshError):
@@ -297,5 +307,7 @@ def describe(tx: GitTransactions) -> dict[str, Any] | None:
 
 
 def show(layout: Layout) -> dict[str, Any]:
-    """``dsh-memory remote``: the remote as status shows it, or ``{"remote": null}``."""
+    """``dsh-memory remote``: the remote as status shows it, or ``{"remote": null}`` (in a
+    memory repository only: a project's ``origin`` is not the memory's remote)."""
+    require_memory_repository(layout)
     return {"remote": describe(GitTransactions(layout))}

@@ -6,9 +6,14 @@ consolidates on top of it), the local sync, then ``push``:
 
 - a pull that merged with conflicts is a success (``merged-with-conflicts``, the conflicts
   listed): the sync goes on and the exit status is 0;
-- a pull that failed (offline, a refused remote) changes nothing; the local run still
-  happens - sessions are never held back by a network - but nothing is pushed, and the
-  failure is reported in ``remote.pull`` (and in ``status``/``health``);
+- a pull that failed (offline, a refused URL - one written into the config by hand -,
+  HEAD on no branch) changes nothing; the local run still happens - sessions are never
+  held back by a network - but nothing is pushed, the failure is reported in
+  ``remote.pull`` (and in ``status``/``health``), and the exit status is 0 (the
+  background auto-sync adds ``--remote`` whenever a URL is set: a bad URL must not stop
+  every sync);
+- no remote set at all is the command's error (``remote-not-configured``), before anything
+  runs: ``--remote`` asked for something that cannot be;
 - a push the remote refused because another machine pushed first is retried once, after
   one more pull;
 - a failure of the local run itself (``interrupted-run``, the agent) is the command's
@@ -23,7 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_memory.remote_config import configured_remote
+from dsh_memory.errors import failed_envelope
+from dsh_memory.remote_config import required_url
 from dsh_memory.root import inspect_layout
 from dsh_memory.service import Envelope, MemoryService
 from dsh_memory.settings import read_enabled, settings_path
@@ -35,8 +41,7 @@ def _reported(service: MemoryService, envelope: Envelope) -> dict[str, Any]:
     """The envelope with the failure's human message (what the CLI would print)."""
     if envelope.get("ok"):
         return envelope
-    code = envelope["error"]["code"]
-    return {"ok": False, "error": {"code": code, "message": service.last_error_message or code}}
+    return failed_envelope(envelope, service.last_error_message)
 
 
 def _describe_pull(value: dict[str, Any]) -> str:
@@ -52,7 +57,9 @@ def sync_with_remote(options: SyncOptions) -> dict[str, Any]:
     from dsh_memory.initialize import initialize_repository  # noqa: PLC0415
 
     initialize_repository(options.root)
-    configured_remote(GitTransactions(inspect_layout(options.root)))  # none set: an error
+    # Only "no URL at all" stops the command; a refused URL or a detached HEAD is the
+    # pull's failure, reported while the local run still happens.
+    required_url(GitTransactions(inspect_layout(options.root)))
     service = MemoryService(options.root)
     pulled = _reported(service, service.pull())
     if pulled["ok"]:

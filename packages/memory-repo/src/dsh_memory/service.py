@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from dsh_common.errors import DshError, GitError, SymlinkRejectedError
+from dsh_common.errors import DshError, GitError, SymlinkRejectedError, shown
 from dsh_memory import errors
 from dsh_memory.root import Layout, inspect_layout, resolve_memory_root
 
@@ -142,7 +142,7 @@ class MemoryService:
         """Dispatch a contract method name (``"migrateLegacy"``) with its parameter object."""
         spec = _METHODS.get(method)
         if spec is None:
-            return self._failure("unknown-method", f"no memory method {method!r}")
+            return self._failure("unknown-method", f"no memory method {shown(method)}")
         name, fields = spec
         given = dict(params or {})
         kwargs = {_snake(field): given[field] for field in fields if field in given}

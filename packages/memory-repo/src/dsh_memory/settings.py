@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, shown
 from dsh_common.io import atomic_write, read_bounded
 from dsh_memory.errors import (
     SettingsInvalidRequestError,
@@ -104,7 +104,7 @@ def read_enabled(path: Path) -> bool:
             return True
         if value in _FALSE:
             return False
-        raise SettingsUnavailableError(f"memory.enabled has a non-boolean value {value!r}")
+        raise SettingsUnavailableError(f"memory.enabled has a non-boolean value {shown(value)}")
     return DEFAULT_ENABLED
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dsh_common.errors import DshError
+from dsh_common.errors import DshError, shown
 from dsh_common.jsonlines import read_json_lines
 from dsh_memory import journal
 from dsh_memory.agent import DEFAULT_TIMEOUT_SECONDS, AgentRun, resolve_agent, run_agent
@@ -151,7 +151,7 @@ def run_sync(options: SyncOptions) -> dict[str, Any]:
     if options.mode == "preview":
         validate_preview_id(options.preview_id)
     if options.mode not in ("sync", "dry-run", "scan-only", "preview"):
-        raise SyncInvalidRequestError(f"unknown mode {options.mode!r}")
+        raise SyncInvalidRequestError(f"unknown mode {shown(options.mode)}")
     if options.mode != "scan-only":
         options = replace(options, agent=resolve_agent(options.agent, options.agent_command))
     settings = options.settings_file or settings_path(options.env)

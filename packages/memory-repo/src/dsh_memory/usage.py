@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common import jsonio
-from dsh_common.errors import InvalidJsonError
+from dsh_common.errors import InvalidJsonError, shown
 from dsh_common.io import atomic_write, read_bounded
 from dsh_common.locks import pid_alive
 from dsh_memory.errors import UnsafeLayoutError, UsageBusyError, UsageInvalidError
@@ -75,13 +75,13 @@ def validate_usage(value: object) -> Usage:
     checked: dict[str, dict[str, Any]] = {}
     for path, entry in records.items():
         if not is_record_path(path) or not isinstance(entry, dict):
-            raise UsageInvalidError(f"usage.json has an invalid entry for {path!r}")
+            raise UsageInvalidError(f"usage.json has an invalid entry for {shown(path)}")
         count = entry.get("usage_count")
         last = entry.get("last_usage")
         if type(count) is not int or not 0 <= count <= _MAX_SAFE_INTEGER:
-            raise UsageInvalidError(f"usage.json has an invalid usage_count for {path!r}")
+            raise UsageInvalidError(f"usage.json has an invalid usage_count for {shown(path)}")
         if last is not None and not isinstance(last, str):
-            raise UsageInvalidError(f"usage.json has an invalid last_usage for {path!r}")
+            raise UsageInvalidError(f"usage.json has an invalid last_usage for {shown(path)}")
         checked[path] = {"usage_count": count, "last_usage": last}
     return {"schema_version": USAGE_SCHEMA_VERSION, "records": checked}
 

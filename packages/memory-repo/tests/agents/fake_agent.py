@@ -65,6 +65,11 @@ def main() -> int:
         )
     elif scenario == "dotgit":
         write("handbook/.git/x.md", RECORD.format(id="project/hidden", body="Hidden."))
+    elif scenario == "reserved":
+        # A record under the folder named by the next argument, ASCII with \u escapes (a
+        # spelling of .git: "handbook/.git\u200c").
+        folder = sys.argv[2].encode("ascii").decode("unicode_escape")
+        write(f"{folder}/x.md", RECORD.format(id="project/hidden", body="Hidden."))
     elif scenario == "badname":
         name = os.fsencode(Path.cwd() / "handbook") + b"/bad-\xff-name.md"
         with open(name, "wb") as handle:

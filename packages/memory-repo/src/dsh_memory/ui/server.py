@@ -32,7 +32,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from dsh_common.errors import shown
 from dsh_common.jsonio import dumps, loads
+from dsh_memory.errors import failed_envelope, render_error
 from dsh_memory.service import MemoryService
 from dsh_memory.ui.errors import UiInvalidRequestError, UiPortUnavailableError
 from dsh_memory.ui.security import SECURITY_HEADERS, RequestGuard, new_token
@@ -83,7 +85,7 @@ def _json(value: Any, status: int = 200) -> Response:
 
 
 def _refusal(status: int, code: str, message: str) -> Response:
-    return _json({"ok": False, "error": {"code": code, "message": message}}, status)
+    return _json(render_error(code, message), status)
 
 
 def load_page_files() -> dict[str, tuple[bytes, str]]:
@@ -160,21 +162,16 @@ class MemoryApi:
             method == "migrateLegacy" and params.get("dryRun") is True
         )
         if writes and not self._writer.acquire(blocking=False):
-            return {
-                "ok": False,
-                "error": {
-                    "code": "operation-in-progress",
-                    "message": "another change from this page is still running",
-                },
-            }
+            return render_error(
+                "operation-in-progress", "another change from this page is still running"
+            )
         try:
             # A fresh service per call: last_error_message must not leak between requests.
             service = self.service_factory()
             envelope = service.call(method, params)
-            if not envelope.get("ok") and service.last_error_message:
-                envelope = {"ok": False, "error": {**envelope["error"]}}
-                envelope["error"]["message"] = service.last_error_message
-            return envelope
+            if envelope.get("ok"):
+                return envelope
+            return failed_envelope(envelope, service.last_error_message)
         finally:
             if writes:
                 self._writer.release()
@@ -187,7 +184,7 @@ class MemoryApi:
             return _refusal(403, "ui-forbidden-origin", "the request comes from another origin")
         method = request.path_params["method"]
         if method not in METHODS:
-            return _refusal(404, "unknown-method", f"no memory method {method!r}")
+            return _refusal(404, "unknown-method", f"no memory method {shown(method)}")
         media_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
             return _refusal(415, "ui-invalid-request", "the body must be application/json")
