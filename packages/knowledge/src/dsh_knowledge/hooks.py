@@ -109,9 +109,14 @@ def hook_ranking() -> str:
     from dsh_common.embedding.mode import InvalidRankingError, resolve_ranking  # noqa: PLC0415
 
     try:
-        return resolve_ranking(None)
+        ranking = resolve_ranking(None)
     except InvalidRankingError:
         return "lexical"
+    if ranking == "hybrid":
+        # A hook encodes one query on one thread: OpenBLAS's pool would only start threads
+        # that spin for the process's short life (CPU a busy machine does not have).
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return ranking
 
 
 def _options(args: list[str]) -> AgentOptions:
