@@ -132,7 +132,7 @@ def retrieve_hybrid(
         if missing and warnings is not None:
             warnings.append(_missing_warning(missing))
         rows = [row for row in map(index.positions.get, eligible) if row is not None]
-    cosines = _cosines(index, embedding.encode([text])[0])
+    cosines = index.cosines(embedding.encode([text])[0])
     mask = np.zeros(len(index), dtype=bool)
     mask[rows] = True
     if counts is not None:
@@ -197,17 +197,6 @@ def _rows(store: Any, index: SemanticIndex, eligible: list[str]) -> list[int] | 
     rows = None if None in found else [row for row in found if row is not None]
     cache["last"] = (eligible, index, rows)
     return rows
-
-
-def _cosines(index: SemanticIndex, query_vector: Any) -> Any:
-    """The query's cosine with every row (rows are unit length: dot products).
-
-    ``einsum`` rather than the BLAS matrix-vector product: BLAS kernels take rows in blocks
-    and finish the remainder another way, so a row's last bits depend on where it sits in
-    the matrix. Here they do not - a matrix completed on demand, or one whose rows the
-    other backend's ids put elsewhere, gives every item the very same cosine.
-    """
-    return np.einsum("ij,j->i", index.matrix, np.asarray(query_vector, dtype=np.float32))
 
 
 def _no_tokens(row: Row) -> dict[str, Any]:
