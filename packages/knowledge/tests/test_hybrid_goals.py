@@ -1,9 +1,10 @@
 """The hybrid ranking's goals, held by CI on a smaller version of the bilingual evaluation.
 
-``bench/bench_hybrid.py`` measures them at 2,000 and 10,000 distractors (README); here the
-same evaluation runs with 400 realistic distractors (580 items), so a change that breaks a
-goal fails a test rather than waiting for the next benchmark: cross-lingual + paraphrase
-top-3 at least 0.60, keyword queries top-3 at least 0.90 and their MRR at least BM25's.
+``bench/bench_hybrid.py`` measures them at 2,000 and 10,000 distractors (docs/benchmarks.md,
+"Hybrid ranking: quality"); here the same evaluation runs with 400 realistic distractors
+(580 items), so a change that breaks a goal fails a test rather than waiting for the next
+benchmark: cross-lingual + paraphrase top-3 at least 0.60, keyword queries top-3 at least
+0.90 and their MRR at least BM25's.
 """
 
 from __future__ import annotations
