@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from dsh_memory import index_key
+
 IDENTITY = "[user]\n\tname = Memory Test\n\temail = memory-test@example.com\n"
 
 
@@ -362,3 +364,18 @@ def machines(tmp_path: Path, remote_repo: Path) -> Callable[..., Machine]:
         return machine
 
     return make
+
+
+# -- the search index's freshness keys -------------------------------------------------------
+# Small payloads are keyed by a walk; this fixture moves the bound so that a search-index
+# test of a few records runs each key.
+
+
+@pytest.fixture(params=["walk", "listing", "stat"])
+def key_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each freshness key on a small payload: the fast keys from the first record on."""
+    if request.param != "walk":
+        monkeypatch.setattr(index_key, "FAST_KEY_MIN_RECORDS", 0)
+    if request.param == "stat":
+        monkeypatch.setattr(index_key, "_find_program", lambda _root: None)
+    return str(request.param)
