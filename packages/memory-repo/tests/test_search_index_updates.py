@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +147,116 @@ def test_incremental_updates_equal_a_fresh_build_and_the_scan(
     updated = snapshot(path)
     if key_mode == "listing":
         assert "listing_key" in updated["meta"]
+    os.rename(path, path.with_name("updated.sqlite"))
+    assert search_index.update_index(root) == "built"
+    assert snapshot(path) == updated
+
+
+def corpus(root: Path, count: int) -> None:
+    (root / ".sync").mkdir(parents=True)
+    rng = random.Random(count)
+    for serial in range(count):
+        apply(root, "add", rng, serial)
+
+
+_CRASHING_WRITER = """
+import os, sqlite3, sys
+connection = sqlite3.connect(sys.argv[1], isolation_level=None)
+connection.execute("PRAGMA cache_size = 1")  # every changed page goes to the file at once
+connection.execute("BEGIN IMMEDIATE")
+connection.execute("DELETE FROM records")
+connection.execute("INSERT INTO terms(terms) VALUES ('delete-all')")
+os._exit(0)  # killed half-way: the journal is left hot, the file half-changed
+"""
+
+
+def test_a_write_that_crashed_half_way_is_rolled_back(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    corpus(root, 120)
+    expected = without_retrieval(search(root, "lock cache", 20, "all", use_index=False))
+    search(root, "lock", 20, "all")
+    path = search_index.index_path(root)
+    subprocess.run([sys.executable, "-c", _CRASHING_WRITER, str(path)], check=True)
+    assert path.with_name(path.name + "-journal").stat().st_size > 0
+    value = search(root, "lock cache", 20, "all")
+    assert value["retrieval"]["mode"] == "index"
+    assert without_retrieval(value) == expected
+    assert not path.with_name(path.name + "-journal").exists()
+    rows = snapshot(path)["records"]
+    assert len(rows) == 120
+
+
+def test_a_damaged_file_is_replaced_without_playing_a_stale_journal_into_it(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "memory"
+    corpus(root, 40)
+    search(root, "lock", 20, "all")
+    path = search_index.index_path(root)
+    subprocess.run([sys.executable, "-c", _CRASHING_WRITER, str(path)], check=True)
+    path.write_bytes(b"not a database" * 200)
+    value = search(root, "lock cache", 20, "all")
+    assert without_retrieval(value) == without_retrieval(
+        search(root, "lock cache", 20, "all", use_index=False)
+    )
+    assert len(snapshot(path)["records"]) == 40
+    assert sorted(p.name for p in (root / ".sync").iterdir()) == ["search-index.sqlite"]
+
+
+def test_an_index_of_the_earlier_schema_is_built_anew_once(tmp_path: Path) -> None:
+    root = tmp_path / "memory"
+    corpus(root, 10)
+    path = search_index.index_path(root)
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    connection.execute("INSERT INTO meta VALUES ('schema_version', '10')")
+    connection.commit()
+    connection.close()
+    assert search(root, "lock")["retrieval"]["indexState"] == "rebuilt"
+    assert search(root, "lock")["retrieval"]["indexState"] == "fresh"
+    assert snapshot(path)["meta"]["schema_version"] == "11"
+
+
+_EDITOR = """
+import random, sys
+from pathlib import Path
+from dsh_memory.search import search
+root, worker = Path(sys.argv[1]), int(sys.argv[2])
+rng = random.Random(worker)
+for step in range(12):
+    target = root / "handbook" / f"w{worker}-{rng.randrange(4)}.md"
+    if step % 5 == 4 and target.exists():
+        target.unlink()
+    else:
+        words = " ".join(rng.choices(["lock", "cache", "v2", "锁", "缓存"], k=4))
+        target.write_text(f"---\\nschema_version: 1\\nid: w{worker}\\n---\\n{words} {step}\\n")
+    value = search(root, "lock 缓存", 20, "all")
+    assert value["retrieval"]["mode"] == "index", value["retrieval"]
+"""
+
+
+@pytest.mark.parametrize("key_mode", ["walk", "listing"], indirect=True)
+def test_processes_updating_at_once_leave_the_index_of_the_files(
+    tmp_path: Path, key_mode: str
+) -> None:
+    root = tmp_path / "memory"
+    corpus(root, 30)
+    search(root, "lock", 20, "all")
+    # The children read the bound from their own import: a listing key from the start.
+    script = _EDITOR
+    if key_mode == "listing":
+        script = "from dsh_memory import index_key\nindex_key.FAST_KEY_MIN_RECORDS = 0\n" + script
+    workers = [
+        subprocess.Popen([sys.executable, "-c", script, str(root), str(worker)])
+        for worker in range(3)
+    ]
+    assert [worker.wait(timeout=300) for worker in workers] == [0, 0, 0]
+    value = search(root, "lock 缓存 cache", 20, "all")
+    assert without_retrieval(value) == without_retrieval(
+        search(root, "lock 缓存 cache", 20, "all", use_index=False)
+    )
+    path = search_index.index_path(root)
+    updated = snapshot(path)
     os.rename(path, path.with_name("updated.sqlite"))
     assert search_index.update_index(root) == "built"
     assert snapshot(path) == updated

@@ -188,10 +188,6 @@ class Listing:
         finally:
             self.close()
 
-    def key(self) -> str | None:
-        listing = self.result()
-        return None if listing is None else _listing_digest(self.states, listing)
-
     def cancel(self) -> None:
         if self.process is not None and self.process.returncode is None:
             with contextlib.suppress(OSError):

@@ -73,6 +73,9 @@ FOLDERS_BY_NUMBER = tuple(sorted(RECORD_FOLDERS))
 FOLDER_NUMBERS = {folder: number for number, folder in enumerate(FOLDERS_BY_NUMBER)}
 
 SCHEMA = """
+-- Pages freed by an update are given back to the disk at once (index_update): without it
+-- the file kept every page an edit or a term-table merge ever freed.
+PRAGMA auto_vacuum = INCREMENTAL;
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE records (
     rowid INTEGER PRIMARY KEY,

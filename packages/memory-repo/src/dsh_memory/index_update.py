@@ -38,6 +38,7 @@ from dsh_memory.index_store import (
     IndexUnavailable,
     connect,
     ensure_git_exclude,
+    existing_index,
     index_meta,
     index_path,
     new_temporary,
@@ -97,16 +98,71 @@ def update_index(root: Path, observed: Observed | None = None) -> str:
     sync = sync_directory(root)
     path = index_path(root)
     ensure_git_exclude(root)
-    if index_meta(path) is not None:
-        try:
-            _update_in_place(root, path, observed)
-            return "updated"
-        except _Rebuild:
-            pass
-        except (OSError, sqlite3.Error) as exc:
+    if not existing_index(path):
+        _remove_journal(path)
+        _build(root, sync, path)
+        return "built"
+    try:
+        with open_for_update(path) as connection:
+            # IMMEDIATE takes the write lock first: the state read below is the one changed,
+            # and a write that crashed half-way is rolled back from its journal now.
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                _apply(root, connection, observed)
+                connection.execute("COMMIT")
+                _give_back_free_pages(connection)
+                return "updated"
+            except _Rebuild:
+                # An older schema or damaged meta: a new file, renamed over this one while
+                # the write lock is still held - no writer has a journal beside it then, so
+                # none can be played back into the new file.
+                _build(root, sync, path)
+                return "built"
+            finally:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) not in _UNREADABLE:
             raise IndexUnavailable(f"cannot update the search index: {exc}") from exc
-    _build(root, sync, path)
-    return "built"
+        # Not a database, or damaged: no SQLite writer can be using it.
+        _remove_journal(path)
+        _build(root, sync, path)
+        return "built"
+    except (OSError, sqlite3.Error) as exc:
+        raise IndexUnavailable(f"cannot update the search index: {exc}") from exc
+
+
+#: Free pages (a share of the file) from which an update gives them back to the disk.
+FREE_SHARE_TO_RECLAIM = 0.1
+#: A change to more than this share of the records (and more than REBUILD_MIN_RECORDS)
+#: builds a new file: a compact copy, for what re-reading every record costs anyway.
+REBUILD_SHARE = 0.25
+REBUILD_MIN_RECORDS = 256
+
+
+def _mostly_changed(changed: int, totals: Totals) -> bool:
+    return changed > max(REBUILD_MIN_RECORDS, REBUILD_SHARE * totals.records)
+
+
+def _give_back_free_pages(connection: sqlite3.Connection) -> None:
+    (free,) = connection.execute("PRAGMA freelist_count").fetchone()
+    (pages,) = connection.execute("PRAGMA page_count").fetchone()
+    if free > FREE_SHARE_TO_RECLAIM * pages:
+        # Moves the last pages into the free ones and truncates: work for the freed pages
+        # only, unlike a VACUUM of the whole file.
+        connection.execute("PRAGMA incremental_vacuum").fetchall()
+
+
+#: SQLITE_CORRUPT and SQLITE_NOTADB: a file to replace (any other error - locked, read-only,
+#: out of space - is the index being unavailable, never a reason to replace it).
+_UNREADABLE = (11, 26)
+
+
+def _remove_journal(path: Path) -> None:
+    """A journal left beside a file that is about to be replaced would be played back into
+    the new file by the next connection: it goes first."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path.with_name(path.name + "-journal"))
 
 
 def refresh_index(root: Path) -> str:
@@ -123,7 +179,8 @@ def refresh_index(root: Path) -> str:
 
 
 class _Rebuild(Exception):
-    """The index cannot be updated in place (damaged meta): build a new file."""
+    """Build a new file instead: the index cannot be updated in place (damaged meta, an
+    older schema), or most of it would change."""
 
 
 def _build(root: Path, sync: Path, path: Path) -> None:
@@ -185,19 +242,6 @@ def _store_chunks(connection: sqlite3.Connection, chunks: dict[bytes, bytes]) ->
     )
 
 
-def _update_in_place(root: Path, path: Path, observed: Observed | None) -> None:
-    with open_for_update(path) as connection:
-        # IMMEDIATE: the write lock first, so the state read below is the one changed.
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            _apply(root, connection, observed)
-            connection.execute("COMMIT")
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute("ROLLBACK")
-            raise
-
-
 def _apply(root: Path, connection: sqlite3.Connection, observed: Observed | None) -> None:
     """Change the tables to match the payload."""
     try:
@@ -229,6 +273,8 @@ def _apply(root: Path, connection: sqlite3.Connection, observed: Observed | None
             del wanted[folder, rest]
         else:
             stale.append(rowid)
+    if _mostly_changed(len(stale) + len(wanted), totals):
+        raise _Rebuild
     delete_rows(connection, stale, totals)
     loaded = (load_record(root, entry) for entry in wanted.values())
     insert_records(connection, (r for r in loaded if r is not None), totals)
@@ -267,6 +313,8 @@ def _apply_listing(
     if changes is None:
         return False
     gone, came = changes
+    if _mostly_changed(len(gone | came.keys()), totals):
+        raise _Rebuild
     records = _listed_records(root, came)
     if records is None:
         return False
