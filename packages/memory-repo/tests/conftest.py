@@ -36,6 +36,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("DSH_MEMORY_ROOT", raising=False)
     monkeypatch.delenv("DSH_DEBUG", raising=False)
+    monkeypatch.delenv("DSH_RANKING", raising=False)
     return home
 
 
@@ -379,3 +380,17 @@ def key_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     if request.param == "stat":
         monkeypatch.setattr(index_key, "_find_program", lambda _root: None)
     return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def weight_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DSH_HOME whose model weight cache is built once, for the hybrid ranking tests that
+    run ``dsh-memory`` as a process (each would otherwise build its own: ~1.5 s, 88 MB)."""
+    home = tmp_path_factory.mktemp("weights") / "dsh"
+    warm = "from dsh_common import embedding; print(embedding.warm())"
+    environment = {**os.environ, "DSH_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", warm], env=environment, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() in {"built", "mapped"}, done.stdout + done.stderr
+    return home

@@ -181,3 +181,13 @@ def invalid_paths(
         (limit,),
     ).fetchall()
     return [full_path(folder, rest) for folder, rest in rows]
+
+
+def valid_records(connection: sqlite3.Connection) -> list[tuple[str, int, str | None]]:
+    """``(path, signature digest, expiry day)`` of every valid record, for the vectors."""
+    return [
+        (full_path(folder, rest), signature, expires_on)
+        for folder, rest, signature, expires_on in connection.execute(
+            "SELECT folder, path, signature, expires_on FROM records WHERE valid = 1"
+        )
+    ]

@@ -224,12 +224,12 @@ def new_temporary(sync: Path) -> Path:
     return temporary
 
 
-def ensure_git_exclude(root: Path) -> None:
+def ensure_git_exclude(root: Path, entries: tuple[str, ...] = GIT_EXCLUDE_ENTRIES) -> None:
     from dsh_memory.usage import ensure_git_exclude as add_entries  # noqa: PLC0415
 
     # Best effort: the index works without the entries (.sync/.gitignore also lists it).
     with contextlib.suppress(OSError, MemoryRepoError):
-        add_entries(root, GIT_EXCLUDE_ENTRIES)
+        add_entries(root, entries)
 
 
 # -- rows ------------------------------------------------------------------------------------

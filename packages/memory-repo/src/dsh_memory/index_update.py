@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import sqlite3
 import stat
 import zlib
@@ -217,9 +218,16 @@ def _build(root: Path, sync: Path, path: Path) -> None:
 
 def _write_meta(connection: sqlite3.Connection, meta: dict[str, str]) -> None:
     connection.execute("DELETE FROM meta")
+    # A new generation with every change: what the vectors of hybrid ranking are kept in
+    # step with (dsh_memory.vector_sync), without comparing every record.
+    generation = secrets.token_hex(8)
     connection.executemany(
         "INSERT INTO meta(key, value) VALUES (?, ?)",
-        [("schema_version", INDEX_SCHEMA_VERSION), *sorted(meta.items())],
+        [
+            ("schema_version", INDEX_SCHEMA_VERSION),
+            ("generation", generation),
+            *sorted(meta.items()),
+        ],
     )
 
 
