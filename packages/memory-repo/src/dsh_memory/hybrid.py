@@ -200,7 +200,7 @@ def _eligible(loaded: Loaded, scope: str, now: _dt.datetime) -> Any:
     mask = np.isin(loaded.folders, folders)
     today = now.astimezone(_dt.UTC).date().isoformat()
     # A record expires on its expiry day (scoring.is_visible): visible while today is before.
-    expired = [row for row, day in enumerate(loaded.expires_on) if day is not None and day <= today]
+    expired = [row for row, day in loaded.expires.items() if day <= today]
     mask[expired] = False
     return mask
 

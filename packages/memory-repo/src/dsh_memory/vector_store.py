@@ -14,10 +14,11 @@ Tables:
   text's language (:func:`dsh_common.embedding.detect_language`) and its expiry day (for the
   scope filter of semantic-only hits);
 - ``blocks``: the vectors themselves, up to :data:`BLOCK_ROWS` slots per row as
-  little-endian float32 (a block grows by doubling). A process loads the whole matrix with
-  a handful of reads instead of one row per record (10,000 rows of 2 KB cost ~35 ms to
-  fetch and stack; ten 2 MB blocks a few), and a new vector is written in place into its
-  block (SQLite's incremental blob I/O). Slots are
+  little-endian float32 (a block grows by doubling), with the keys (paths) and language
+  codes of its slots. A process loads the whole matrix and its keys with a handful of reads
+  instead of one row per record (10,000 rows of 2 KB cost ~35 ms to fetch and stack; ten
+  2 MB blocks in 64 KB pages a few), and a new vector is written in place into its block
+  (SQLite's incremental blob I/O). Slots are
   dense: a removed record's slot takes the last slot's vector, so the matrix is the first
   ``count`` rows of the blocks in order.
 
@@ -40,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from dsh_common.embedding import DIMENSION, SemanticIndex, matrix_from_bytes, vector_to_bytes
+from dsh_common.embedding.language import LANGUAGES
 from dsh_memory import index_store
 
 VECTORS_NAME = "search-vectors.sqlite"
@@ -60,8 +62,16 @@ CREATE TABLE vectors (
     language TEXT NOT NULL,
     expires_on TEXT
 ) WITHOUT ROWID;
-CREATE TABLE blocks (block INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE UNIQUE INDEX vectors_slot ON vectors(slot);
+CREATE TABLE blocks (
+    block INTEGER PRIMARY KEY,
+    data BLOB NOT NULL,
+    keys BLOB NOT NULL,
+    languages BLOB NOT NULL
+);
 """
+#: Large pages: a block of 1,024 vectors (2 MB) is a chain of 32 pages, not 512.
+PAGE_SIZE = 65536
 
 
 class VectorStoreError(Exception):  # internal: the caller ranks lexically and says why
@@ -111,6 +121,9 @@ def open_store(root: Path) -> Iterator[sqlite3.Connection]:
         connection.execute("BEGIN IMMEDIATE")
         try:
             if connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0] == 0:
+                connection.execute("COMMIT")
+                connection.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+                connection.execute("BEGIN IMMEDIATE")
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         connection.execute(statement)
@@ -156,7 +169,10 @@ def _write_slot(connection: sqlite3.Connection, slot: int, data: bytes) -> None:
     end = (row + 1) * VECTOR_BYTES
     found = connection.execute("SELECT data FROM blocks WHERE block = ?", (block,)).fetchone()
     if found is None:
-        connection.execute("INSERT INTO blocks(block, data) VALUES (?, zeroblob(?))", (block, end))
+        connection.execute(
+            "INSERT INTO blocks(block, data, keys, languages) VALUES (?, zeroblob(?), x'', x'')",
+            (block, end),
+        )
     elif len(found[0]) < end:
         # A block grows by doubling up to BLOCK_ROWS vectors: a memory of a few records
         # keeps a file of a few kilobytes, a growing one rewrites each block a few times.
@@ -175,52 +191,74 @@ def _read_slot(connection: sqlite3.Connection, slot: int) -> bytes:
         return blob.read(VECTOR_BYTES)
 
 
-def put(
-    connection: sqlite3.Connection,
-    path: str,
-    vector: Any,
-    *,
-    signature: int,
-    text_sha256: bytes,
-    model_id: str,
-    language: str,
-    expires_on: str | None,
-) -> None:
-    """Store ``path``'s vector (a new slot, or its own when it has one)."""
-    row = connection.execute("SELECT slot FROM vectors WHERE path = ?", (path,)).fetchone()
-    slot = _count(connection) if row is None else int(row[0])
-    _write_slot(connection, slot, vector_to_bytes(vector))
-    connection.execute(
-        "INSERT OR REPLACE INTO vectors(path, slot, signature, text_sha256, model_id, language,"
-        " expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (path, slot, signature, text_sha256, model_id, language, expires_on),
-    )
+class Writer:
+    """The changes of one write transaction to the store. :meth:`finish` (before the commit)
+    writes the keys and languages of every block whose slots changed."""
 
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.touched: set[int] = set()
 
-def refresh(
-    connection: sqlite3.Connection, path: str, signature: int, expires_on: str | None
-) -> None:
-    """The record's file changed but not the text encoded: only its signature and expiry."""
-    connection.execute(
-        "UPDATE vectors SET signature = ?, expires_on = ? WHERE path = ?",
-        (signature, expires_on, path),
-    )
-
-
-def remove(connection: sqlite3.Connection, paths: Sequence[str]) -> None:
-    """Remove records; the last slot's vector moves into each freed slot (slots stay dense)."""
-    for path in paths:
+    def put(
+        self,
+        path: str,
+        vector: Any,
+        *,
+        signature: int,
+        text_sha256: bytes,
+        model_id: str,
+        language: str,
+        expires_on: str | None,
+    ) -> None:
+        """Store ``path``'s vector (a new slot, or its own when it has one)."""
+        connection = self.connection
         row = connection.execute("SELECT slot FROM vectors WHERE path = ?", (path,)).fetchone()
-        if row is None:
-            continue
-        freed = int(row[0])
-        connection.execute("DELETE FROM vectors WHERE path = ?", (path,))
-        last = _count(connection)
-        if freed != last:
-            connection.execute("UPDATE vectors SET slot = ? WHERE slot = ?", (freed, last))
-            _write_slot(connection, freed, _read_slot(connection, last))
-    blocks_needed = -(-_count(connection) // BLOCK_ROWS)
-    connection.execute("DELETE FROM blocks WHERE block >= ?", (blocks_needed,))
+        slot = _count(connection) if row is None else int(row[0])
+        _write_slot(connection, slot, vector_to_bytes(vector))
+        connection.execute(
+            "INSERT OR REPLACE INTO vectors(path, slot, signature, text_sha256, model_id,"
+            " language, expires_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (path, slot, signature, text_sha256, model_id, language, expires_on),
+        )
+        self.touched.add(slot // BLOCK_ROWS)
+
+    def refresh(self, path: str, signature: int, expires_on: str | None) -> None:
+        """The record's file changed but not the text encoded: its signature and expiry."""
+        self.connection.execute(
+            "UPDATE vectors SET signature = ?, expires_on = ? WHERE path = ?",
+            (signature, expires_on, path),
+        )
+
+    def remove(self, paths: Sequence[str]) -> None:
+        """Remove records; the last slot's vector moves into each freed slot (dense slots)."""
+        connection = self.connection
+        for path in paths:
+            row = connection.execute("SELECT slot FROM vectors WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                continue
+            freed = int(row[0])
+            connection.execute("DELETE FROM vectors WHERE path = ?", (path,))
+            last = _count(connection)
+            if freed != last:
+                connection.execute("UPDATE vectors SET slot = ? WHERE slot = ?", (freed, last))
+                _write_slot(connection, freed, _read_slot(connection, last))
+            self.touched.update((freed // BLOCK_ROWS, last // BLOCK_ROWS))
+        blocks_needed = -(-_count(connection) // BLOCK_ROWS)
+        connection.execute("DELETE FROM blocks WHERE block >= ?", (blocks_needed,))
+
+    def finish(self) -> None:
+        connection = self.connection
+        for block in sorted(self.touched):
+            rows = connection.execute(
+                "SELECT path, language FROM vectors WHERE slot BETWEEN ? AND ? ORDER BY slot",
+                (block * BLOCK_ROWS, (block + 1) * BLOCK_ROWS - 1),
+            ).fetchall()
+            keys = "\0".join(path for path, _language in rows).encode("utf-8", "surrogatepass")
+            codes = bytes(LANGUAGES.index(language) for _path, language in rows)
+            connection.execute(
+                "UPDATE blocks SET keys = ?, languages = ? WHERE block = ?", (keys, codes, block)
+            )
+        self.touched.clear()
 
 
 @dataclass(frozen=True)
@@ -229,39 +267,57 @@ class Loaded:
 
     index: SemanticIndex
     folders: np.ndarray[Any, np.dtype[np.int8]]  # index_store.FOLDER_NUMBERS of each row
-    expires_on: tuple[str | None, ...]
+    expires: dict[int, str]  # row -> expiry day, for the few records that expire
 
 
 def load(connection: sqlite3.Connection) -> Loaded:
     """The matrix and its keys, read in one transaction; raises :class:`VectorStoreError`
     for a store that is not what this module writes (the caller then rebuilds it)."""
-    rows = connection.execute(
-        "SELECT path, slot, language, expires_on FROM vectors ORDER BY slot"
+    blocks = connection.execute(
+        "SELECT block, data, keys, languages FROM blocks ORDER BY block"
     ).fetchall()
-    if [slot for _path, slot, _language, _expires in rows] != list(range(len(rows))):
-        raise VectorStoreError("the vector slots are not dense")
-    blocks = connection.execute("SELECT block, data FROM blocks ORDER BY block").fetchall()
-    needed = -(-len(rows) // BLOCK_ROWS)
-    last_rows = len(rows) - (needed - 1) * BLOCK_ROWS
-    if (
-        [block for block, _data in blocks] != list(range(needed))
-        or any(len(data) != BLOCK_BYTES for _block, data in blocks[:-1])
-        or (blocks and len(blocks[-1][1]) < last_rows * VECTOR_BYTES)
-    ):
-        raise VectorStoreError("the vector blocks do not match the vectors")
-    data = b"".join(data for _block, data in blocks)[: len(rows) * VECTOR_BYTES]
+    keys: list[str] = []
+    codes: list[bytes] = []
+    parts: list[bytes] = []
+    for number, (block, data, names, languages) in enumerate(blocks):
+        block_keys = bytes(names).decode("utf-8", "surrogatepass").split("\0") if names else []
+        rows = len(block_keys)
+        last = number == len(blocks) - 1
+        if (
+            block != number
+            or rows != len(languages)
+            or (not last and (rows != BLOCK_ROWS or len(data) != BLOCK_BYTES))
+            or len(data) < rows * VECTOR_BYTES
+        ):
+            raise VectorStoreError("the vector blocks are not what this version writes")
+        keys += block_keys
+        codes.append(bytes(languages))
+        parts.append(bytes(data[: rows * VECTOR_BYTES]))
+    language_codes = np.frombuffer(b"".join(codes), dtype=np.int8)
+    positions = dict(zip(keys, range(len(keys)), strict=True))
+    if len(positions) != len(keys) or (language_codes >= len(LANGUAGES)).any():
+        raise VectorStoreError("the vector keys are not what this version writes")
     try:
-        matrix = matrix_from_bytes(data, DIMENSION)
-        index = SemanticIndex.build(
-            [path for path, *_rest in rows], matrix, [language for _p, _s, language, _e in rows]
-        )
+        matrix = matrix_from_bytes(b"".join(parts), DIMENSION)
     except ValueError as exc:
         raise VectorStoreError(str(exc)) from exc
-    folders = np.array(
-        [index_store.FOLDER_NUMBERS[path.split("/", 1)[0]] for path, *_rest in rows],
-        dtype=np.int8,
+    # SemanticIndex.build would check and recompute what the writer stored: made directly.
+    index = SemanticIndex(
+        tuple(keys),
+        matrix,
+        tuple(LANGUAGES[code] for code in language_codes.tolist()),
+        positions,
+        language_codes,
     )
-    return Loaded(index, folders, tuple(expires for *_rest, expires in rows))
+    folders = np.fromiter(
+        (index_store.FOLDER_NUMBERS[key.split("/", 1)[0]] for key in keys),
+        dtype=np.int8,
+        count=len(keys),
+    )
+    expiring = connection.execute(
+        "SELECT slot, expires_on FROM vectors WHERE expires_on IS NOT NULL"
+    ).fetchall()
+    return Loaded(index, folders, {int(slot): str(day) for slot, day in expiring})
 
 
 def discard(root: Path) -> None:

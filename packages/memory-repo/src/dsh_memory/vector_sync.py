@@ -137,7 +137,8 @@ def _reconcile(
     left to encode."""
     stored = vector_store.stored_rows(connection)
     wanted = {path for path, _signature, _expires in records}
-    vector_store.remove(connection, sorted(set(stored) - wanted))
+    writer = vector_store.Writer(connection)
+    writer.remove(sorted(set(stored) - wanted))
     pending = []
     for path, signature, expires_on in records:
         row = stored.get(path)
@@ -149,9 +150,10 @@ def _reconcile(
         text = vector_text(record)
         digest = text_digest(text)
         if row is not None and row.text_sha256 == digest and row.model_id == model:
-            vector_store.refresh(connection, path, signature, expires_on)
+            writer.refresh(path, signature, expires_on)
             continue
         pending.append(_Pending(path, signature, expires_on, text, digest))
+    writer.finish()
     return pending
 
 
@@ -167,9 +169,9 @@ def _encode(
         vectors = embedding.encode([item.text for item in batch])
         connection.execute("BEGIN IMMEDIATE")
         try:
+            writer = vector_store.Writer(connection)
             for item, vector in zip(batch, vectors, strict=True):
-                vector_store.put(
-                    connection,
+                writer.put(
                     item.path,
                     vector,
                     signature=item.signature,
@@ -178,6 +180,7 @@ def _encode(
                     language=embedding.detect_language(item.text),
                     expires_on=item.expires_on,
                 )
+            writer.finish()
             connection.execute("COMMIT")
         except BaseException:
             if connection.in_transaction:
