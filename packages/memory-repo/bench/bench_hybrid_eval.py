@@ -149,7 +149,15 @@ def cost(records: int, runs: int) -> None:
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory) / "memory"
         hybrid_eval.write_memory(root, data, records - len(data["items"]))
-        subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
+        # A real memory root: a git repository with its records committed (the command
+        # line inspects its layout before it searches).
+        identity = ["-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
+        for args in (
+            ["init", "-q", "-b", "main"],
+            ["add", "-A"],
+            [*identity, "commit", "-qm", "corpus"],
+        ):
+            subprocess.run(["git", "-C", str(root), *args], check=True)
         done = subprocess.run(
             [sys.executable, "-c", _ONE_CORE_BUILD, str(root)],
             check=True, capture_output=True, text=True,

@@ -89,16 +89,16 @@ def after_change(root: Path, change: Callable[[int], None], runs: int) -> list[f
 
 
 class Changes:
-    """One record edited, added or removed per run, never the same twice."""
+    """One record edited, added or removed per run, never the same one removed twice."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.records = sorted(p for p in (root / "handbook").rglob("*.md"))
+        self.records = sorted(p for p in root.glob("*/**/*.md") if p.parts[-2] != "added")
         self.serial = 0
 
     def edit(self, _run: int) -> None:
         self.serial += 1
-        target = self.records[self.serial]
+        target = self.records[self.serial % len(self.records)]
         text = target.read_text(encoding="utf-8") + f"edited {self.serial}\n"
         target.write_text(text, encoding="utf-8")
 
@@ -110,8 +110,7 @@ class Changes:
         target.write_text(text, encoding="utf-8")
 
     def remove(self, _run: int) -> None:
-        self.serial += 1
-        self.records[-self.serial].unlink()
+        self.records.pop().unlink()
 
 
 def _stat_key_twin(root: Path, directory: Path) -> Path:

@@ -40,8 +40,6 @@ DISTRIBUTION = "dsh-memory"
 #: Records a short-lived reader (an agent's tool call) encodes on the spot - the few an
 #: edit changed, ~3 ms each; with more missing it ranks lexically and says so.
 ON_DEMAND = 64
-#: From this many records to encode, the command line shows a progress bar.
-PROGRESS_FROM = 64
 
 UNAVAILABLE = "semantic-unavailable"
 NO_INDEX = "vectors-unavailable"
@@ -163,14 +161,12 @@ def _synced_and_loaded(
 ) -> tuple[Outcome, Loaded | None]:
     """The vector store brought in step with the index, and its vectors (None while more
     records lack one than ``budget`` allows)."""
-    from dsh_memory import vector_store, vector_sync  # noqa: PLC0415
+    from dsh_memory import vector_sync  # noqa: PLC0415
 
     outcome = vector_sync.sync(root, budget=budget, progress=progress)
     if outcome.missing:
         return outcome, None
-    with index_store.connect(vector_store.vectors_path(root), readonly=True) as connection:
-        generation = vector_store.read_meta(connection).get("generation", "")
-    return outcome, _load(root, generation)
+    return outcome, _load(root, outcome.generation)
 
 
 def _load(root: Path, generation: str) -> Loaded:

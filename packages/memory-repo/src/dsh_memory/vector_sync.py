@@ -59,10 +59,12 @@ def text_digest(text: str) -> bytes:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a sync went: records encoded now, records still without a vector."""
+    """How a sync went: records encoded now, records still without a vector, and the store's
+    generation after it (what a process's loaded vectors are keyed by)."""
 
     encoded: int
     missing: int
+    generation: str = ""
 
 
 def index_state(root: Path) -> tuple[str, list[tuple[str, int, str | None]]]:
@@ -90,17 +92,21 @@ def sync(root: Path, *, budget: int | None = None, progress: Progress | None = N
     """
     model = embedding.model_id()
     generation = index_generation(root)
+    # Nearly every search finds the store in step: a read, no write lock.
+    meta = _current_meta(root)
+    if meta.get("index_generation") == generation and meta.get("model_id") == model:
+        return Outcome(0, 0, meta.get("generation", ""))
     with vector_store.open_store(root) as connection:
         meta = vector_store.read_meta(connection)
         if meta.get("index_generation") == generation and meta.get("model_id") == model:
-            return Outcome(0, 0)
+            return Outcome(0, 0, meta.get("generation", ""))
         generation, records = index_state(root)
         connection.execute("BEGIN IMMEDIATE")
         try:
             pending = _reconcile(root, connection, records, model)
             if budget is not None and len(pending) > budget:
                 connection.execute("COMMIT")
-                return Outcome(0, len(pending))
+                return Outcome(0, len(pending), vector_store.read_meta(connection)["generation"])
             if not pending:
                 vector_store.write_meta(
                     connection, {"index_generation": generation, "model_id": model}
@@ -115,7 +121,19 @@ def sync(root: Path, *, budget: int | None = None, progress: Progress | None = N
             connection.execute("BEGIN IMMEDIATE")
             vector_store.write_meta(connection, {"index_generation": generation, "model_id": model})
             connection.execute("COMMIT")
-        return Outcome(len(pending), 0)
+        return Outcome(len(pending), 0, vector_store.read_meta(connection)["generation"])
+
+
+def _current_meta(root: Path) -> dict[str, str]:
+    """The store's meta read without a write lock ({} when there is no readable store)."""
+    path = vector_store.vectors_path(root)
+    if not index_store.existing_index(path):
+        return {}
+    try:
+        with index_store.connect(path, readonly=True) as connection:
+            return vector_store.read_meta(connection)
+    except sqlite3.Error:
+        return {}
 
 
 @dataclass(frozen=True)
