@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sqlite3
 import stat
 import zlib
@@ -220,7 +219,7 @@ def _write_meta(connection: sqlite3.Connection, meta: dict[str, str]) -> None:
     connection.execute("DELETE FROM meta")
     # A new generation with every change: what the vectors of hybrid ranking are kept in
     # step with (dsh_memory.vector_sync), without comparing every record.
-    generation = secrets.token_hex(8)
+    generation = os.urandom(8).hex()
     connection.executemany(
         "INSERT INTO meta(key, value) VALUES (?, ?)",
         [

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sqlite3
 import stat
 from collections.abc import Iterator, Sequence
@@ -148,7 +147,7 @@ def read_meta(connection: sqlite3.Connection) -> dict[str, str]:
 
 def write_meta(connection: sqlite3.Connection, values: dict[str, str]) -> None:
     """Set ``values`` and a new generation (what a process's cached matrix is keyed by)."""
-    values = {**values, "generation": secrets.token_hex(8)}
+    values = {**values, "generation": os.urandom(8).hex()}
     connection.executemany(
         "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", sorted(values.items())
     )
