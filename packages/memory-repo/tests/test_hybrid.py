@@ -355,3 +355,22 @@ def test_the_vector_store_after_changes_equals_a_fresh_build(
     vector_store.discard(root)
     assert MemoryService(root).vectors()["value"]["encoded"] == len(updated)
     assert _store_contents(root) == updated
+
+
+def test_the_vectors_are_never_committed(root: Path) -> None:
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+    subprocess.run(["git", "commit", "-qm", "notes"], cwd=root, check=True)
+    assert search(root, "leaked connections", ranking="hybrid")["retrieval"]["ranking"] == (
+        "hybrid"
+    )
+    assert vector_store.vectors_path(root).stat().st_mode & 0o777 == 0o600
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored=no"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert status == ""
+    exclude = (root / ".git/info/exclude").read_text()
+    assert ".sync/search-vectors.sqlite" in exclude.splitlines()
