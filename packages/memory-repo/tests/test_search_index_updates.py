@@ -55,6 +55,7 @@ def snapshot(path: Path) -> dict[str, Any]:
         ).fetchall()
         meta = dict(connection.execute("SELECT key, value FROM meta"))
         del meta["generation"]  # a new random token with every write
+        del meta["stale_rows"]  # bookkeeping of the updates since the last merge
         connection.execute("INSERT INTO terms(terms) VALUES ('integrity-check')")
         connection.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, terms, row)")
         vocabulary = connection.execute("SELECT term, doc FROM vocab ORDER BY term").fetchall()

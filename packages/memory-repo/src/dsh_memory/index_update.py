@@ -39,6 +39,7 @@ from dsh_memory.index_store import (
     connect,
     ensure_git_exclude,
     existing_index,
+    full_path,
     index_meta,
     index_path,
     new_temporary,
@@ -49,7 +50,13 @@ from dsh_memory.index_store import (
     split_path,
     sync_directory,
 )
-from dsh_memory.index_write import Totals, delete_rows, insert_records, optimize_terms
+from dsh_memory.index_write import (
+    Totals,
+    insert_records,
+    optimize_terms,
+    settle_terms,
+    write_changes,
+)
 from dsh_memory.records import (
     RECORD_FOLDERS,
     PayloadEntry,
@@ -149,8 +156,9 @@ def _give_back_free_pages(connection: sqlite3.Connection) -> None:
     (pages,) = connection.execute("PRAGMA page_count").fetchone()
     if free > FREE_SHARE_TO_RECLAIM * pages:
         # Moves the last pages into the free ones and truncates: work for the freed pages
-        # only, unlike a VACUUM of the whole file.
-        connection.execute("PRAGMA incremental_vacuum").fetchall()
+        # only, unlike a VACUUM of the whole file. (Through execute() the pragma frees one
+        # page a call; as a script it runs to the end.)
+        connection.executescript("PRAGMA incremental_vacuum;")
 
 
 #: SQLITE_CORRUPT and SQLITE_NOTADB: a file to replace (any other error - locked, read-only,
@@ -270,21 +278,22 @@ def _apply(root: Path, connection: sqlite3.Connection, observed: Observed | None
     entries, keys, listing = payload_snapshot(root, walked)
     if "fingerprint" in keys and keys["fingerprint"] == meta.get("fingerprint"):
         return
-    wanted = {split_path(entry.path): entry for entry in entries}
-    stale = []
+    wanted = {entry.path: entry for entry in entries}
+    stale: dict[str, int] = {}
     for rowid, folder, rest, signature in connection.execute(
         "SELECT rowid, folder, path, signature FROM records"
     ).fetchall():
-        entry = wanted.get((folder, rest))
+        record_path = full_path(folder, rest)
+        entry = wanted.get(record_path)
         if entry is not None and signature_digest(entry.signature) == signature:
-            del wanted[folder, rest]
+            del wanted[record_path]
         else:
-            stale.append(rowid)
-    if _mostly_changed(len(stale) + len(wanted), totals):
+            stale[record_path] = rowid
+    if _mostly_changed(len(stale.keys() | wanted.keys()), totals):
         raise _Rebuild
-    delete_rows(connection, stale, totals)
     loaded = (load_record(root, entry) for entry in wanted.values())
-    insert_records(connection, (r for r in loaded if r is not None), totals)
+    write_changes(connection, stale, (r for r in loaded if r is not None), totals)
+    settle_terms(connection, totals)
     stored_listing = _replace_listing(connection, listing)
     _write_meta(connection, {**keys, **stored_listing, **totals.meta()})
 
@@ -328,8 +337,8 @@ def _apply_listing(
     stale = _rowids_of(connection, gone | set(came))
     if totals.records - len(stale) + len(records) < index_key.FAST_KEY_MIN_RECORDS:
         return False  # a smaller payload is keyed by its fingerprint: the walk computes it
-    delete_rows(connection, stale, totals)
-    insert_records(connection, records, totals)
+    write_changes(connection, stale, records, totals)
+    settle_terms(connection, totals)
     connection.executemany("DELETE FROM listing WHERE digest = ?", ((d,) for d in vanished))
     _store_chunks(connection, appeared)
     keys = {
@@ -364,13 +373,14 @@ def _listed_records(root: Path, came: dict[str, tuple[int, int]]) -> list[Record
     return records
 
 
-def _rowids_of(connection: sqlite3.Connection, paths: set[str]) -> list[int]:
+def _rowids_of(connection: sqlite3.Connection, paths: set[str]) -> dict[str, int]:
+    """The rows of ``paths`` that the index has, by path."""
     if not paths:
-        return []
+        return {}
     rows = connection.execute(
-        "SELECT rowid FROM records WHERE (folder, path) IN"
+        "SELECT rowid, folder, path FROM records WHERE (folder, path) IN"
         " (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]')"
         " FROM json_each(?))",
         (jsonio.dumps([list(split_path(path)) for path in sorted(paths)]),),
     ).fetchall()
-    return [rowid for (rowid,) in rows]
+    return {full_path(folder, rest): rowid for rowid, folder, rest in rows}
