@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from dsh_memory import index_key
+
 IDENTITY = "[user]\n\tname = Memory Test\n\temail = memory-test@example.com\n"
 
 
@@ -34,6 +36,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("DSH_MEMORY_ROOT", raising=False)
     monkeypatch.delenv("DSH_DEBUG", raising=False)
+    monkeypatch.delenv("DSH_RANKING", raising=False)
     return home
 
 
@@ -362,3 +365,32 @@ def machines(tmp_path: Path, remote_repo: Path) -> Callable[..., Machine]:
         return machine
 
     return make
+
+
+# -- the search index's freshness keys -------------------------------------------------------
+# Small payloads are keyed by a walk; this fixture moves the bound so that a search-index
+# test of a few records runs each key.
+
+
+@pytest.fixture(params=["walk", "listing", "stat"])
+def key_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each freshness key on a small payload: the fast keys from the first record on."""
+    if request.param != "walk":
+        monkeypatch.setattr(index_key, "FAST_KEY_MIN_RECORDS", 0)
+    if request.param == "stat":
+        monkeypatch.setattr(index_key, "_find_program", lambda _root: None)
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def weight_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DSH_HOME whose model weight cache is built once, for the hybrid ranking tests that
+    run ``dsh-memory`` as a process (each would otherwise build its own: ~1.5 s, 88 MB)."""
+    home = tmp_path_factory.mktemp("weights") / "dsh"
+    warm = "from dsh_common import embedding; print(embedding.warm())"
+    environment = {**os.environ, "DSH_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", warm], env=environment, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() in {"built", "mapped"}, done.stdout + done.stderr
+    return home

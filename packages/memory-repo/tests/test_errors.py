@@ -80,6 +80,8 @@ EXTRA_CODES = {
     "push-rejected",
     "push-unjournaled-deletion",
     "remote-failed",
+    "semantic-unavailable",
+    "vectors-failed",
 }
 
 README = Path(__file__).resolve().parents[1] / "README.md"

@@ -65,10 +65,12 @@ def _utf8(value: str | None, code: str, option: str) -> str | None:
 
 
 def _service(ctx: typer.Context) -> Any:
+    from dsh_memory.cli_output import vector_progress
     from dsh_memory.service import MemoryService
 
     root = ctx.obj.get("root") if isinstance(ctx.obj, dict) else None
-    return MemoryService(root)
+    # Hybrid ranking encodes whatever vectors are missing, with a progress bar for many.
+    return MemoryService(root, progress=vector_progress())
 
 
 def _emit(service: Any, envelope: dict[str, Any]) -> None:
@@ -198,6 +200,15 @@ def rollback_command(
     _emit(service, service.rollback(run_id, confirmation))
 
 
+RankingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ranking",
+        help="lexical (default, or $DSH_RANKING) or hybrid (by meaning too; [semantic] extra).",
+    ),
+]
+
+
 @app.command("search", epilog='\b\nExample:\n  dsh-memory search "release checklist" --limit 5')
 def search_command(
     ctx: typer.Context,
@@ -207,12 +218,14 @@ def search_command(
     scope: Annotated[
         str | None, typer.Option("--scope", help="active (default), archive or all.")
     ] = None,
+    ranking: RankingOption = None,
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
     query = _utf8(one_query(text, query), "search-invalid-request", "--query")
     scope = _utf8(scope, "search-invalid-request", "--scope")
-    _emit(service, service.search(query, _integer_or_raw(limit), scope))
+    ranking = _utf8(ranking, "search-invalid-request", "--ranking")
+    _emit(service, service.search(query, _integer_or_raw(limit), scope, ranking))
 
 
 @app.command("context", epilog='\b\nExample:\n  dsh-memory context "deploy" --limit 5')
@@ -224,12 +237,21 @@ def context_command(
     scope: Annotated[
         str | None, typer.Option("--scope", help="active (default), archive or all.")
     ] = None,
+    ranking: RankingOption = None,
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
     query = _utf8(one_query(text, query), "context-invalid-request", "--query")
     scope = _utf8(scope, "context-invalid-request", "--scope")
-    _emit(service, service.context(query, _integer_or_raw(limit), scope))
+    ranking = _utf8(ranking, "context-invalid-request", "--ranking")
+    _emit(service, service.context(query, _integer_or_raw(limit), scope, ranking))
+
+
+@app.command("vectors", epilog="\b\nExample:\n  dsh-memory vectors")
+def vectors_command(ctx: typer.Context) -> None:
+    """Build the vectors hybrid ranking needs, with a progress bar ([semantic] extra)."""
+    service = _service(ctx)
+    _emit(service, service.vectors())
 
 
 @app.command("previews", epilog="\b\nExample:\n  dsh-memory previews")

@@ -35,10 +35,12 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import select
 import stat
 import subprocess
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -186,10 +188,6 @@ class Listing:
         finally:
             self.close()
 
-    def key(self) -> str | None:
-        listing = self.result()
-        return None if listing is None else _listing_digest(self.states, listing)
-
     def cancel(self) -> None:
         if self.process is not None and self.process.returncode is None:
             with contextlib.suppress(OSError):
@@ -276,20 +274,111 @@ def listing_agrees(listing: bytes, entries: list[PayloadEntry]) -> bool:
     return seen == len(wanted)
 
 
-def snapshot_keys(root: Path, entries: list[PayloadEntry]) -> dict[str, str]:
-    """The fast key of the payload the walk ``entries`` came from (none for a small one)."""
+def snapshot_keys(root: Path, entries: list[PayloadEntry]) -> tuple[dict[str, str], bytes | None]:
+    """The fast key of the payload the walk ``entries`` came from (none for a small one), and
+    the listing it was taken from when it is the listing key (kept for later updates)."""
     if len(entries) < FAST_KEY_MIN_RECORDS:
-        return {}
+        return {}, None
     states = folder_states(root)
     if states is None:
-        return {}
+        return {}, None
     if usable_cores() >= 2:
         listing = Listing(root, states)
         output = listing.result()
         if output is not None and listing_agrees(output, entries):
-            return {"listing_key": _listing_digest(states, output)}
+            return listing_meta(states, output), output
     groups = stat_groups(payload_state.payload_directories(root), [e.path for e in entries])
-    return {"stat_key": stat_key(root, groups), "stat_groups": jsonio.dumps(groups)}
+    return {"stat_key": stat_key(root, groups), "stat_groups": jsonio.dumps(groups)}, None
+
+
+def listing_meta(states: bytes, listing: bytes) -> dict[str, str]:
+    """The meta rows of a listing key: its digest and the folder states it covers."""
+    return {"listing_key": _listing_digest(states, listing), "listing_states": states.decode()}
+
+
+def listing_key_of(states: bytes, listing: bytes) -> str:
+    return _listing_digest(states, listing)
+
+
+#: Where a listing is cut into chunks: before each line whose inode ends in 00 (one line in
+#: a hundred). The cut depends on the line itself, not on its position, so an added or
+#: removed line changes its own chunk only; an edit keeps the inode and so every boundary.
+_CHUNK_BOUNDARY = re.compile(rb"\0(?=\S \d*00 )")
+
+
+def listing_chunks(listing: bytes) -> dict[bytes, bytes]:
+    """The listing cut into chunks of about a hundred lines, by their digest.
+
+    The index keeps them (compressed): after a change the chunks that differ are the only
+    part of the old and new listings compared line by line. Each chunk holds distinct
+    paths, so no two chunks are equal.
+    """
+    return {
+        hashlib.blake2b(chunk, digest_size=16).digest(): chunk
+        for chunk in _CHUNK_BOUNDARY.split(listing)
+        if chunk
+    }
+
+
+def chunks_digest(digests: Iterable[bytes]) -> str:
+    """One digest over a set of chunk digests: the stored chunks are those of the listing
+    the key was taken from exactly when this matches the value stored beside the key."""
+    return hashlib.sha256(b"".join(sorted(digests))).hexdigest()
+
+
+def listing_changes(
+    before: Iterable[bytes], after: Iterable[bytes]
+) -> tuple[set[str], dict[str, tuple[int, int]]] | None:
+    """What differs between the old and new chunks of a listing, as records.
+
+    Returns the paths whose line left (removed, or changed: their new line came) and, for
+    every line that came, the record path with its inode and ctime. Only the chunks that
+    differ are given and parsed: an edit changes one chunk of a 10,000-record listing,
+    an added or removed record two or three. None when a changed line is not in the
+    expected format (the caller then walks the payload).
+    """
+    old_lines = {line for chunk in before for line in chunk.split(b"\0")}
+    new_lines = {line for chunk in after for line in chunk.split(b"\0")}
+    gone: set[str] = set()
+    came: dict[str, tuple[int, int]] = {}
+    try:
+        for line in old_lines - new_lines:
+            parsed = _record_line(line)
+            if parsed is not None:
+                gone.add(parsed[0])
+        for line in new_lines - old_lines:
+            parsed = _record_line(line)
+            if parsed is not None:
+                came[parsed[0]] = (parsed[1], parsed[2])
+    except ValueError:
+        return None
+    return gone, came
+
+
+def _record_line(line: bytes) -> tuple[str, int, int] | None:
+    """``(path, inode, ctime)`` of a listing line naming a record file; None for other lines
+    (directories, links, other files, names that are not UTF-8 - the walk skips them too).
+    Raises ValueError for a line in another format."""
+    if not line:
+        return None
+    kind, inode, ctime, path = line.split(b" ", 3)
+    if kind != b"f" or not path.endswith(b".md"):
+        return None
+    try:
+        name = path.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return name, int(inode), _parse_ctime(ctime.decode("ascii"))
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a freshness check saw of the payload, for the update that follows a stale answer:
+    the listing (with the folder states it covers) or the walk's entries."""
+
+    listing: bytes | None = None
+    states: bytes | None = None
+    entries: list[PayloadEntry] | None = None
 
 
 class Check:
@@ -298,6 +387,8 @@ class Check:
     def __init__(self, finish: Callable[[], bool], cancel: Callable[[], None]) -> None:
         self._finish = finish
         self.cancel = cancel
+        #: What the check saw, once :meth:`fresh` has answered (None: nothing reusable).
+        self.observed: Observed | None = None
 
     def fresh(self) -> bool:
         return self._finish()
@@ -320,10 +411,23 @@ def start_check(root: Path, meta: dict[str, str]) -> Check:
             if states is None:
                 return Check(lambda: False, lambda: None)
             listing = Listing(root, states)
-            return Check(lambda: listing.key() == stored_listing, listing.cancel)
+
+            def listed() -> bool:
+                output = listing.result()
+                if output is None:
+                    return False
+                check.observed = Observed(listing=output, states=states)
+                return _listing_digest(states, output) == stored_listing
+
+            check = Check(listed, listing.cancel)
+            return check
         if meta.get("stat_key"):
             return Check(lambda: _stat_key_matches(root, meta), lambda: None)
-    return Check(
-        lambda: meta.get("fingerprint") == fingerprint(walk_payload(root, RECORD_FOLDERS)),
-        lambda: None,
-    )
+
+    def walked() -> bool:
+        entries = walk_payload(root, RECORD_FOLDERS)
+        check.observed = Observed(entries=entries)
+        return meta.get("fingerprint") == fingerprint(entries)
+
+    check = Check(walked, lambda: None)
+    return check

@@ -24,10 +24,14 @@ def _run(values: dict[str, Any], command: str) -> int:
         method = {"status": service.status, "pull": service.pull, "push": service.push}[command]
         return cli_output.emit_envelope(service, method())
     query = one_query(values.get("query"), values.get("--query"))
-    service = MemoryService(values.get("--root"))
+    # As the Typer command line builds it: hybrid ranking shows a progress bar for many.
+    service = MemoryService(values.get("--root"), progress=cli_output.vector_progress())
     method = service.search if command == "search" else service.context
     envelope = method(
-        query, cli_output.integer_or_raw(values.get("--limit")), values.get("--scope")
+        query,
+        cli_output.integer_or_raw(values.get("--limit")),
+        values.get("--scope"),
+        values.get("--ranking"),
     )
     return cli_output.emit_envelope(service, envelope)
 
@@ -36,7 +40,7 @@ def _fast(argv: list[str]) -> int | None:
     from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
     from dsh_memory.errors import render_error  # noqa: PLC0415
 
-    reads = {"--query": "str", "--limit": "str", "--scope": "str"}
+    reads = {"--query": "str", "--limit": "str", "--scope": "str", "--ranking": "str"}
     commands = {
         "status": FastCommand({}, lambda v: _run(v, "status")),
         "pull": FastCommand({}, lambda v: _run(v, "pull")),
