@@ -9,7 +9,7 @@ values come back as the method's own ``*-invalid-request`` code, never as a pars
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -442,7 +442,7 @@ def mcp_command(ctx: typer.Context) -> None:
 def hook_command(
     ctx: typer.Context,
     event: Annotated[str, typer.Argument(help="session-start.")],
-) -> None:
+) -> NoReturn:
     """Agent hook: print the memory prompt section as additionalContext."""
     from dsh_memory.hooks import main as hook_main
 
@@ -501,7 +501,7 @@ def ui_command(
     serve(resolve_memory_root(root), settings_path(), port=port, open_browser=not no_browser)
 
 
-def main() -> None:
+def main() -> NoReturn:
     from dsh_memory import __version__
 
     # --root is refused as invalid-path before anything is created; other option values reach
@@ -638,7 +638,7 @@ def sync_command(
     emit_json({"ok": True, **result})
 
 
-def sync_main() -> None:
+def sync_main() -> NoReturn:
     from dsh_memory import __version__
 
     sys.exit(

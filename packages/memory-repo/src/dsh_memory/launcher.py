@@ -11,7 +11,7 @@ unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print through
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 
 def _run(values: dict[str, Any], command: str) -> int:
@@ -51,7 +51,7 @@ def _fast(argv: list[str]) -> int | None:
     return run_fast(argv, commands, global_options=("--root",), render_error=render_error)
 
 
-def main() -> None:
+def main() -> NoReturn:
     """Console-script entry point."""
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
