@@ -590,7 +590,8 @@ def test_ui_command_refuses_a_port_out_of_range(
 
 def test_the_server_module_is_only_imported_by_the_ui_command(cli_env: dict[str, str]) -> None:
     probe = (
-        "import sys, dsh_memory.cli; print('uvicorn' in sys.modules, 'starlette' in sys.modules)"
+        "import sys, dsh_memory.cli.memory\n"
+        "print('uvicorn' in sys.modules, 'starlette' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env, check=True

@@ -4,7 +4,7 @@
 session start). ``status``, ``search`` and ``context`` with plain options run here
 (:mod:`dsh_common.fastpath`), ~100 ms sooner than through the parser, and so do ``pull`` and
 ``push`` (an up-to-date pull is mostly that start-up); everything else, and anything
-unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print through
+unusual, is the Typer command line in :mod:`dsh_memory.cli.memory`. Both print through
 :mod:`dsh_memory.cli_output`, so the bytes are the same either way.
 """
 
@@ -63,7 +63,7 @@ def main() -> NoReturn:
     from dsh_common.quick_exit import answer_or_continue  # noqa: PLC0415
 
     answer_or_continue(lambda: _fast(argv))
-    from dsh_memory.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
+    from dsh_memory.cli.memory import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()
 
