@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from dsh_memory import index_key
+from dsh_memory import index_key, index_listing
 
 IDENTITY = "[user]\n\tname = Memory Test\n\temail = memory-test@example.com\n"
 
@@ -378,7 +378,7 @@ def key_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     if request.param != "walk":
         monkeypatch.setattr(index_key, "FAST_KEY_MIN_RECORDS", 0)
     if request.param == "stat":
-        monkeypatch.setattr(index_key, "_find_program", lambda _root: None)
+        monkeypatch.setattr(index_listing, "_find_program", lambda _root: None)
     return str(request.param)
 
 
