@@ -10,9 +10,12 @@ from dsh_common.cli import emit_json
 
 RootOption = Annotated[
     str | None,
-    typer.Option("--root", help="Memory root (default $DSH_MEMORY_ROOT, $DSH_HOME/storages/memory,"
-                 " ~/.dsh/storages/memory)."),
-]  # fmt: skip
+    typer.Option(
+        "--root",
+        help="Memory root (default $DSH_MEMORY_ROOT, $DSH_HOME/storages/memory,"
+        " ~/.dsh/storages/memory).",
+    ),
+]
 
 
 def emit(service: Any, envelope: dict[str, Any]) -> None:

@@ -82,9 +82,17 @@ def sync_command(
     from dsh_memory.sessions import SessionSources
     from dsh_memory.syncrun import SyncOptions, run_sync
 
-    chosen = [name for name, given in (("--dry-run", dry_run), ("--scan-only", scan_only),
-              ("--preview", preview is not None), ("--apply-preview", apply_preview is not None),
-              ("--discard-preview", discard_preview is not None)) if given]  # fmt: skip
+    chosen = [
+        name
+        for name, given in (
+            ("--dry-run", dry_run),
+            ("--scan-only", scan_only),
+            ("--preview", preview is not None),
+            ("--apply-preview", apply_preview is not None),
+            ("--discard-preview", discard_preview is not None),
+        )
+        if given
+    ]
     if len(chosen) > 1:
         raise SyncInvalidRequestError(f"{' and '.join(chosen)} are mutually exclusive")
     if remote and chosen:
@@ -110,12 +118,19 @@ def sync_command(
     options = SyncOptions(
         root=resolve_memory_root(root),
         sources=SessionSources.defaults(
-            env, sessions_dir=sessions_dir, claude_projects=claude_projects,
+            env,
+            sessions_dir=sessions_dir,
+            claude_projects=claude_projects,
             codex_sessions=codex_sessions,
         ),
-        env=env, agent=agent, agent_command=agent_command, timeout=timeout, mode=mode,
-        preview_id=preview, progress=_progress(json_output),
-    )  # fmt: skip
+        env=env,
+        agent=agent,
+        agent_command=agent_command,
+        timeout=timeout,
+        mode=mode,
+        preview_id=preview,
+        progress=_progress(json_output),
+    )
     if remote:
         from dsh_memory.remote_sync import sync_with_remote
 
