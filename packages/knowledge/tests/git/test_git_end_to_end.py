@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_knowledge._git_inspect import inspect_snapshots
+from dsh_knowledge._git.inspect import inspect_snapshots
 from dsh_knowledge.health import check_health
 from dsh_knowledge.repository import KnowledgeRepository
 
