@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, overload
 
 from dsh_common.errors import DshError
 
@@ -518,6 +518,6 @@ def _click_kinds(exc: BaseException) -> set[str]:
     }
 
 
-def main_exit(code: int) -> None:
+def main_exit(code: int) -> NoReturn:
     """``sys.exit`` for console-script entry points (kept here so cli.py files stay tiny)."""
     sys.exit(code)

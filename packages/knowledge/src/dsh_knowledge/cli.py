@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -75,7 +75,7 @@ def _close() -> None:
         store.close()
 
 
-def _usage(message: str) -> None:
+def _usage(message: str) -> NoReturn:
     from dsh_knowledge.errors import ValidationError
 
     raise ValidationError(message)
@@ -146,7 +146,6 @@ def add(
         return
     if knowledge_type is None or content is None:
         _missing("--type and --content are required (or --jsonl FILE).")
-    assert knowledge_type is not None and content is not None  # noqa: S101 - _usage raised
 
     records = []
     for raw in evidence or []:
@@ -456,7 +455,6 @@ def health(
         return
     if not item_ids:
         _missing("Give 1 to 16 item ids, or --all.")
-    assert item_ids is not None  # noqa: S101 - _usage raised
     try:
         repository = _repository()
         items = [repository.require(item_id) for item_id in item_ids]
@@ -556,7 +554,6 @@ def extract(
     scope_workspace = workspace or parsed.cwd
     if not scope_workspace:
         _usage("The transcript names no working directory; pass --workspace.")
-    assert session is not None and scope_workspace is not None  # noqa: S101 - _usage raised
     identity = None
     if workspace is None:  # the session's checkout may carry a workspace identity
         from dsh_knowledge.workspace_identity import workspace_identity
@@ -704,7 +701,7 @@ def mcp_command(
         str | None,
         typer.Option("--session-id", help="Session evidence id (else $DSH_KNOWLEDGE_SESSION_ID)."),
     ] = None,
-) -> None:
+) -> NoReturn:
     """Serve the seven knowledge tools over MCP stdio (needs dsh-knowledge[mcp])."""
     from dsh_knowledge.launcher import _mcp
 
@@ -734,7 +731,7 @@ def hook_command(
     auto_extract: Annotated[
         bool, typer.Option("--auto-extract", help="stop: extract candidates (opt-in).")
     ] = False,
-) -> None:
+) -> NoReturn:
     """Agent hook: payload JSON on stdin, hookSpecificOutput on stdout; silent on any error."""
     from dsh_knowledge.hooks import main as hook_main
 
@@ -811,7 +808,7 @@ def _undecodable_url_with_password(arguments: list[str]) -> str | None:
     return None
 
 
-def main() -> None:
+def main() -> NoReturn:
     """Console-script entry point."""
     from dsh_knowledge import __version__
 

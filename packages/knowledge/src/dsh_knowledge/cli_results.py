@@ -8,13 +8,13 @@ print the same bytes. Also the command line's spelling rules for scopes and quer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from dsh_knowledge.repository import KnowledgeRepository
 
 
-def missing(message: str) -> None:
+def missing(message: str) -> NoReturn:
     """Refuse an incomplete command line with the parser's own code (invalid-arguments)."""
     from dsh_common.cli import USAGE_ERROR_CODE  # noqa: PLC0415
     from dsh_common.errors import DshError  # noqa: PLC0415
