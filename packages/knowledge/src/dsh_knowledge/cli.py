@@ -28,6 +28,7 @@ PATH_OPTIONS = ("--db", "--repo", "--workspace", "--from")
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
     from dsh_knowledge.repository import KnowledgeRepository
+    from dsh_knowledge.store import KnowledgeStore
 
 app = typer.Typer(
     add_completion=False,
@@ -38,11 +39,35 @@ app = typer.Typer(
     "Git freshness and health. Output is JSON.",
 )
 
-_state: dict[str, Any] = {}
+
+class _CommandStore:
+    """The knowledge store of one command: the database ``--db`` names (else the default),
+    opened when the command first asks for it and closed when the command ends."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        self._store: KnowledgeStore | None = None
+
+    def repository(self) -> KnowledgeRepository:
+        from dsh_knowledge.repository import KnowledgeRepository
+        from dsh_knowledge.store import KnowledgeStore
+
+        if self._store is None:
+            self._store = KnowledgeStore(self.database)
+        return KnowledgeRepository(self._store)
+
+    def __enter__(self) -> _CommandStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
 
 @app.callback()
 def main_options(
+    ctx: typer.Context,
     db: Annotated[
         str | None,
         typer.Option(
@@ -55,24 +80,15 @@ def main_options(
     """Local, evidence-backed project knowledge for coding agents."""
     from dsh_knowledge.store_location import resolve_database
 
-    # Resolved here, once, by the resolver the hook, the MCP server and setup use.
-    _state["db"] = resolve_database(db)
+    # Resolved here, once, by the resolver the hook, the MCP server and setup use. The one
+    # place the store is opened (on a command's first use) and closed (when it ends).
+    ctx.obj = ctx.with_resource(_CommandStore(resolve_database(db)))
 
 
-def _repository() -> KnowledgeRepository:
-    from dsh_knowledge.repository import KnowledgeRepository
-    from dsh_knowledge.store import KnowledgeStore
-    from dsh_knowledge.store_location import resolve_database
-
-    store = KnowledgeStore(_state.get("db") or resolve_database())
-    _state["store"] = store
-    return KnowledgeRepository(store)
-
-
-def _close() -> None:
-    store = _state.pop("store", None)
-    if store is not None:
-        store.close()
+def _repository(ctx: typer.Context) -> KnowledgeRepository:
+    """The command's repository (see :class:`_CommandStore`)."""
+    store: _CommandStore = ctx.obj
+    return store.repository()
 
 
 def _usage(message: str) -> NoReturn:
@@ -86,6 +102,7 @@ def _usage(message: str) -> NoReturn:
     '--evidence \'{"type": "file", "source": "config/app.toml"}\''
 )
 def add(
+    ctx: typer.Context,
     workspace: Annotated[
         str | None,
         typer.Option(
@@ -139,10 +156,7 @@ def add(
 
         if knowledge_type is not None or content is not None or evidence:
             _usage("--jsonl cannot be combined with --type, --content or --evidence.")
-        try:
-            emit_json(add_jsonl(_repository(), jsonl, workspace=workspace, project=project))
-        finally:
-            _close()
+        emit_json(add_jsonl(_repository(ctx), jsonl, workspace=workspace, project=project))
         return
     if knowledge_type is None or content is None:
         _missing("--type and --content are required (or --jsonl FILE).")
@@ -173,67 +187,61 @@ def add(
         # provenance and named in the report; it never blocks the add.
         records, report = attach_git_provenance(records, repo)
     scope = {"workspace": workspace, "project": project}
-    try:
-        item = _repository().create(
-            type=knowledge_type, content=content, scope=scope, evidence=records
-        )
-    finally:
-        _close()
+    item = _repository(ctx).create(
+        type=knowledge_type, content=content, scope=scope, evidence=records
+    )
     emit_json(item if repo is None else {**item, "provenanceCapture": report})
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge get ID")
-def get(item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]) -> None:
+def get(
+    ctx: typer.Context, item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")]
+) -> None:
     """Print one item (error not-found for an unknown id)."""
-    try:
-        emit_json(_repository().require(item_id))
-    finally:
-        _close()
+    emit_json(_repository(ctx).require(item_id))
 
 
-def _set_status(item_ids: list[str], status: str) -> None:
+def _set_status(ctx: typer.Context, item_ids: list[str], status: str) -> None:
     from dsh_knowledge.review import set_status
 
-    try:
-        items = set_status(_repository(), item_ids, status)
-    finally:
-        _close()
+    items = set_status(_repository(ctx), item_ids, status)
     # One id prints the item (as before); several print {"items": [...]}.
     emit_json(items[0] if len(item_ids) == 1 else {"items": items})
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge verify ID1 ID2")
 def verify(
+    ctx: typer.Context,
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
 ) -> None:
     """Mark candidates verified (all ids are checked before any change); print them."""
-    _set_status(item_ids, "verified")
+    _set_status(ctx, item_ids, "verified")
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge archive ID")
 def archive(
+    ctx: typer.Context,
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
 ) -> None:
     """Archive items (all ids are checked before any change); print them."""
-    _set_status(item_ids, "archived")
+    _set_status(ctx, item_ids, "archived")
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge supersede OLD_ID --by NEW_ID")
 def supersede(
+    ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(metavar="ID", help="The verified item to replace.")],
     by: Annotated[str, typer.Option("--by", help="The verified replacement item id.")],
 ) -> None:
     """Mark a verified item superseded by a verified item in the same scope; print it."""
-    try:
-        emit_json(_repository().supersede(item_id, by))
-    finally:
-        _close()
+    emit_json(_repository(ctx).supersede(item_id, by))
 
 
 @app.command(
     epilog="\b\nExample:\n  dsh-knowledge update ID --content 'The API runs on port 9090.'"
 )
 def update(
+    ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
     content: Annotated[str | None, typer.Option("--content", help="New knowledge text.")] = None,
     knowledge_type: Annotated[
@@ -262,16 +270,13 @@ def update(
     from dsh_knowledge.privacy import ensure_no_secrets
 
     ensure_no_secrets(content, records or ())
-    try:
-        emit_json(
-            _repository().update(item_id, type=knowledge_type, content=content, evidence=records)
-        )
-    finally:
-        _close()
+    repository = _repository(ctx)
+    emit_json(repository.update(item_id, type=knowledge_type, content=content, evidence=records))
 
 
 @app.command(name="list", epilog="\b\nExample:\n  dsh-knowledge list --status verified --limit 10")
 def list_items(
+    ctx: typer.Context,
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
     workspace_wide: Annotated[
@@ -292,24 +297,22 @@ def list_items(
 
     if limit is not None:
         validate_limit(limit)
-    try:
-        repository = _repository()
-        filters: dict[str, Any] = {
-            "workspace": _filter_workspace(workspace),
-            "project": None if workspace_wide else (project if project is not None else UNSET),
-            "type": knowledge_type,
-            "status": status,
-            "creation_origin": origin,
-        }
-        shown = repository.list(**filters, limit=limit)
-        total = len(shown) if limit is None else repository.count(**filters)
-        emit_json({"items": shown, **list_counts(len(shown), total)})
-    finally:
-        _close()
+    repository = _repository(ctx)
+    filters: dict[str, Any] = {
+        "workspace": _filter_workspace(workspace),
+        "project": None if workspace_wide else (project if project is not None else UNSET),
+        "type": knowledge_type,
+        "status": status,
+        "creation_origin": origin,
+    }
+    shown = repository.list(**filters, limit=limit)
+    total = len(shown) if limit is None else repository.count(**filters)
+    emit_json({"items": shown, **list_counts(len(shown), total)})
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge search 'port 8080' --limit 5")
 def search(
+    ctx: typer.Context,
     text: Annotated[
         str | None, typer.Argument(metavar="[QUERY]", help="Literal text to find in content.")
     ] = None,
@@ -322,19 +325,15 @@ def search(
     from dsh_knowledge.cli_results import search_output
 
     phrase = _one_query(text, query, "search")
-    try:
-        output = search_output(
-            _repository(), phrase, workspace=workspace, project=project, limit=limit
-        )
-        emit_json(output)
-    finally:
-        _close()
+    repository = _repository(ctx)
+    emit_json(search_output(repository, phrase, workspace=workspace, project=project, limit=limit))
 
 
 @app.command(
     epilog="\b\nExample:\n  dsh-knowledge retrieve 'which port does the API use' --limit 3"
 )
 def retrieve(
+    ctx: typer.Context,
     text: Annotated[
         str | None, typer.Argument(metavar="[QUERY]", help="What you are looking for, in words.")
     ] = None,
@@ -369,24 +368,22 @@ def retrieve(
     from dsh_knowledge.cli_results import retrieve_output
 
     phrase = _one_query(text, query, "retrieve")
-    try:
-        output = retrieve_output(
-            _repository(),
-            phrase,
-            workspace=workspace,
-            project=project,
-            limit=limit,
-            prefer=prefer,
-            status=status,
-            ranking=ranking,
-        )
-        emit_json(output)
-    finally:
-        _close()
+    output = retrieve_output(
+        _repository(ctx),
+        phrase,
+        workspace=workspace,
+        project=project,
+        limit=limit,
+        prefer=prefer,
+        status=status,
+        ranking=ranking,
+    )
+    emit_json(output)
 
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge freshness ID --repo .")
 def freshness(
+    ctx: typer.Context,
     item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
     repo: Annotated[
         Path | None,
@@ -400,12 +397,7 @@ def freshness(
         from dsh_knowledge.workspace_identity import checkout_root
 
         repo = Path(checkout_root())
-
-    try:
-        item = _repository().require(item_id)
-    finally:
-        _close()
-    emit_json(check_freshness(item, repo))
+    emit_json(check_freshness(_repository(ctx).require(item_id), repo))
 
 
 @app.command(
@@ -413,6 +405,7 @@ def freshness(
     "  dsh-knowledge health --all --workspace ~/src/app"
 )
 def health(
+    ctx: typer.Context,
     item_ids: Annotated[
         list[str] | None, typer.Argument(metavar="ID...", help="1 to 16 item ids.")
     ] = None,
@@ -444,23 +437,17 @@ def health(
         if item_ids:
             _missing("Give item ids or --all, not both.")
         scope = _scope_workspace(workspace)
-        try:
-            repository = _repository()
-            report = health_all(
-                repository, scope, repo or Path(local_checkout(scope)), include_guidance=guidance
-            )
-            emit_json(_with_warnings(report, repository.store.deployment_warnings()))
-        finally:
-            _close()
+        repository = _repository(ctx)
+        report = health_all(
+            repository, scope, repo or Path(local_checkout(scope)), include_guidance=guidance
+        )
+        emit_json(_with_warnings(report, repository.store.deployment_warnings()))
         return
     if not item_ids:
         _missing("Give 1 to 16 item ids, or --all.")
-    try:
-        repository = _repository()
-        items = [repository.require(item_id) for item_id in item_ids]
-        warnings = repository.store.deployment_warnings()
-    finally:
-        _close()
+    repository = _repository(ctx)
+    items = [repository.require(item_id) for item_id in item_ids]
+    warnings = repository.store.deployment_warnings()
     stored = str(items[0]["scope"]["workspace"])
     where = repo if repo is not None else Path(local_checkout(stored)).resolve()
     report = {"results": check_health(items, where, include_guidance=guidance)}
@@ -477,6 +464,7 @@ def _with_warnings(report: dict[str, Any], warnings: list[str]) -> dict[str, Any
 
 @app.command(epilog="\b\nExample:\n  dsh-knowledge review --workspace . --limit 10 --repo .")
 def review(
+    ctx: typer.Context,
     workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
     project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
     workspace_wide: Annotated[
@@ -503,24 +491,19 @@ def review(
         validate_limit(limit)
     where = _filter_workspace(workspace)
     scope = None if workspace_wide else (project if project is not None else UNSET)
-    try:
-        repository = _repository()
-        # Counted apart: health (with --repo) is checked for the shown candidates only.
-        total = len(
-            repository.list(
-                workspace=where, project=scope, status="candidate", creation_origin=origin
-            )
-        )
-        candidates = review_candidates(
-            repository,
-            workspace=where,
-            project=scope,
-            creation_origin=origin,
-            repo_dir=repo,
-            limit=limit,
-        )
-    finally:
-        _close()
+    repository = _repository(ctx)
+    # Counted apart: health (with --repo) is checked for the shown candidates only.
+    total = len(
+        repository.list(workspace=where, project=scope, status="candidate", creation_origin=origin)
+    )
+    candidates = review_candidates(
+        repository,
+        workspace=where,
+        project=scope,
+        creation_origin=origin,
+        repo_dir=repo,
+        limit=limit,
+    )
     emit_json({"candidates": candidates, **list_counts(len(candidates), total)})
 
 
@@ -528,6 +511,7 @@ def review(
     epilog="\b\nExample:\n  dsh-knowledge extract --transcript ~/.claude/projects/p/session.jsonl"
 )
 def extract(
+    ctx: typer.Context,
     transcript: Annotated[
         Path, typer.Option("--transcript", help="Claude Code transcript or DSH session log.")
     ],
@@ -561,16 +545,13 @@ def extract(
         identity = workspace_identity(scope_workspace)
     # Stored as add stores it: a directory by its canonical path ("." is no scope).
     scope_workspace = identity or _scope_workspace(scope_workspace)
-    try:
-        report = extract_candidates(
-            _repository(),
-            parsed.turns,
-            session_id=session,
-            workspace=scope_workspace,
-            project=resolve_project(project),
-        )
-    finally:
-        _close()
+    report = extract_candidates(
+        _repository(ctx),
+        parsed.turns,
+        session_id=session,
+        workspace=scope_workspace,
+        project=resolve_project(project),
+    )
     emit_json(
         {
             "sessionId": session,
@@ -585,6 +566,7 @@ def extract(
     epilog="\b\nExample:\n  dsh-knowledge provenance 7831ed9b-ec99-4c51-b65e-082cd6b5b01a --repo ."
 )
 def provenance(
+    ctx: typer.Context,
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
     repo: Annotated[
         Path | None, typer.Option("--repo", help="Git work tree (default: current directory).")
@@ -593,12 +575,9 @@ def provenance(
     """Capture Git provenance for file evidence that lacks it, once committed and clean."""
     from dsh_knowledge.provenance_update import capture_missing_provenance
 
-    try:
-        results = capture_missing_provenance(
-            _repository(), item_ids, repo if repo is not None else Path.cwd()
-        )
-    finally:
-        _close()
+    results = capture_missing_provenance(
+        _repository(ctx), item_ids, repo if repo is not None else Path.cwd()
+    )
     emit_json({"results": results})
 
 
@@ -611,6 +590,7 @@ def provenance(
     "knowledge.sqlite --workspace-map /home/alice/payments=acme/payments",
 )
 def import_command(
+    ctx: typer.Context,
     source: Annotated[
         str,
         typer.Option("--from", help="The store to copy from: an SQLite file or a PostgreSQL URL."),
@@ -633,10 +613,7 @@ def import_command(
     from dsh_knowledge.transfer import import_store, parse_workspace_map
 
     mapping = parse_workspace_map(workspace_map or [])
-    try:
-        emit_json(import_store(_repository(), source, dry_run=dry_run, workspace_map=mapping))
-    finally:
-        _close()
+    emit_json(import_store(_repository(ctx), source, dry_run=dry_run, workspace_map=mapping))
 
 
 vectors_app = typer.Typer(
@@ -652,7 +629,7 @@ app.add_typer(vectors_app, name="vectors")
 @vectors_app.command(
     "build", epilog="\b\nExample:\n  dsh-knowledge vectors build   # once, after an import"
 )
-def vectors_build() -> None:
+def vectors_build(ctx: typer.Context) -> None:
     """Encode every item that has no current vector (progress on stderr; needs the
     [semantic] extra): {"items", "encoded", "current", "model"}."""
     from dsh_knowledge.progress import ProgressBar
@@ -660,22 +637,18 @@ def vectors_build() -> None:
 
     bar = ProgressBar("vectors", "items encoded")
     try:
-        emit_json(build_vectors(_repository().store, progress=bar))
+        emit_json(build_vectors(_repository(ctx).store, progress=bar))
     finally:
         bar.close()
-        _close()
 
 
 @vectors_app.command("status", epilog="\b\nExample:\n  dsh-knowledge vectors status")
-def vectors_status() -> None:
+def vectors_status(ctx: typer.Context) -> None:
     """How many candidate and verified items have a current, missing or stale vector:
     {"items", "current", "missing", "stale", "model", "semanticAvailable"}."""
     from dsh_knowledge.vectors import vector_status
 
-    try:
-        emit_json(vector_status(_repository().store))
-    finally:
-        _close()
+    emit_json(vector_status(_repository(ctx).store))
 
 
 # --- agent delivery (the launcher routes these before typer loads; listed here for --help) ---
@@ -742,19 +715,14 @@ def hook_command(
     raise typer.Exit(hook_main(args))
 
 
-def _knowledge_integration() -> Integration:
+def _knowledge_integration(store: _CommandStore) -> Integration:
     from dsh_common.agent_setup import Integration
-    from dsh_knowledge.store_location import (
-        display_location,
-        has_password,
-        is_default,
-        resolve_database,
-    )
+    from dsh_knowledge.store_location import display_location, has_password, is_default
 
     # The database the CLI uses right now (--db, else $DSH_KNOWLEDGE_DB, else the default),
     # written as an absolute --db into the server's and the hook's arguments, so the agent
     # reads the store `add` writes whatever directory and environment the host starts in.
-    database = _state.get("db") or resolve_database()
+    database = store.database
     if has_password(database):
         from dsh_knowledge.errors import ValidationError
 
@@ -779,6 +747,7 @@ add_setup_command(
     _knowledge_integration,
     summary="Register the MCP server and the prompt hook in Claude Code or Codex (merging).",
     examples=["dsh-knowledge setup claude-code --dry-run"],
+    pass_obj=True,
 )
 
 
