@@ -17,7 +17,6 @@ from dsh_common.cli import add_setup_command, emit_json, run_app
 
 # The command line's spelling rules live beside the fast path's (no typer there).
 from dsh_knowledge.cli_results import filter_workspace as _filter_workspace
-from dsh_knowledge.cli_results import local_checkout
 from dsh_knowledge.cli_results import missing as _missing
 from dsh_knowledge.cli_results import one_query as _one_query
 from dsh_knowledge.cli_results import scope_workspace as _scope_workspace
@@ -146,8 +145,7 @@ def add(
     ] = None,
 ) -> None:
     """Add a knowledge item (status candidate, origin explicit); print it."""
-    from dsh_common.jsonio import loads
-    from dsh_knowledge.models import now_timestamp
+    from dsh_knowledge.authoring import add_item, default_provenance_repo, evidence_from_json
 
     named = workspace is None  # the default: a configured workspace identity may name it
     workspace = _scope_workspace(workspace)
@@ -160,36 +158,19 @@ def add(
         return
     if knowledge_type is None or content is None:
         _missing("--type and --content are required (or --jsonl FILE).")
-
-    records = []
-    for raw in evidence or []:
-        record = loads(raw, what="--evidence")
-        if not isinstance(record, dict):
-            _usage("--evidence must be one JSON object.")
-        record.setdefault("timestamp", now_timestamp())
-        records.append(record)
-    from dsh_knowledge.privacy import ensure_no_secrets
-
-    # Before git looks at any path or anything is stored: the same filter as knowledge_add.
-    ensure_no_secrets(content, records)
-    report = None
+    records = evidence_from_json(evidence or [])
     if repo is None and records:
-        from dsh_common.locate import git_top_level
-
-        # A workspace identity is a name: the files are in the local checkout.
-        local = local_checkout(workspace) if named else workspace
-        if git_top_level(local) == Path(local):
-            repo = local
-    if repo is not None:
-        from dsh_knowledge.provenance import attach_git_provenance
-
-        # Opportunistic: a file that is dirty, untracked or outside HEAD is stored without
-        # provenance and named in the report; it never blocks the add.
-        records, report = attach_git_provenance(records, repo)
-    scope = {"workspace": workspace, "project": project}
-    item = _repository(ctx).create(
-        type=knowledge_type, content=content, scope=scope, evidence=records
+        repo = default_provenance_repo(workspace, identity=named)
+    item, report = add_item(
+        lambda: _repository(ctx),
+        type=knowledge_type,
+        content=content,
+        workspace=workspace,
+        project=project,
+        evidence=records,
+        repo=repo,
     )
+    # With a work tree (named or the default), the capture report is printed, even null.
     emit_json(item if repo is None else {**item, "provenanceCapture": report})
 
 
@@ -253,25 +234,19 @@ def update(
     ] = None,
 ) -> None:
     """Change an item's content, type or evidence (the repository's rules apply); print it."""
-    from dsh_common.jsonio import loads
-    from dsh_knowledge.models import now_timestamp
+    from dsh_knowledge.authoring import evidence_from_json, update_item
 
     if content is None and knowledge_type is None and not evidence:
         _missing("Nothing to update: give --content, --type or --evidence.")
-    records = None
-    if evidence:
-        records = []
-        for raw in evidence:
-            record = loads(raw, what="--evidence")
-            if not isinstance(record, dict):
-                _usage("--evidence must be one JSON object.")
-            record.setdefault("timestamp", now_timestamp())
-            records.append(record)
-    from dsh_knowledge.privacy import ensure_no_secrets
-
-    ensure_no_secrets(content, records or ())
-    repository = _repository(ctx)
-    emit_json(repository.update(item_id, type=knowledge_type, content=content, evidence=records))
+    records = evidence_from_json(evidence) if evidence else None
+    item = update_item(
+        lambda: _repository(ctx),
+        item_id,
+        type=knowledge_type,
+        content=content,
+        evidence=records,
+    )
+    emit_json(item)
 
 
 @app.command(name="list", epilog="\b\nExample:\n  dsh-knowledge list --status verified --limit 10")
@@ -430,6 +405,7 @@ def health(
 ) -> None:
     """Health of 1-16 items of one workspace: {"results": [...]}."""
     from dsh_knowledge.health import check_health
+    from dsh_knowledge.workspace_identity import local_checkout
 
     if all_items:
         from dsh_knowledge.bulk import health_all

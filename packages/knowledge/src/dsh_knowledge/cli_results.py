@@ -39,16 +39,6 @@ def scope_workspace(value: str | None) -> str:
     return workspace_identity() or default_workspace()
 
 
-def local_checkout(workspace: str) -> str:
-    """Where files are read for ``workspace`` (provenance, freshness, health): the
-    workspace itself when it is a directory, else the current checkout's top level."""
-    import os  # noqa: PLC0415
-
-    from dsh_knowledge.workspace_identity import checkout_root  # noqa: PLC0415
-
-    return workspace if os.path.isdir(workspace) else checkout_root()
-
-
 def filter_workspace(value: str | None) -> str | None:
     """A --workspace filter (list, search): canonical when it names a directory."""
     from dsh_common.locate import canonical_directory  # noqa: PLC0415
