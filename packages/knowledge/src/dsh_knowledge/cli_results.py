@@ -101,47 +101,24 @@ def retrieve_output(
     ``lexical`` when it could not run here, with the reason among the warnings).
     """
     from dsh_common.embedding.mode import resolve_ranking  # noqa: PLC0415
-    from dsh_knowledge.retrieval import (  # noqa: PLC0415
-        effective_ranking,
-        retrieve_relevant_knowledge,
-    )
-    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS  # noqa: PLC0415
+    from dsh_knowledge.ranked_page import ranked_page  # noqa: PLC0415
+    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT  # noqa: PLC0415
 
     scope = scope_workspace(workspace)
-    wanted = resolve_ranking(ranking)
-    used, problem = effective_ranking(repository.store, wanted)
-    warnings: list[str] = [] if problem is None else [problem]
-    shown = limit if limit is not None else DEFAULT_RESULT_LIMIT
-    # One more than asked says whether the list was cut (the library validates --limit).
-    probe = shown + 1 if 0 < shown < MAX_RETRIEVAL_RESULTS else limit
-    counts: dict[str, int] = {}
-    results = retrieve_relevant_knowledge(
+    page = ranked_page(
         repository,
         phrase,
+        ranking=resolve_ranking(ranking),
+        limit=limit if limit is not None else DEFAULT_RESULT_LIMIT,
         workspace=scope,
         project=project,
-        limit=probe,
         preferred_types=list(prefer) if prefer is not None else None,
         status=status,
-        counts=counts,
-        ranking=used,
-        warnings=warnings,
     )
-    # total counts every match; truncated says more *distinct* results were ranked (a
-    # near-duplicate is folded into the result it repeats, not cut off).
-    output: dict[str, Any] = {
-        "results": results[:shown],
-        "total": counts.get("total", len(results)),
-        "truncated": len(results) > shown,
-    }
-    if wanted == "hybrid":
-        output["ranking"] = used
-    if not results:
+    if not page.results:
         from dsh_knowledge.bulk import scope_higher_up_warning  # noqa: PLC0415
 
         warning = scope_higher_up_warning(repository, scope)
         if warning is not None:
-            warnings.append(warning)
-    if warnings:
-        output["warnings"] = warnings
-    return output
+            page.warnings.append(warning)
+    return page.to_json("results")

@@ -35,8 +35,8 @@ from dsh_knowledge.health import check_health
 from dsh_knowledge.models import CREATION_ORIGINS, KNOWLEDGE_STATUSES, KNOWLEDGE_TYPES
 from dsh_knowledge.privacy import ensure_no_secrets
 from dsh_knowledge.provenance_update import provenance_guidance
+from dsh_knowledge.ranked_page import ranked_page
 from dsh_knowledge.repository import KnowledgeRepository
-from dsh_knowledge.retrieval import effective_ranking, retrieve_relevant_knowledge
 from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
 from dsh_knowledge.tool_schemas import (
     MAX_CONTENT_CHARS,
@@ -160,42 +160,23 @@ def knowledge_search(context: ToolContext, arguments: Mapping[str, Any]) -> dict
     limit = clamp_limit(arguments.get("limit"))
     requested = optional_enum(arguments, "ranking", RANKINGS)
     wanted = _ranking(requested if requested is not None else context.ranking)
-    repository = context.repo()
-    used, problem = effective_ranking(repository.store, wanted)
-    warnings = [] if problem is None else [problem]
-    counts: dict[str, int] = {}
-    # One more than asked says whether more distinct results were ranked (a near-duplicate
-    # is folded into the result it repeats, so ``total`` may exceed what is shown uncut).
-    results = retrieve_relevant_knowledge(
-        repository,
+    page = ranked_page(
+        context.repo(),
         query,
+        ranking=wanted,
+        limit=limit,
         workspace=workspace,
         project=project,
-        limit=limit + 1,
         type=kind,
         status=status,
-        counts=counts,
-        ranking=used,
-        warnings=warnings,
     )
-    shown = results[:limit]
     items = []
-    for r in shown:
+    for r in page.results:
         summary = summarize(r["knowledge"], content_chars=MAX_LIST_CONTENT_CHARS)
         if "hybrid" in r:
             summary["hybrid"] = r["hybrid"]
         items.append(summary)
-    result: dict[str, Any] = {
-        "items": items,
-        "total": counts.get("total", len(results)),
-        "truncated": len(results) > limit,
-    }
-    # Lexical answers stay exactly what they were; a hybrid request says what ran.
-    if wanted == "hybrid":
-        result["ranking"] = used
-    if warnings:
-        result["warnings"] = warnings
-    return result
+    return page.to_json("items", items)
 
 
 def _ranking(name: str | None) -> str:
