@@ -56,7 +56,7 @@ def _fast(argv: list[str]) -> int | None:
         ),
     }
     # The same rewrites as the parser (dsh_knowledge.cli.COMMAND_OPTIONS, not imported:
-    # that module loads typer).
+    # that package loads typer).
     return run_fast(
         argv, commands, global_options=("--db",), command_options=("--workspace", "--project")
     )
