@@ -1,8 +1,8 @@
 """The goals of hybrid ranking, on smaller memories than the benchmark's, so CI keeps them.
 
 bench/bench_hybrid_eval.py runs the same evaluations at 2,180 and 2,026 records and prints
-them beside lexical ranking and BM25 (README, "Hybrid ranking"). Here, with the real
-bundled model:
+them beside lexical ranking and BM25 (docs/benchmarks.md, "Hybrid ranking of records:
+quality"). Here, with the real bundled model:
 
 - the bilingual evaluation (180 items, 220 queries) among 300 realistic distractors:
   cross-lingual + paraphrased queries top-3 >= 0.60; the keyword queries top-3 >= 0.90 and

@@ -193,7 +193,8 @@ def test_documented_manual_recovery_after_interrupted_run(
     write_file(memory_root, "handbook/old.md", "body\n")
     _kill_mid_run(memory_root)
     assert MemoryService().migrate_legacy(False)["error"] == {"code": "interrupted-run"}
-    # README "Safety rules": inspect health, then remove the dead run's two files.
+    # Recovery by hand (docs/memory/design.md, "One writer at a time"): inspect health, then
+    # remove the dead run's two files.
     (memory_root / ".sync" / "active-run.json").unlink()
     (memory_root / ".sync" / "operation.lock").unlink()
     assert MemoryService().migrate_legacy(False)["value"]["status"] == "applied"

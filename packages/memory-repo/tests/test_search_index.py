@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import random
 import stat
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,8 +17,19 @@ from hypothesis import strategies as st
 from dsh_memory import scoring, search_index
 from dsh_memory.search import query_terms, search
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-from corpus import record_text
+
+def _bench_corpus() -> Any:
+    """memory's bench/corpus.py under a name of its own (another package's bench corpus
+    may already be the module ``corpus`` in this test process)."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "corpus.py"
+    spec = importlib.util.spec_from_file_location("dsh_memory_bench_corpus", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+record_text = _bench_corpus().record_text
 
 
 def write(root: Path, relative: str, text: str) -> None:
