@@ -160,8 +160,10 @@ def cost(records: int, runs: int) -> None:
             subprocess.run(["git", "-C", str(root), *args], check=True)
         done = subprocess.run(
             [sys.executable, "-c", _ONE_CORE_BUILD, str(root)],
-            check=True, capture_output=True, text=True,
-        )  # fmt: skip
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         built = json.loads(done.stdout)
         print(
             f"\nVectors for {records:,} records on one core: {built['encoded']:,} encoded in"

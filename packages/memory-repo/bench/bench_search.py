@@ -139,8 +139,9 @@ def _lstat_every_record(root: Path, groups: dict[str, list[str]]) -> None:
 
 
 def _cli_search(root: Path, query: str) -> None:
-    subprocess.run([str(CLI), "--root", str(root), "search", query], check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [str(CLI), "--root", str(root), "search", query], check=True, capture_output=True
+    )
 
 
 def measure(root: Path, twin: Path | None, changes: Changes, runs: int) -> dict[str, list[float]]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from dsh_memory import index_key
+from dsh_memory import index_key, index_listing
 
 IDENTITY = "[user]\n\tname = Memory Test\n\temail = memory-test@example.com\n"
 
@@ -146,9 +146,11 @@ class SessionLogs:
             {"type": "session", "id": name, "cwd": "/home/alice/project", "agentPreset": "x"},
             {"type": "turn/start", "data": {"turn": 1}},
             {"type": "user/message", "data": {"content": [{"type": "text", "text": text}]}},
-            {"type": "tool/call", "data": {"name": "shell",
-                                           "arguments": '{"cmd": "ls", "token": "t0ps3cret"}'}},
-        ]  # fmt: skip
+            {
+                "type": "tool/call",
+                "data": {"name": "shell", "arguments": '{"cmd": "ls", "token": "t0ps3cret"}'},
+            },
+        ]
         raw = self._lines(events)
         folder = self.dsh_sessions / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -164,12 +166,24 @@ class SessionLogs:
 
     def claude(self, name: str, text: str, *, age: float = TWO_HOURS_AGO) -> Path:
         events: list[dict[str, object]] = [
-            {"type": "user", "sessionId": name, "cwd": "/home/alice/p",
-             "message": {"role": "user", "content": text}},
-            {"type": "assistant", "sessionId": name, "message": {"role": "assistant", "content": [
-                {"type": "text", "text": "ok"},
-                {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}},
-        ]  # fmt: skip
+            {
+                "type": "user",
+                "sessionId": name,
+                "cwd": "/home/alice/p",
+                "message": {"role": "user", "content": text},
+            },
+            {
+                "type": "assistant",
+                "sessionId": name,
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "ok"},
+                        {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}},
+                    ],
+                },
+            },
+        ]
         path = self.claude_projects / "-home-alice-p" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self._lines(events))
@@ -178,11 +192,24 @@ class SessionLogs:
     def codex(self, name: str, text: str, *, age: float = TWO_HOURS_AGO) -> Path:
         events: list[dict[str, object]] = [
             {"type": "session_meta", "payload": {"id": name, "cwd": "/home/alice/p"}},
-            {"type": "response_item", "payload": {"type": "message", "role": "user",
-             "content": [{"type": "input_text", "text": text}]}},
-            {"type": "response_item", "payload": {"type": "function_call",
-             "name": "exec_command", "arguments": '{"cmd": "ls"}', "call_id": "c1"}},
-        ]  # fmt: skip
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": text}],
+                },
+            },
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": '{"cmd": "ls"}',
+                    "call_id": "c1",
+                },
+            },
+        ]
         path = self.codex_sessions / "2026" / "12" / "01" / f"rollout-{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self._lines(events))
@@ -329,8 +356,18 @@ class Machine:
 
     def committed(self, revision: str = "HEAD") -> dict[str, str]:
         """The payload ``revision`` holds."""
-        names = git(self.root, "ls-tree", "-r", "--name-only", revision, "--", "summary.md",
-                    "handbook", "rollouts", "archive").split("\n")  # fmt: skip
+        names = git(
+            self.root,
+            "ls-tree",
+            "-r",
+            "--name-only",
+            revision,
+            "--",
+            "summary.md",
+            "handbook",
+            "rollouts",
+            "archive",
+        ).split("\n")
         return {n: git(self.root, "show", f"{revision}:{n}") for n in names if n}
 
     def runs(self) -> list[dict[str, Any]]:
@@ -378,7 +415,7 @@ def key_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     if request.param != "walk":
         monkeypatch.setattr(index_key, "FAST_KEY_MIN_RECORDS", 0)
     if request.param == "stat":
-        monkeypatch.setattr(index_key, "_find_program", lambda _root: None)
+        monkeypatch.setattr(index_listing, "_find_program", lambda _root: None)
     return str(request.param)
 
 

@@ -221,14 +221,16 @@ def test_migration_writes_the_earlier_tools_blobs(
     commit(memory_root)
     for path in EARLIER_MIGRATED_BLOBS:
         os.utime(memory_root / path, (1755691200, 1755691200))  # 2025-08-20T12:00:00Z
-    listed = subprocess.run(["dsh-memory", "legacy-records"], capture_output=True, text=True,
-                            check=True, timeout=60).stdout  # fmt: skip
+    listed = subprocess.run(
+        ["dsh-memory", "legacy-records"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     for record in json.loads(listed)["value"]["records"]:
         assert record["frontMatter"] == (
             f"---\nschema_version: 1\nid: {record['id']}\n"
             "created_at: 2025-08-20\nupdated_at: 2025-08-20\n---\n"
         )
-    subprocess.run(["dsh-memory", "migrate-legacy", "--apply"], capture_output=True, check=True,
-                   timeout=60)  # fmt: skip
+    subprocess.run(
+        ["dsh-memory", "migrate-legacy", "--apply"], capture_output=True, check=True, timeout=60
+    )
     for path, (_, blob) in EARLIER_MIGRATED_BLOBS.items():
         assert run_git(memory_root, "rev-parse", f"HEAD:{path}").strip() == blob, path

@@ -54,8 +54,9 @@ def emit_envelope(service: Any, envelope: dict[str, Any]) -> int:
         emit_json(envelope)
         return 0
     error = failed_envelope(envelope, service.last_error_message)["error"]
-    emit_json(render_error(error["code"], cli_message(error["code"], error["message"])),
-              stream=sys.stderr)  # fmt: skip
+    emit_json(
+        render_error(error["code"], cli_message(error["code"], error["message"])), stream=sys.stderr
+    )
     return 1
 
 

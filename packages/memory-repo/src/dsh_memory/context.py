@@ -111,9 +111,16 @@ def context(
         total = len(matches)
         if wanted:
             fused, notes = fused_ranking(
-                root, checked_query, matches, retrieval, scope=checked_scope, now=instant,
-                limit=checked_limit, budget=encode_budget, progress=progress,
-            )  # fmt: skip
+                root,
+                checked_query,
+                matches,
+                retrieval,
+                scope=checked_scope,
+                now=instant,
+                limit=checked_limit,
+                budget=encode_budget,
+                progress=progress,
+            )
             retrieval = {**retrieval, "ranking": "hybrid" if fused is not None else "lexical"}
             if fused is not None:
                 hits, total = fused

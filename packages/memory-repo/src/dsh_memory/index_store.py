@@ -24,7 +24,7 @@ every bigram a term of its own) and the layout follows from it:
 - ``meta`` (key/value text) and, with the listing key, ``listing``: the ``find`` listing
   the key was taken from, in compressed chunks of about a hundred lines, so that a changed
   listing says which records changed by the few chunks that differ
-  (:func:`dsh_memory.index_key.listing_chunks`).
+  (:func:`dsh_memory.index_listing.listing_chunks`).
 
 The file is updated in place, one SQLite transaction per change (rollback journal): readers
 see the old or the new state, never a mix. A missing, damaged or older file is built anew in

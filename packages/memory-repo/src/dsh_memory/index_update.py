@@ -29,7 +29,7 @@ import zlib
 from pathlib import Path
 
 from dsh_common import jsonio
-from dsh_memory import index_key
+from dsh_memory import index_key, index_listing
 from dsh_memory.index_key import Observed
 from dsh_memory.index_store import (
     INDEX_SCHEMA_VERSION,
@@ -245,9 +245,9 @@ def _replace_listing(connection: sqlite3.Connection, listing: bytes | None) -> d
     if listing is None:
         return {}
     connection.execute(LISTING_SCHEMA)
-    chunks = index_key.listing_chunks(listing)
+    chunks = index_listing.listing_chunks(listing)
     _store_chunks(connection, chunks)
-    return {"listing_chunks": index_key.chunks_digest(chunks)}
+    return {"listing_chunks": index_listing.chunks_digest(chunks)}
 
 
 def _store_chunks(connection: sqlite3.Connection, chunks: dict[bytes, bytes]) -> None:
@@ -309,9 +309,9 @@ def _apply_listing(
     if observed.listing is None or observed.states is None or not meta.get("listing_chunks"):
         return False
     stored = {digest for (digest,) in connection.execute("SELECT digest FROM listing")}
-    if index_key.chunks_digest(stored) != meta["listing_chunks"]:
+    if index_listing.chunks_digest(stored) != meta["listing_chunks"]:
         return False  # the stored chunks are not those of the listing the rows came from
-    chunks = index_key.listing_chunks(observed.listing)
+    chunks = index_listing.listing_chunks(observed.listing)
     vanished = sorted(stored - chunks.keys())
     appeared = {digest: chunk for digest, chunk in chunks.items() if digest not in stored}
     try:
@@ -325,7 +325,7 @@ def _apply_listing(
         ]
     except zlib.error:
         return False
-    changes = index_key.listing_changes(before, appeared.values())
+    changes = index_listing.listing_changes(before, appeared.values())
     if changes is None:
         return False
     gone, came = changes
@@ -343,7 +343,7 @@ def _apply_listing(
     _store_chunks(connection, appeared)
     keys = {
         **index_key.listing_meta(observed.states, observed.listing),
-        "listing_chunks": index_key.chunks_digest(chunks),
+        "listing_chunks": index_listing.chunks_digest(chunks),
     }
     _write_meta(connection, {**keys, **totals.meta()})
     return True

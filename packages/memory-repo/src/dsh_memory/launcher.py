@@ -4,14 +4,14 @@
 session start). ``status``, ``search`` and ``context`` with plain options run here
 (:mod:`dsh_common.fastpath`), ~100 ms sooner than through the parser, and so do ``pull`` and
 ``push`` (an up-to-date pull is mostly that start-up); everything else, and anything
-unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print through
+unusual, is the Typer command line in :mod:`dsh_memory.cli.memory`. Both print through
 :mod:`dsh_memory.cli_output`, so the bytes are the same either way.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 
 def _run(values: dict[str, Any], command: str) -> int:
@@ -51,7 +51,7 @@ def _fast(argv: list[str]) -> int | None:
     return run_fast(argv, commands, global_options=("--root",), render_error=render_error)
 
 
-def main() -> None:
+def main() -> NoReturn:
     """Console-script entry point."""
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
@@ -63,7 +63,7 @@ def main() -> None:
     from dsh_common.quick_exit import answer_or_continue  # noqa: PLC0415
 
     answer_or_continue(lambda: _fast(argv))
-    from dsh_memory.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
+    from dsh_memory.cli.memory import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()
 

@@ -63,8 +63,11 @@ def build_server(service: MemoryService) -> Server[Any]:
         value = loads(text)
         if isinstance(value, dict) and "error" in value:
             code = str(value["error"])
-            failed = failed_envelope({"error": {"code": code}}, service.last_error_message,
-                                     f"memory tool {params.name} failed: {code}")  # fmt: skip
+            failed = failed_envelope(
+                {"error": {"code": code}},
+                service.last_error_message,
+                f"memory tool {params.name} failed: {code}",
+            )
             return error_result(dumps({"error": failed["error"]}))
         return structured_result(value, text)
 

@@ -190,9 +190,16 @@ def search(
     fused = None
     if wanted:
         fused, notes = fused_ranking(
-            root, checked_query, matches, retrieval, scope=checked_scope, now=instant,
-            limit=checked_limit, budget=encode_budget, progress=progress,
-        )  # fmt: skip
+            root,
+            checked_query,
+            matches,
+            retrieval,
+            scope=checked_scope,
+            now=instant,
+            limit=checked_limit,
+            budget=encode_budget,
+            progress=progress,
+        )
         retrieval = {**retrieval, "ranking": "hybrid" if fused is not None else "lexical"}
     terms = [term.text for term in plan.terms]
     top: list[Hit]

@@ -370,9 +370,14 @@ class MemoryService:
             from dsh_memory.search import search  # noqa: PLC0415
 
             return search(
-                self._layout().root, query, limit, scope, ranking=ranking,
-                encode_budget=self._encode_budget, progress=self._progress,
-            )  # fmt: skip
+                self._layout().root,
+                query,
+                limit,
+                scope,
+                ranking=ranking,
+                encode_budget=self._encode_budget,
+                progress=self._progress,
+            )
 
         return self._envelope("search", action)
 
@@ -391,9 +396,15 @@ class MemoryService:
             # layout check and the marker share one git process where they can).
             layout, recorded = inspect_memory_layout(self.root)
             return context(
-                layout.root, query, limit, scope, record_use=recorded, ranking=ranking,
-                encode_budget=self._encode_budget, progress=self._progress,
-            )  # fmt: skip
+                layout.root,
+                query,
+                limit,
+                scope,
+                record_use=recorded,
+                ranking=ranking,
+                encode_budget=self._encode_budget,
+                progress=self._progress,
+            )
 
         return self._envelope("context", action)
 
