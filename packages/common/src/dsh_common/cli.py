@@ -36,6 +36,7 @@ from dsh_common.errors import DshError
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
     from dsh_common.agent_setup_entries import SetupOption
+    from dsh_common.cli_spec import Program
 
 ErrorRenderer = Callable[[str, str], Any]
 
@@ -149,8 +150,9 @@ def add_setup_command(
 ) -> None:
     """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]
     [--ranking hybrid|lexical]`` on the Typer ``app``: the one signature every product's
-    ``setup`` has, running :func:`dsh_common.agent_setup.run_setup` with what
-    ``integration()`` (built only when the command runs) registers.
+    ``setup`` has (declared by :func:`dsh_common.cli_spec.setup_command`), running
+    :func:`dsh_common.agent_setup.run_setup` with what ``integration()`` (built only when
+    the command runs) registers.
 
     ``options`` is the product's declared list of what setup may write into its entries
     (:class:`dsh_common.agent_setup_entries.SetupOption`): each becomes ``--flag VALUE`` of
@@ -161,15 +163,16 @@ def add_setup_command(
     Typer context (``ctx.obj``, as Click's ``pass_obj`` does), e.g. the database that a
     global ``--db`` named.
     """
-    import inspect
+    # Only here: see the module docstring (cli_typer imports typer).
+    from dsh_common.cli_spec import setup_command as declared_setup
+    from dsh_common.cli_spec import setup_parameter
+    from dsh_common.cli_typer import command
 
-    import typer  # only here: see the module docstring
-
-    def setup_command(ctx: typer.Context, **values: Any) -> None:
+    def setup_command(ctx: Any, **values: Any) -> None:
         from dsh_common.agent_setup import run_setup
         from dsh_common.agent_setup_ranking import finish, ranking_variables
 
-        given = [(option, values[_parameter(option)]) for option in options]
+        given = [(option, values[setup_parameter(option.flag)]) for option in options]
         ranking = values["ranking"]
         variables = {} if ranking is None else ranking_variables(ranking, remove=values["remove"])
         registered = integration(ctx.obj) if pass_obj else integration()
@@ -187,73 +190,8 @@ def add_setup_command(
             finish(result, variables, registered.program, dry_run=values["dry_run"])
         emit_json(result)
 
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    parameters = [
-        inspect.Parameter("ctx", keyword, annotation=typer.Context),
-        inspect.Parameter(
-            "host",
-            keyword,
-            default=typer.Argument(..., help="claude-code or codex."),
-            annotation=str,
-        ),
-        inspect.Parameter(
-            "scope",
-            keyword,
-            default=typer.Option("user", "--scope", help="user (default) or project."),
-            annotation=str,
-        ),
-        inspect.Parameter(
-            "project_dir",
-            keyword,
-            default=typer.Option(None, "--project-dir", help="Project root (default: cwd)."),
-            annotation=str | None,
-        ),
-        inspect.Parameter(
-            "remove",
-            keyword,
-            default=typer.Option(False, "--remove", help="Undo exactly our entries."),
-            annotation=bool,
-        ),
-        inspect.Parameter(
-            "dry_run",
-            keyword,
-            default=typer.Option(False, "--dry-run", help="Print the diff; write nothing."),
-            annotation=bool,
-        ),
-    ]
-    parameters.append(
-        inspect.Parameter(
-            "ranking",
-            keyword,
-            default=typer.Option(
-                None,
-                "--ranking",
-                help="hybrid or lexical: DSH_RANKING for the server and hooks (hybrid also "
-                "warms the model's weight cache; needs the [semantic] extra).",
-                metavar="hybrid|lexical",
-            ),
-            annotation=str | None,
-        )
-    )
-    for option in options:
-        parameters.append(
-            inspect.Parameter(
-                _parameter(option),
-                keyword,
-                default=typer.Option(None, option.flag, help=option.help, metavar=option.metavar),
-                annotation=str | None,
-            )
-        )
-    # Typer reads the parameters from the signature: one per declared option.
-    setup_command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    setup_command.__annotations__ = {p.name: p.annotation for p in parameters}
     epilog = "\b\nExample:\n" + "\n".join(f"  {example}" for example in examples)
-    app.command("setup", help=summary, epilog=epilog)(setup_command)
-
-
-def _parameter(option: SetupOption) -> str:
-    """The Python name of a declared option's parameter (``--db`` -> ``option_db``)."""
-    return "option_" + option.flag.lstrip("-").replace("-", "_")
+    command(app, declared_setup(options), help=summary, epilog=epilog)(setup_command)
 
 
 #: What every search-like command says when the query is given twice, differently.
@@ -353,14 +291,21 @@ def prepare_arguments(
     local_options: Mapping[str, Collection[str]] | None = None,
     bare_help: bool = True,
     command_options: Collection[str] = (),
+    program: Program | None = None,
 ) -> tuple[list[str], str | None]:
     """The argv rewrites of :func:`run_app`, exposed for launchers' fast paths.
 
     Returns ``(arguments, format)``: ``--format`` removed, ``command_options`` written
     before the subcommand moved after it, global options hoisted in front of the
     subcommand, flag spellings expanded, ``--help`` added when no subcommand was given.
-    ``format`` is None when ``--format`` was not given.
+    ``format`` is None when ``--format`` was not given. With ``program`` (its
+    declaration, :mod:`dsh_common.cli_spec`) the option lists are the declared ones.
     """
+    if program is not None:
+        global_options = program.global_names
+        command_options = program.command_options
+        local_options = program.local_options()
+        flag_values = program.flag_values()
     from dsh_common.cli_args import (
         expand_flag_values,
         hoist_global_options,
@@ -398,6 +343,7 @@ def run_app(
     refuse_undecodable_values: bool = True,
     bare_help: bool = True,
     command_options: Collection[str] = (),
+    program: Program | None = None,
 ) -> int:
     """Run a Typer/Click app and turn every failure into a JSON error; return the exit code.
 
@@ -417,7 +363,18 @@ def run_app(
     ``--format text|json`` is always on; the bare command prints help unless
     ``bare_help`` is false (a single-command program such as ``dsh-memory-sync``, whose bare
     invocation is its main job).
+
+    ``program`` is the app's declaration (:mod:`dsh_common.cli_spec`): given, the option
+    lists above are derived from it (and ``prog_name`` defaults to its name), so the
+    launchers' fast path, which reads the same declaration, rewrites the arguments alike.
     """
+    if program is not None:
+        prog_name = prog_name if prog_name is not None else program.name
+        global_options = program.global_names
+        command_options = program.command_options
+        local_options = program.local_options()
+        flag_values = program.flag_values()
+        path_options = program.path_options
     raw = list(args) if args is not None else sys.argv[1:]
     _describe_conventions(app, [*global_options, *command_options], version is not None)
     refused = undecodable_argument(
