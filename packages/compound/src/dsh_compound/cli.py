@@ -1,17 +1,21 @@
 """The ``dsh-compound`` command: parse arguments, call the library, print JSON.
 
-This is the only module that imports typer. Library modules are imported inside each
-command so that ``dsh-compound --help`` does not pay for ICU or the record code.
+This is the only module that imports typer. Each command's options are declared in
+:mod:`dsh_compound.cli_spec` (read by the launcher's fast path too); a command here names
+them and does its work. Library modules are imported inside each command so that
+``dsh-compound --help`` does not pay for ICU or the record code.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from dsh_common.cli import add_setup_command
+from dsh_common.cli_typer import command
+from dsh_compound.cli_spec import PROGRAM
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
@@ -29,24 +33,6 @@ app = typer.Typer(
     ),
 )
 
-
-def _default_workspace() -> str:
-    from dsh_compound.project_root import find_workspace
-
-    return str(find_workspace())
-
-
-WorkspaceOption = Annotated[
-    str,
-    typer.Option(
-        "--workspace",
-        default_factory=_default_workspace,
-        show_default="the nearest directory holding docs/solutions/dsh-compound/ up to the "
-        "git top level, else the git top level, else the current directory",
-        help="The workspace root (a directory, not a symlink).",
-    ),
-]
-
 DRAFT_EXAMPLE = """\b
 Draft format (JSON; `dsh-compound template` prints it):
 {"id": "pool-timeout", "title": "...", "tags": ["db"],
@@ -55,29 +41,13 @@ Draft format (JSON; `dsh-compound template` prints it):
 Fields other than these are discarded and named in warnings."""
 
 
-@app.command(
-    "capture",
+@command(
+    app,
+    PROGRAM["capture"],
     epilog=DRAFT_EXAMPLE + "\n\n\b\nExample:\n  dsh-compound capture --input draft.json\n"
     "  dsh-compound template | my-editor | dsh-compound capture --input -",
 )
-def capture_command(
-    workspace: WorkspaceOption,
-    input: Annotated[
-        str,
-        typer.Option(
-            "--input",
-            help="Draft JSON file inside the workspace (absolute path recommended); "
-            "- reads the draft from stdin.",
-        ),
-    ],
-    replace: Annotated[
-        str | None,
-        typer.Option(
-            "--replace",
-            help="Replace the existing record only if its digest is still this one (CAS).",
-        ),
-    ] = None,
-) -> None:
+def capture_command(workspace: str, input: str, replace: str | None) -> None:
     """Save a draft as <id>.md; never overwrites unless --replace matches the digest."""
     from dsh_common.cli import emit_json
     from dsh_compound.draft import read_draft_input
@@ -92,31 +62,13 @@ def capture_command(
     emit_json({**result, "warnings": warnings} if warnings else result)
 
 
-@app.command(
-    "recall",
+@command(
+    app,
+    PROGRAM["recall"],
     epilog='\b\nExample:\n  dsh-compound recall "connection pool timeout" --limit 3',
 )
 def recall_command(
-    workspace: WorkspaceOption,
-    text: Annotated[
-        str | None, typer.Argument(metavar="[QUERY]", help="Search text (or --query).")
-    ] = None,
-    query: Annotated[
-        str | None, typer.Option("--query", help="Search text, at most 500 characters.")
-    ] = None,
-    limit: Annotated[
-        str, typer.Option("--limit", help="Number of results, 1-10 (default 5).")
-    ] = "5",
-    ranking: Annotated[
-        str | None,
-        typer.Option(
-            "--ranking",
-            metavar="lexical|hybrid",
-            help="lexical (the default, else $DSH_RANKING): keyword/substring overlap. hybrid: "
-            "also by meaning, across Chinese and English (needs the [semantic] extra; "
-            "encodes lessons without vectors first, with progress on a terminal).",
-        ),
-    ] = None,
+    workspace: str, text: str | None, query: str | None, limit: str, ranking: str | None
 ) -> None:
     """Rank records by keyword/substring overlap with the query (English and Chinese)."""
     from dsh_common.cli import emit_json
@@ -125,11 +77,12 @@ def recall_command(
     emit_json(recall_result(workspace, text, query, limit, ranking))
 
 
-@app.command(
-    "index",
+@command(
+    app,
+    PROGRAM["index"],
     epilog="\b\nExample:\n  dsh-compound index   (once after installing the [semantic] extra)",
 )
-def index_command(workspace: WorkspaceOption) -> None:
+def index_command(workspace: str) -> None:
     """Build the recall cache and every lesson's vector for hybrid ranking (progress on stderr)."""
     from dsh_common.cli import emit_json
     from dsh_compound.draft_extras import stderr_progress
@@ -138,11 +91,8 @@ def index_command(workspace: WorkspaceOption) -> None:
     emit_json(build_index(workspace, progress=stderr_progress("encoding lesson vectors")))
 
 
-@app.command("inspect", epilog="\b\nExample:\n  dsh-compound inspect --id pool-timeout")
-def inspect_command(
-    workspace: WorkspaceOption,
-    id: Annotated[str, typer.Option("--id", help="The record ID (kebab-case slug).")],
-) -> None:
+@command(app, PROGRAM["inspect"], epilog="\b\nExample:\n  dsh-compound inspect --id pool-timeout")
+def inspect_command(workspace: str, id: str) -> None:
     """Show one record in full: metadata, body, evidence status, content status, digest."""
     from dsh_common.cli import emit_json
     from dsh_compound.review import inspect
@@ -150,68 +100,22 @@ def inspect_command(
     emit_json(inspect(workspace, id))
 
 
-@app.command(
-    "check",
+@command(
+    app,
+    PROGRAM["check"],
     epilog="\b\nExample:\n  dsh-compound check --format text\n"
     "  dsh-compound check --staged --fail-on changed --format text   (a git pre-commit hook)\n"
     "  dsh-compound check --pre-commit --fail-on changed --format text   (the pre-commit hook)\n"
     "  dsh-compound check --changed-since origin/main --fail-on changed --format github",
 )
 def check_command(
-    workspace: WorkspaceOption,
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="[PATH]...",
-            help="With --pre-commit: the files pre-commit names (relative to the current "
-            "directory).",
-        ),
-    ] = None,
-    fail_on: Annotated[
-        str | None,
-        typer.Option(
-            "--fail-on",
-            help="Exit 1 when a lesson's sources are changed or missing (changed), or when "
-            "any lesson needs review (needs-review); either way also when the check is "
-            "incomplete (corpus scan cut at its bounds, sources left unhashed). never, or "
-            "no --fail-on: the exit code is 0.",
-        ),
-    ] = None,
-    changed_since: Annotated[
-        str | None,
-        typer.Option(
-            "--changed-since",
-            metavar="REV",
-            help="Only lessons whose sources (or own record) changed between REV and the "
-            "work tree: what a pull request touched.",
-        ),
-    ] = None,
-    staged: Annotated[
-        bool,
-        typer.Option(
-            "--staged",
-            help="Only lessons whose sources (or own record) are in the staged changes: "
-            "what the commit being made touches (the index GIT_INDEX_FILE names, when git "
-            "commit set it).",
-        ),
-    ] = False,
-    pre_commit: Annotated[
-        bool,
-        typer.Option(
-            "--pre-commit",
-            help="Run as the pre-commit hook: the change is read from pre-commit's "
-            "--from-ref/--to-ref, else the commit being made, else the files it names "
-            "(none: every lesson).",
-        ),
-    ] = False,
-    output: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            help="json (default), text (a person's list) or github (GitHub Actions "
-            "annotations, most important first).",
-        ),
-    ] = None,
+    workspace: str,
+    paths: list[str] | None,
+    fail_on: str | None,
+    changed_since: str | None,
+    staged: bool,
+    pre_commit: bool,
+    output: str | None,
 ) -> None:
     """Report every record whose sources changed or whose body drifted; count the rest."""
     import os
@@ -269,32 +173,16 @@ def check_command(
         raise typer.Exit(1)
 
 
-@app.command("mcp", epilog="\b\nExample:\n  dsh-compound mcp --workspace .")
-def mcp_command(
-    workspace: Annotated[
-        str | None,
-        typer.Option(
-            "--workspace",
-            help="The workspace the tools work in (default: as for every command, the "
-            "nearest directory holding the corpus up to the git top level, else the git top "
-            "level, else the current directory).",
-        ),
-    ] = None,
-) -> None:
+@command(app, PROGRAM["mcp"], epilog="\b\nExample:\n  dsh-compound mcp --workspace .")
+def mcp_command(workspace: str | None) -> None:
     """Serve the agent tools over MCP on stdin/stdout (needs the [mcp] extra)."""
     from dsh_common.mcp_stdio import import_server
 
     import_server("dsh_compound.mcp_server", "dsh-compound").serve(workspace)
 
 
-@app.command(
-    "hook",
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
-)
-def hook_command(
-    ctx: typer.Context,
-    event: Annotated[str, typer.Argument(help="session-start or user-prompt-submit.")],
-) -> NoReturn:
+@command(app, PROGRAM["hook"])
+def hook_command(ctx: typer.Context, event: str) -> NoReturn:
     """Agent hook: read the host's payload on stdin, print lessons as additionalContext."""
     from dsh_compound.hooks import main as hook_main
 
@@ -330,7 +218,7 @@ add_setup_command(
 )
 
 
-@app.command("template", epilog="\b\nExample:\n  dsh-compound template > /tmp/draft.json")
+@command(app, PROGRAM["template"], epilog="\b\nExample:\n  dsh-compound template > /tmp/draft.json")
 def template_command() -> None:
     """Print an empty draft to fill in and pass to capture --input."""
     from dsh_common.cli import emit_json
@@ -339,17 +227,12 @@ def template_command() -> None:
     emit_json(DRAFT_TEMPLATE)
 
 
-@app.command(
-    "remove",
+@command(
+    app,
+    PROGRAM["remove"],
     epilog="\b\nExample:\n  dsh-compound remove --id pool-timeout --digest <digest from inspect>",
 )
-def remove_command(
-    workspace: WorkspaceOption,
-    id: Annotated[str, typer.Option("--id", help="The record ID (kebab-case slug).")],
-    digest: Annotated[
-        str, typer.Option("--digest", help="The record's current digest, from inspect (CAS).")
-    ],
-) -> None:
+def remove_command(workspace: str, id: str, digest: str) -> None:
     """Retire a record, only if its digest is still the one you inspected."""
     from dsh_common.cli import emit_json
     from dsh_compound.removal import remove
@@ -362,8 +245,6 @@ def main() -> NoReturn:
     from dsh_common.cli import default_error_document, run_app
     from dsh_compound import __version__
 
-    # --workspace is each command's own option, and so is check's --format github (json
-    # and text are everybody's): written before the command they work too.
     render_error = default_error_document
     if _asks_github(sys.argv[1:]):
         from dsh_compound.check_report import github_error_document
@@ -372,9 +253,8 @@ def main() -> NoReturn:
     sys.exit(
         run_app(
             app,
-            prog_name="dsh-compound",
+            program=PROGRAM,
             version=__version__,
-            command_options=("--workspace", "--format"),
             render_error=render_error,
         )
     )
