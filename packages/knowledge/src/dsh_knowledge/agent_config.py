@@ -30,8 +30,6 @@ __all__ = [
 PROJECT_ENV = "DSH_KNOWLEDGE_PROJECT"
 SESSION_ENV = "DSH_KNOWLEDGE_SESSION_ID"
 
-_OPTIONS = ("--db", "--project", "--workspace", "--session-id")
-
 
 def _env(name: str) -> str | None:
     value = os.environ.get(name, "")
@@ -52,8 +50,18 @@ class AgentOptions:
     session_id: str | None
 
 
-def parse_agent_options(argv: Sequence[str], *, allowed: Sequence[str] = _OPTIONS) -> AgentOptions:
-    """``--db X --project P --workspace W --session-id S`` (also ``--name=value``)."""
+def parse_agent_options(
+    argv: Sequence[str], *, allowed: Sequence[str] | None = None
+) -> AgentOptions:
+    """``--db X --project P --workspace W --session-id S`` (also ``--name=value``).
+
+    ``allowed``: the option names to accept, by default those declared for ``mcp``
+    (:mod:`dsh_knowledge.cli_spec`); the hook passes its own.
+    """
+    if allowed is None:
+        from dsh_knowledge.cli_spec import PROGRAM  # noqa: PLC0415 - the hook passes its own
+
+        allowed = PROGRAM["mcp"].value_names
     values: dict[str, str] = {}
     index = 0
     while index < len(argv):

@@ -120,10 +120,14 @@ def hook_ranking() -> str:
 
 
 def _options(args: list[str]) -> AgentOptions:
+    """The hook's declared options (``dsh_knowledge.cli_spec``: the flags set aside, the
+    options that take a value parsed as the MCP server parses its own)."""
     from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
+    from dsh_knowledge.cli_spec import PROGRAM  # noqa: PLC0415
 
-    rest = [arg for arg in args if arg != "--auto-extract"]
-    return parse_agent_options(rest, allowed=("--db", "--project"))
+    hook = PROGRAM["hook"]
+    rest = [arg for arg in args if arg not in hook.flag_names]
+    return parse_agent_options(rest, allowed=hook.value_names)
 
 
 def _on_prompt(payload: Mapping[str, Any], args: list[str]) -> str | None:

@@ -5,7 +5,8 @@ Every result goes to stdout as JSON; every foreseeable failure prints
 Library modules are imported inside the commands so that ``--help`` starts fast. This
 package is the only part of dsh-knowledge that imports typer: the app, ``--db`` and the
 command's store in :mod:`._app`; the commands by job in :mod:`.items`, :mod:`.curation`,
-:mod:`.store_admin` and :mod:`.agents`.
+:mod:`.store_admin` and :mod:`.agents`. What each command takes (and which options are
+paths, or may come before the command) is declared in :mod:`dsh_knowledge.cli_spec`.
 """
 
 from __future__ import annotations
@@ -16,19 +17,14 @@ from typing import NoReturn
 
 from dsh_common.cli import run_app
 from dsh_knowledge.cli._app import app
+from dsh_knowledge.cli_spec import PROGRAM
 
-__all__ = ["COMMAND_OPTIONS", "PATH_OPTIONS", "app", "main"]
+__all__ = ["app", "main"]
 
 # Each module registers its commands on `app` when imported: in this order, the order of
 # `dsh-knowledge --help`.
 for _module in ("items", "curation", "store_admin", "agents"):
     importlib.import_module(f"{__name__}.{_module}")
-
-#: Options whose value is a path: undecodable bytes there are invalid-path.
-PATH_OPTIONS = ("--db", "--repo", "--workspace", "--from")
-
-#: The scope options most commands define; written before the subcommand they still work.
-COMMAND_OPTIONS = ("--workspace", "--project")
 
 
 def _undecodable_url_with_password(arguments: list[str]) -> str | None:
@@ -66,13 +62,8 @@ def main() -> NoReturn:
     sys.exit(
         run_app(
             app,
-            prog_name="dsh-knowledge",
-            path_options=PATH_OPTIONS,
-            global_options=("--db",),
-            # These pass their own --db on to the hook or the MCP server.
-            local_options={"hook": ("--db",), "mcp": ("--db",)},
-            # Defined by each command, also accepted before it: --workspace W search q.
-            command_options=COMMAND_OPTIONS,
+            # hook and mcp pass their own --db on to the hook or the MCP server.
+            program=PROGRAM,
             version=__version__,
         )
     )

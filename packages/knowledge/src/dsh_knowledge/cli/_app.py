@@ -1,5 +1,8 @@
 """The Typer app, its global ``--db`` option and the store a command works on.
 
+What every command takes is declared in :mod:`dsh_knowledge.cli_spec`; the command modules
+build their parameters from it (:func:`dsh_common.cli_typer.command`).
+
 The command modules register their commands on :data:`app`; a command that reads or writes
 knowledge takes the Typer context and asks :func:`repository_of` for the store, which the
 callback opened for it (on first use) and closes when the command ends.
@@ -7,9 +10,12 @@ callback opened for it (on first use) and closes when the command ends.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
+
+from dsh_common.cli_typer import callback
+from dsh_knowledge.cli_spec import PROGRAM
 
 if TYPE_CHECKING:
     from dsh_knowledge.repository import KnowledgeRepository
@@ -50,18 +56,8 @@ class CommandStore:
             self._store = None
 
 
-@app.callback()
-def main_options(
-    ctx: typer.Context,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            help="SQLite file or postgresql:// URL (default $DSH_KNOWLEDGE_DB, else "
-            "$DSH_HOME/knowledge/knowledge.sqlite, ~/.dsh when unset).",
-        ),
-    ] = None,
-) -> None:
+@callback(app, PROGRAM)
+def main_options(ctx: typer.Context, db: str | None) -> None:
     """Local, evidence-backed project knowledge for coding agents."""
     from dsh_knowledge.store_location import resolve_database
 

@@ -3,76 +3,48 @@ are here for ``--help`` and ``python -m dsh_knowledge.cli``) and ``setup``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from dsh_common.cli import add_setup_command
+from dsh_common.cli_typer import command
 from dsh_knowledge.cli._app import CommandStore, app
+from dsh_knowledge.cli_spec import PROGRAM
 
 if TYPE_CHECKING:
     from dsh_common.agent_setup import Integration
 
 
-@app.command(
-    name="mcp", epilog="\b\nExample:\n  dsh-knowledge mcp --db ~/.dsh/knowledge/knowledge.sqlite"
+@command(
+    app,
+    PROGRAM["mcp"],
+    epilog="\b\nExample:\n  dsh-knowledge mcp --db ~/.dsh/knowledge/knowledge.sqlite",
 )
 def mcp_command(
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db", help="SQLite file or postgresql:// URL (else $DSH_KNOWLEDGE_DB, else default)."
-        ),
-    ] = None,
-    project: Annotated[
-        str | None, typer.Option("--project", help="Default project (else $DSH_KNOWLEDGE_PROJECT).")
-    ] = None,
-    workspace: Annotated[
-        str | None, typer.Option("--workspace", help="Session workspace (default: the cwd).")
-    ] = None,
-    session_id: Annotated[
-        str | None,
-        typer.Option("--session-id", help="Session evidence id (else $DSH_KNOWLEDGE_SESSION_ID)."),
-    ] = None,
+    db: str | None, project: str | None, workspace: str | None, session_id: str | None
 ) -> NoReturn:
     """Serve the seven knowledge tools over MCP stdio (needs dsh-knowledge[mcp])."""
     from dsh_knowledge.launcher import _mcp
 
-    args = []
-    for flag, value in (
-        ("--db", db),
-        ("--project", project),
-        ("--workspace", workspace),
-        ("--session-id", session_id),
-    ):
-        if value is not None:
-            args += [flag, value]
-    raise typer.Exit(_mcp(args))
+    # The server parses the same declared options itself (dsh_knowledge.agent_config).
+    values = {"db": db, "project": project, "workspace": workspace, "session_id": session_id}
+    raise typer.Exit(_mcp(PROGRAM["mcp"].words(values)))
 
 
-@app.command(
-    name="hook",
+@command(
+    app,
+    PROGRAM["hook"],
     epilog='\b\nExample:\n  echo \'{"cwd": ".", "prompt": "which port"}\' | '
     "dsh-knowledge hook user-prompt-submit",
 )
-def hook_command(
-    event: Annotated[str, typer.Argument(help="user-prompt-submit or stop")],
-    db: Annotated[
-        str | None, typer.Option("--db", help="SQLite file or postgresql:// URL.")
-    ] = None,
-    project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
-    auto_extract: Annotated[
-        bool, typer.Option("--auto-extract", help="stop: extract candidates (opt-in).")
-    ] = False,
-) -> NoReturn:
+def hook_command(event: str, db: str | None, project: str | None, auto_extract: bool) -> NoReturn:
     """Agent hook: payload JSON on stdin, hookSpecificOutput on stdout; silent on any error."""
     from dsh_knowledge.hooks import main as hook_main
 
-    args = [event, *(["--auto-extract"] if auto_extract else [])]
-    for flag, value in (("--db", db), ("--project", project)):
-        if value is not None:
-            args += [flag, value]
-    raise typer.Exit(hook_main(args))
+    # The hook parses the same declared options itself (dsh_knowledge.hooks).
+    values = {"db": db, "project": project, "auto_extract": auto_extract}
+    raise typer.Exit(hook_main([event, *PROGRAM["hook"].words(values)]))
 
 
 def _knowledge_integration(store: CommandStore) -> Integration:

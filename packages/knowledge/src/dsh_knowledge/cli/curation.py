@@ -4,24 +4,19 @@ review queue, automatic extraction from a session and provenance captured late."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from dsh_common.cli import emit_json
+from dsh_common.cli_typer import command
 from dsh_knowledge.cli._app import app, repository_of, usage
 from dsh_knowledge.cli_results import filter_workspace, missing, scope_workspace
+from dsh_knowledge.cli_spec import PROGRAM
 
 
-@app.command(epilog="\b\nExample:\n  dsh-knowledge freshness ID --repo .")
-def freshness(
-    ctx: typer.Context,
-    item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
-    repo: Annotated[
-        Path | None,
-        typer.Option("--repo", help="The Git work tree to compare with (default: its top level)."),
-    ] = None,
-) -> None:
+@command(app, PROGRAM["freshness"], epilog="\b\nExample:\n  dsh-knowledge freshness ID --repo .")
+def freshness(ctx: typer.Context, item_id: str, repo: Path | None) -> None:
     """Compare an item's Git-backed file evidence with the repository: the freshness report."""
     from dsh_knowledge.freshness import check_freshness
 
@@ -32,33 +27,19 @@ def freshness(
     emit_json(check_freshness(repository_of(ctx).require(item_id), repo))
 
 
-@app.command(
+@command(
+    app,
+    PROGRAM["health"],
     epilog="\b\nExamples:\n  dsh-knowledge health ID1 ID2 --repo .\n"
-    "  dsh-knowledge health --all --workspace ~/src/app"
+    "  dsh-knowledge health --all --workspace ~/src/app",
 )
 def health(
     ctx: typer.Context,
-    item_ids: Annotated[
-        list[str] | None, typer.Argument(metavar="ID...", help="1 to 16 item ids.")
-    ] = None,
-    repo: Annotated[
-        Path | None,
-        typer.Option("--repo", help="The Git work tree to check against (default: the workspace)."),
-    ] = None,
-    guidance: Annotated[
-        bool, typer.Option("--guidance", help="Add advisory guidance per result.")
-    ] = False,
-    all_items: Annotated[
-        bool,
-        typer.Option(
-            "--all",
-            help="Every candidate and verified item of the workspace, in batches of 16 "
-            "(progress on stderr).",
-        ),
-    ] = False,
-    workspace: Annotated[
-        str | None, typer.Option("--workspace", help="With --all: the workspace (default: cwd's).")
-    ] = None,
+    item_ids: list[str] | None,
+    repo: Path | None,
+    guidance: bool,
+    all_items: bool,
+    workspace: str | None,
 ) -> None:
     """Health of 1-16 items of one workspace: {"results": [...]}."""
     from dsh_knowledge.health import check_health
@@ -92,21 +73,19 @@ def _with_warnings(report: dict[str, Any], warnings: list[str]) -> dict[str, Any
     return {**report, "warnings": warnings} if warnings else report
 
 
-@app.command(epilog="\b\nExample:\n  dsh-knowledge review --workspace . --limit 10 --repo .")
+@command(
+    app,
+    PROGRAM["review"],
+    epilog="\b\nExample:\n  dsh-knowledge review --workspace . --limit 10 --repo .",
+)
 def review(
     ctx: typer.Context,
-    workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
-    project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
-    workspace_wide: Annotated[
-        bool, typer.Option("--workspace-wide", help="Only items without a project.")
-    ] = False,
-    origin: Annotated[
-        str | None, typer.Option("--origin", help="explicit or automatic (default both).")
-    ] = None,
-    repo: Annotated[
-        Path | None, typer.Option("--repo", help="Git work tree: add live health per item.")
-    ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="At most N candidates.")] = None,
+    workspace: str | None,
+    project: str | None,
+    workspace_wide: bool,
+    origin: str | None,
+    repo: Path | None,
+    limit: int | None,
 ) -> None:
     """Candidates to review, with evidence (and health with --repo): {"candidates": [...],
     "total", "truncated"}."""
@@ -137,24 +116,17 @@ def review(
     emit_json({"candidates": candidates, **list_counts(len(candidates), total)})
 
 
-@app.command(
-    epilog="\b\nExample:\n  dsh-knowledge extract --transcript ~/.claude/projects/p/session.jsonl"
+@command(
+    app,
+    PROGRAM["extract"],
+    epilog="\b\nExample:\n  dsh-knowledge extract --transcript ~/.claude/projects/p/session.jsonl",
 )
 def extract(
     ctx: typer.Context,
-    transcript: Annotated[
-        Path, typer.Option("--transcript", help="Claude Code transcript or DSH session log.")
-    ],
-    session_id: Annotated[
-        str | None,
-        typer.Option("--session-id", help="Session id (default: the one the file names)."),
-    ] = None,
-    workspace: Annotated[
-        str | None, typer.Option("--workspace", help="Workspace (default: the file's cwd).")
-    ] = None,
-    project: Annotated[
-        str | None, typer.Option("--project", help="Project (else $DSH_KNOWLEDGE_PROJECT).")
-    ] = None,
+    transcript: Path,
+    session_id: str | None,
+    workspace: str | None,
+    project: str | None,
 ) -> None:
     """Admit automatic candidates from a session's direct user messages (opt-in)."""
     from dsh_knowledge.agent_config import resolve_project
@@ -192,16 +164,12 @@ def extract(
     )
 
 
-@app.command(
-    epilog="\b\nExample:\n  dsh-knowledge provenance 7831ed9b-ec99-4c51-b65e-082cd6b5b01a --repo ."
+@command(
+    app,
+    PROGRAM["provenance"],
+    epilog="\b\nExample:\n  dsh-knowledge provenance 7831ed9b-ec99-4c51-b65e-082cd6b5b01a --repo .",
 )
-def provenance(
-    ctx: typer.Context,
-    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
-    repo: Annotated[
-        Path | None, typer.Option("--repo", help="Git work tree (default: current directory).")
-    ] = None,
-) -> None:
+def provenance(ctx: typer.Context, item_ids: list[str], repo: Path | None) -> None:
     """Capture Git provenance for file evidence that lacks it, once committed and clean."""
     from dsh_knowledge.provenance_update import capture_missing_provenance
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from dsh_common.cli import emit_json
+from dsh_common.cli_typer import command
 from dsh_knowledge.cli._app import app, repository_of
+from dsh_knowledge.cli_spec import PROGRAM
 
 
-@app.command(
-    name="import",
+@command(
+    app,
+    PROGRAM["import"],
     epilog="\b\nExamples:\n"
     "  dsh-knowledge --db postgresql://kb.internal/team import --from ~/.dsh/knowledge/"
     "knowledge.sqlite --dry-run\n"
@@ -19,22 +20,7 @@ from dsh_knowledge.cli._app import app, repository_of
     "knowledge.sqlite --workspace-map /home/alice/payments=acme/payments",
 )
 def import_command(
-    ctx: typer.Context,
-    source: Annotated[
-        str,
-        typer.Option("--from", help="The store to copy from: an SQLite file or a PostgreSQL URL."),
-    ],
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Report what would be copied; write nothing.")
-    ] = False,
-    workspace_map: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--workspace-map",
-            metavar="OLD=NEW",
-            help="Re-scope items of workspace OLD (or a folder below it) to NEW; repeatable.",
-        ),
-    ] = None,
+    ctx: typer.Context, source: str, dry_run: bool, workspace_map: list[str] | None
 ) -> None:
     """Copy every item of another store into this one (ids, evidence, status, supersede
     links, provenance and timestamps kept; ids already here are skipped), in one
@@ -55,8 +41,10 @@ vectors_app = typer.Typer(
 app.add_typer(vectors_app, name="vectors")
 
 
-@vectors_app.command(
-    "build", epilog="\b\nExample:\n  dsh-knowledge vectors build   # once, after an import"
+@command(
+    vectors_app,
+    PROGRAM["vectors build"],
+    epilog="\b\nExample:\n  dsh-knowledge vectors build   # once, after an import",
 )
 def vectors_build(ctx: typer.Context) -> None:
     """Encode every item that has no current vector (progress on stderr; needs the
@@ -71,7 +59,9 @@ def vectors_build(ctx: typer.Context) -> None:
         bar.close()
 
 
-@vectors_app.command("status", epilog="\b\nExample:\n  dsh-knowledge vectors status")
+@command(
+    vectors_app, PROGRAM["vectors status"], epilog="\b\nExample:\n  dsh-knowledge vectors status"
+)
 def vectors_status(ctx: typer.Context) -> None:
     """How many candidate and verified items have a current, missing or stale vector:
     {"items", "current", "missing", "stale", "model", "semanticAvailable"}."""
