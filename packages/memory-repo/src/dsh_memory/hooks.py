@@ -34,15 +34,6 @@ _CLI_HINT = (
 )
 
 
-def _option(args: list[str], name: str) -> str | None:
-    for index, word in enumerate(args):
-        if word == name and index + 1 < len(args):
-            return args[index + 1]
-        if word.startswith(f"{name}="):
-            return word.split("=", 1)[1]
-    return None
-
-
 def tool_name(server: str, tool: str, host: str | None) -> str:
     """How ``host`` shows MCP tool ``tool`` of ``server`` to the model."""
     if host == "codex":
@@ -93,10 +84,12 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
         maybe_start_sync(service.root, service.settings_file)
     except Exception:  # noqa: S110 - the context must still reach the agent
         pass
+    # The options setup writes (declared in dsh_memory.cli_spec); anything else is ignored.
+    from dsh_memory.cli_spec import PROGRAM  # noqa: PLC0415 - lazy: start-up time
+
+    options = PROGRAM["hook"].parse_known(args)
     # Stored text is already escaped by prompt_section (no fence can be closed from inside).
-    return wire_tool_names(
-        section, _option(args, "--mcp-server"), _option(args, "--host"), language
-    )
+    return wire_tool_names(section, options["mcp_server"], options["host"], language)
 
 
 HANDLERS = {"session-start": session_start}

@@ -5,8 +5,10 @@ imports typer.
   console script, :mod:`dsh_memory.launcher`, answers hooks and the frequent reads without
   it);
 - :mod:`dsh_memory.cli.sync`: ``dsh-memory-sync``, one consolidation run;
-- :mod:`dsh_memory.cli._shared`: what both use, the ``--root`` option and the printing of an
-  envelope.
+- :mod:`dsh_memory.cli._shared`: what both use, the printing of an envelope.
+
+What each command takes is declared in :mod:`dsh_memory.cli_spec`, which the launcher's fast
+path and the hook read too.
 
 Each program's module is imported only when that program runs. ``python -m
 dsh_memory.cli`` runs ``dsh-memory`` without the launcher's fast path.

@@ -1,21 +1,12 @@
-"""What both command lines share: the ``--root`` option and how an envelope is printed."""
+"""What both command lines share: how an envelope is printed."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
 from dsh_common.cli import emit_json
-
-RootOption = Annotated[
-    str | None,
-    typer.Option(
-        "--root",
-        help="Memory root (default $DSH_MEMORY_ROOT, $DSH_HOME/storages/memory,"
-        " ~/.dsh/storages/memory).",
-    ),
-]
 
 
 def emit(service: Any, envelope: dict[str, Any]) -> None:

@@ -1,20 +1,24 @@
 """``dsh-memory``: one subcommand per ``memory`` method; parse, call, print.
 
-A successful envelope goes to stdout (exit 0), a failed one to stderr (exit 1). Option
-values are taken as strings and handed to the method (``"21"`` becomes 21, ``"true"``
-becomes True; anything else is passed through as given), so malformed or out-of-range
-values come back as the method's own ``*-invalid-request`` code, never as a parser error.
+Each command's options are declared in :mod:`dsh_memory.cli_spec` (read by the launcher's
+fast path and the hook too). A successful envelope goes to stdout (exit 0), a failed one to
+stderr (exit 1). Option values are taken as strings and handed to the method (``"21"``
+becomes 21, ``"true"`` becomes True; anything else is passed through as given), so
+malformed or out-of-range values come back as the method's own ``*-invalid-request`` code,
+never as a parser error.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from dsh_common.cli import add_setup_command, emit_json, one_query, run_app
-from dsh_memory.cli._shared import RootOption, emit
+from dsh_common.cli_typer import callback, command
+from dsh_memory.cli._shared import emit
+from dsh_memory.cli_spec import PROGRAM
 from dsh_memory.errors import render_error
 
 if TYPE_CHECKING:
@@ -68,98 +72,82 @@ def _service(ctx: typer.Context) -> Any:
     return MemoryService(root, progress=vector_progress())
 
 
-@app.callback()
-def main_options(ctx: typer.Context, root: RootOption = None) -> None:
+@callback(app, PROGRAM)
+def main_options(ctx: typer.Context, root: str | None) -> None:
     """Options shared by every command."""
     ctx.obj = {"root": root}
 
 
-@app.command("init", epilog="\b\nExample:\n  dsh-memory init --root ~/.dsh/storages/memory")
+@command(
+    app, PROGRAM["init"], epilog="\b\nExample:\n  dsh-memory init --root ~/.dsh/storages/memory"
+)
 def init_command(ctx: typer.Context) -> None:
     """Create the memory repository (idempotent: a rerun leaves HEAD unchanged)."""
     service = _service(ctx)
     emit(service, service.init())
 
 
-@app.command("get-settings", epilog="\b\nExample:\n  dsh-memory get-settings")
+@command(app, PROGRAM["get-settings"], epilog="\b\nExample:\n  dsh-memory get-settings")
 def get_settings_command(ctx: typer.Context) -> None:
     """Print memory.enabled from the host settings file."""
     service = _service(ctx)
     emit(service, service.get_settings())
 
 
-@app.command("set-enabled", epilog="\b\nExample:\n  dsh-memory set-enabled --enabled true")
-def set_enabled_command(
-    ctx: typer.Context,
-    enabled: Annotated[
-        str | None,
-        typer.Option("--enabled", help="true or false; --enabled alone or --disabled also work."),
-    ] = None,
-) -> None:
+@command(
+    app, PROGRAM["set-enabled"], epilog="\b\nExample:\n  dsh-memory set-enabled --enabled true"
+)
+def set_enabled_command(ctx: typer.Context, enabled: str | None) -> None:
     """Persist memory.enabled in the host settings file."""
     service = _service(ctx)
     emit(service, service.set_enabled(_boolean_or_raw(enabled)))
 
 
-@app.command("status", epilog="\b\nExample:\n  dsh-memory status --format text")
+@command(app, PROGRAM["status"], epilog="\b\nExample:\n  dsh-memory status --format text")
 def status_command(ctx: typer.Context) -> None:
     """Metadata-only repository status (counts, dirtiness, last run, pending preview)."""
     service = _service(ctx)
     emit(service, service.status())
 
 
-@app.command("health", epilog="\b\nExample:\n  dsh-memory health")
+@command(app, PROGRAM["health"], epilog="\b\nExample:\n  dsh-memory health")
 def health_command(ctx: typer.Context) -> None:
     """Lock, active run, journal and recovery health of the repository."""
     service = _service(ctx)
     emit(service, service.health())
 
 
-@app.command("clear", epilog="\b\nExample:\n  dsh-memory clear --confirmation DELETE_MEMORY")
-def clear_command(
-    ctx: typer.Context,
-    confirmation: Annotated[
-        str | None, typer.Option("--confirmation", help="Must be exactly DELETE_MEMORY.")
-    ] = None,
-) -> None:
+@command(
+    app, PROGRAM["clear"], epilog="\b\nExample:\n  dsh-memory clear --confirmation DELETE_MEMORY"
+)
+def clear_command(ctx: typer.Context, confirmation: str | None) -> None:
     """Clear the payload in one commit, after a recovery point."""
     service = _service(ctx)
     emit(service, service.clear(confirmation))
 
 
-@app.command("legacy-records", epilog="\b\nExample:\n  dsh-memory legacy-records")
+@command(app, PROGRAM["legacy-records"], epilog="\b\nExample:\n  dsh-memory legacy-records")
 def legacy_records_command(ctx: typer.Context) -> None:
     """List records without front matter (metadata only)."""
     service = _service(ctx)
     emit(service, service.legacy_records())
 
 
-@app.command(
-    "migrate-legacy",
+@command(
+    app,
+    PROGRAM["migrate-legacy"],
     epilog="\b\nExample:\n  dsh-memory migrate-legacy --dry-run\n"
     "  dsh-memory migrate-legacy --apply",
 )
-def migrate_legacy_command(
-    ctx: typer.Context,
-    dry_run: Annotated[
-        str | None,
-        typer.Option(
-            "--dry-run",
-            help="Plan only (also --dry-run true); --apply or --dry-run false applies.",
-        ),
-    ] = None,
-) -> None:
+def migrate_legacy_command(ctx: typer.Context, dry_run: str | None) -> None:
     """Give legacy records deterministic front matter (dry run or apply)."""
     service = _service(ctx)
     emit(service, service.migrate_legacy(_boolean_or_raw(dry_run)))
 
 
-@app.command("runs", epilog="\b\nExample:\n  dsh-memory runs --limit 5")
+@command(app, PROGRAM["runs"], epilog="\b\nExample:\n  dsh-memory runs --limit 5")
 def runs_command(
-    ctx: typer.Context,
-    limit: Annotated[str | None, typer.Option("--limit", help="How many (default 20).")] = None,
-    operation: Annotated[str | None, typer.Option("--operation", help="Exact match.")] = None,
-    status: Annotated[str | None, typer.Option("--status", help="Exact match.")] = None,
+    ctx: typer.Context, limit: str | None, operation: str | None, status: str | None
 ) -> None:
     """Journaled runs, newest first."""
     service = _service(ctx)
@@ -168,41 +156,27 @@ def runs_command(
     emit(service, service.runs(_integer_or_raw(limit), operation, status))
 
 
-@app.command(
-    "rollback",
+@command(
+    app,
+    PROGRAM["rollback"],
     epilog="\b\nExample:\n  dsh-memory rollback --run-id RUN_ID --confirmation ROLLBACK_MEMORY",
 )
-def rollback_command(
-    ctx: typer.Context,
-    run_id: Annotated[str | None, typer.Option("--run-id", help="The run to undo.")] = None,
-    confirmation: Annotated[
-        str | None, typer.Option("--confirmation", help="Must be exactly ROLLBACK_MEMORY.")
-    ] = None,
-) -> None:
+def rollback_command(ctx: typer.Context, run_id: str | None, confirmation: str | None) -> None:
     """Undo a whole applied run with a new rollback commit."""
     service = _service(ctx)
     emit(service, service.rollback(run_id, confirmation))
 
 
-RankingOption = Annotated[
-    str | None,
-    typer.Option(
-        "--ranking",
-        help="lexical (default, or $DSH_RANKING) or hybrid (by meaning too; [semantic] extra).",
-    ),
-]
-
-
-@app.command("search", epilog='\b\nExample:\n  dsh-memory search "release checklist" --limit 5')
+@command(
+    app, PROGRAM["search"], epilog='\b\nExample:\n  dsh-memory search "release checklist" --limit 5'
+)
 def search_command(
     ctx: typer.Context,
-    text: Annotated[str | None, typer.Argument(metavar="[QUERY]", help="Words to find.")] = None,
-    query: Annotated[str | None, typer.Option("--query", help="Words to find.")] = None,
-    limit: Annotated[str | None, typer.Option("--limit", help="Default 20.")] = None,
-    scope: Annotated[
-        str | None, typer.Option("--scope", help="active (default), archive or all.")
-    ] = None,
-    ranking: RankingOption = None,
+    text: str | None,
+    query: str | None,
+    limit: str | None,
+    scope: str | None,
+    ranking: str | None,
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
@@ -212,16 +186,14 @@ def search_command(
     emit(service, service.search(query, _integer_or_raw(limit), scope, ranking))
 
 
-@app.command("context", epilog='\b\nExample:\n  dsh-memory context "deploy" --limit 5')
+@command(app, PROGRAM["context"], epilog='\b\nExample:\n  dsh-memory context "deploy" --limit 5')
 def context_command(
     ctx: typer.Context,
-    text: Annotated[str | None, typer.Argument(metavar="[QUERY]", help="Optional words.")] = None,
-    query: Annotated[str | None, typer.Option("--query", help="Optional words.")] = None,
-    limit: Annotated[str | None, typer.Option("--limit", help="1-20, default 10.")] = None,
-    scope: Annotated[
-        str | None, typer.Option("--scope", help="active (default), archive or all.")
-    ] = None,
-    ranking: RankingOption = None,
+    text: str | None,
+    query: str | None,
+    limit: str | None,
+    scope: str | None,
+    ranking: str | None,
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
@@ -231,54 +203,48 @@ def context_command(
     emit(service, service.context(query, _integer_or_raw(limit), scope, ranking))
 
 
-@app.command("vectors", epilog="\b\nExample:\n  dsh-memory vectors")
+@command(app, PROGRAM["vectors"], epilog="\b\nExample:\n  dsh-memory vectors")
 def vectors_command(ctx: typer.Context) -> None:
     """Build the vectors hybrid ranking needs, with a progress bar ([semantic] extra)."""
     service = _service(ctx)
     emit(service, service.vectors())
 
 
-@app.command("previews", epilog="\b\nExample:\n  dsh-memory previews")
+@command(app, PROGRAM["previews"], epilog="\b\nExample:\n  dsh-memory previews")
 def previews_command(ctx: typer.Context) -> None:
     """Pending sync previews, newest first."""
     service = _service(ctx)
     emit(service, service.previews())
 
 
-@app.command(
-    "apply-preview", epilog="\b\nExample:\n  dsh-memory apply-preview --preview-id 20261201-120000"
+@command(
+    app,
+    PROGRAM["apply-preview"],
+    epilog="\b\nExample:\n  dsh-memory apply-preview --preview-id 20261201-120000",
 )
-def apply_preview_command(
-    ctx: typer.Context,
-    preview_id: Annotated[str | None, typer.Option("--preview-id", help="The preview.")] = None,
-) -> None:
+def apply_preview_command(ctx: typer.Context, preview_id: str | None) -> None:
     """Apply a pending preview as one journaled transaction (operation preview)."""
     service = _service(ctx)
     emit(service, service.apply_preview(preview_id))
 
 
-@app.command(
-    "discard-preview",
+@command(
+    app,
+    PROGRAM["discard-preview"],
     epilog="\b\nExample:\n  dsh-memory discard-preview --preview-id 20261201-120000",
 )
-def discard_preview_command(
-    ctx: typer.Context,
-    preview_id: Annotated[str | None, typer.Option("--preview-id", help="The preview.")] = None,
-) -> None:
+def discard_preview_command(ctx: typer.Context, preview_id: str | None) -> None:
     """Remove a pending preview without applying it."""
     service = _service(ctx)
     emit(service, service.discard_preview(preview_id))
 
 
-@app.command("write", epilog="\b\nExample:\n  dsh-memory write handbook/uv.md --file notes/uv.md")
-def write_command(
-    ctx: typer.Context,
-    path: Annotated[str, typer.Argument(help="Payload path, e.g. handbook/uv.md.")],
-    file: Annotated[
-        str | None, typer.Option("--file", help="Read the content from this file.")
-    ] = None,
-    source: Annotated[str | None, typer.Argument(help="- to read the content from stdin.")] = None,
-) -> None:
+@command(
+    app,
+    PROGRAM["write"],
+    epilog="\b\nExample:\n  dsh-memory write handbook/uv.md --file notes/uv.md",
+)
+def write_command(ctx: typer.Context, path: str, file: str | None, source: str | None) -> None:
     """Write one record as a journaled edit run (rollback can undo it)."""
     from dsh_memory.errors import EditInvalidRequestError
 
@@ -297,53 +263,38 @@ def write_command(
     emit(service, service.write(path, content))
 
 
-@app.command("remove", epilog="\b\nExample:\n  dsh-memory remove handbook/uv.md")
-def remove_command(
-    ctx: typer.Context,
-    path: Annotated[str, typer.Argument(help="Payload path to remove.")],
-) -> None:
+@command(app, PROGRAM["remove"], epilog="\b\nExample:\n  dsh-memory remove handbook/uv.md")
+def remove_command(ctx: typer.Context, path: str) -> None:
     """Remove one record as a journaled edit run."""
     service = _service(ctx)
     emit(service, service.remove(path))
 
 
-@app.command("adopt", epilog="\b\nExample:\n  dsh-memory adopt")
+@command(app, PROGRAM["adopt"], epilog="\b\nExample:\n  dsh-memory adopt")
 def adopt_command(ctx: typer.Context) -> None:
     """Validate and commit the hand edits in the payload as one journaled edit run."""
     service = _service(ctx)
     emit(service, service.adopt())
 
 
-@app.command("recover", epilog="\b\nExample:\n  dsh-memory recover --confirmation RECOVER_MEMORY")
-def recover_command(
-    ctx: typer.Context,
-    confirmation: Annotated[
-        str | None, typer.Option("--confirmation", help="Must be exactly RECOVER_MEMORY.")
-    ] = None,
-) -> None:
+@command(
+    app,
+    PROGRAM["recover"],
+    epilog="\b\nExample:\n  dsh-memory recover --confirmation RECOVER_MEMORY",
+)
+def recover_command(ctx: typer.Context, confirmation: str | None) -> None:
     """Make an interrupted run consistent and release its dead lock."""
     service = _service(ctx)
     emit(service, service.recover(confirmation))
 
 
-@app.command(
-    "remote",
+@command(
+    app,
+    PROGRAM["remote"],
     epilog="\b\nExamples:\n  dsh-memory remote set git@github.com:me/memory.git\n"
     "  dsh-memory remote\n  dsh-memory remote remove",
 )
-def remote_command(
-    ctx: typer.Context,
-    action: Annotated[
-        str | None,
-        typer.Argument(metavar="[set|remove]", help="Nothing to show it; set URL; remove."),
-    ] = None,
-    url: Annotated[
-        str | None,
-        typer.Argument(
-            metavar="[URL]", help="A path, file://, https://, ssh:// or user@host:path."
-        ),
-    ] = None,
-) -> None:
+def remote_command(ctx: typer.Context, action: str | None, url: str | None) -> None:
     """Show the memory's Git remote, set its URL, or remove it."""
     from dsh_common.cli import USAGE_ERROR_CODE
     from dsh_common.errors import DshError
@@ -362,45 +313,39 @@ def remote_command(
         )
 
 
-@app.command("pull", epilog="\b\nExample:\n  dsh-memory pull")
+@command(app, PROGRAM["pull"], epilog="\b\nExample:\n  dsh-memory pull")
 def pull_command(ctx: typer.Context) -> None:
     """Fetch the remote and merge it in as one journaled run (never loses a record)."""
     service = _service(ctx)
     emit(service, service.pull())
 
 
-@app.command("push", epilog="\b\nExample:\n  dsh-memory push")
+@command(app, PROGRAM["push"], epilog="\b\nExample:\n  dsh-memory push")
 def push_command(ctx: typer.Context) -> None:
     """Push this memory to the remote, fast-forward only (pull first when it moved)."""
     service = _service(ctx)
     emit(service, service.push())
 
 
-@app.command("export", epilog="\b\nExample:\n  dsh-memory export --bundle memory.bundle")
-def export_command(
-    ctx: typer.Context,
-    bundle: Annotated[str | None, typer.Option("--bundle", help="Bundle file to create.")] = None,
-) -> None:
+@command(app, PROGRAM["export"], epilog="\b\nExample:\n  dsh-memory export --bundle memory.bundle")
+def export_command(ctx: typer.Context, bundle: str | None) -> None:
     """Back the repository up as a git bundle plus FILE.manifest.json."""
     service = _service(ctx)
     emit(service, service.export_bundle(bundle))
 
 
-@app.command(
-    "import",
+@command(
+    app,
+    PROGRAM["import"],
     epilog="\b\nExample:\n  dsh-memory import --bundle memory.bundle --root ~/restored-memory",
 )
-def import_command(
-    ctx: typer.Context,
-    bundle: Annotated[str | None, typer.Option("--bundle", help="Bundle file to read.")] = None,
-    new_root: Annotated[str | None, typer.Option("--root", help="New memory root.")] = None,
-) -> None:
+def import_command(ctx: typer.Context, bundle: str | None, new_root: str | None) -> None:
     """Restore a bundle into a new memory root (never over an existing one)."""
     service = _service(ctx)
     emit(service, service.import_bundle(bundle, new_root))
 
 
-@app.command("prompt-section", epilog="\b\nExample:\n  dsh-memory prompt-section")
+@command(app, PROGRAM["prompt-section"], epilog="\b\nExample:\n  dsh-memory prompt-section")
 def prompt_section_command(ctx: typer.Context) -> None:
     """Print the memory system-prompt section (nothing when memory is disabled)."""
     service = _service(ctx)
@@ -408,7 +353,7 @@ def prompt_section_command(ctx: typer.Context) -> None:
     sys.stdout.flush()
 
 
-@app.command("mcp", epilog="\b\nExample:\n  dsh-memory mcp")
+@command(app, PROGRAM["mcp"], epilog="\b\nExample:\n  dsh-memory mcp")
 def mcp_command(ctx: typer.Context) -> None:
     """Serve memory_search and memory_context over MCP on stdin/stdout ([mcp] extra)."""
     from dsh_common.mcp_stdio import import_server
@@ -418,19 +363,20 @@ def mcp_command(ctx: typer.Context) -> None:
     server.serve(ctx.obj.get("root") if isinstance(ctx.obj, dict) else None)
 
 
-@app.command(
-    "hook",
+@command(
+    app,
+    PROGRAM["hook"],
     epilog='\b\nExample:\n  echo \'{"cwd": "."}\' | dsh-memory hook session-start',
-    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def hook_command(
-    ctx: typer.Context,
-    event: Annotated[str, typer.Argument(help="session-start.")],
+    ctx: typer.Context, event: str, mcp_server: str | None, host: str | None
 ) -> NoReturn:
     """Agent hook: print the memory prompt section as additionalContext."""
     from dsh_memory.hooks import main as hook_main
 
-    raise typer.Exit(hook_main([event, *ctx.args]))
+    # The declared options go on to the hook, and so does anything else (a newer setup's).
+    options = PROGRAM["hook"].words({"mcp_server": mcp_server, "host": host})
+    raise typer.Exit(hook_main([event, *options, *ctx.args]))
 
 
 def _memory_integration() -> Integration:
@@ -458,17 +404,8 @@ add_setup_command(
 )
 
 
-@app.command("ui", epilog="\b\nExample:\n  dsh-memory ui --no-browser")
-def ui_command(
-    ctx: typer.Context,
-    ui_root: RootOption = None,
-    port: Annotated[
-        int, typer.Option("--port", help="Port on 127.0.0.1 (default: a free one).")
-    ] = 0,
-    no_browser: Annotated[
-        bool, typer.Option("--no-browser", help="Print the URL only; do not open a browser.")
-    ] = False,
-) -> None:
+@command(app, PROGRAM["ui"], epilog="\b\nExample:\n  dsh-memory ui --no-browser")
+def ui_command(ctx: typer.Context, ui_root: str | None, port: int, no_browser: bool) -> None:
     """Serve the settings page on 127.0.0.1 until Ctrl-C (needs dsh-memory[ui])."""
     from dsh_memory.root import resolve_memory_root
     from dsh_memory.settings import settings_path
@@ -493,17 +430,9 @@ def main() -> NoReturn:
     sys.exit(
         run_app(
             app,
-            prog_name="dsh-memory",
+            program=PROGRAM,
             render_error=render_error,
-            global_options=("--root",),
-            # `import --root NEW` names the root to create, not the one to use.
-            local_options={"import": ("--root",)},
             version=__version__,
-            flag_values={
-                "migrate-legacy": {"--dry-run": "--apply"},
-                "set-enabled": {"--enabled": "--disabled"},
-            },
-            path_options=("--root",),
             refuse_undecodable_values=False,
         )
     )

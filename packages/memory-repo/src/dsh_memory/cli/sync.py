@@ -1,19 +1,22 @@
 """``dsh-memory-sync``: one consolidation run (or a preview of one, or a preview applied).
 
-Parses the options, runs :func:`dsh_memory.syncrun.run_sync` (or
-:func:`dsh_memory.remote_sync.sync_with_remote` for ``--remote``) and prints its JSON; the
-progress of the run goes to stderr unless ``--json``. A bare ``dsh-memory-sync`` runs a sync.
+Parses the options (declared in :mod:`dsh_memory.cli_spec`), runs
+:func:`dsh_memory.syncrun.run_sync` (or :func:`dsh_memory.remote_sync.sync_with_remote` for
+``--remote``) and prints its JSON; the progress of the run goes to stderr unless ``--json``.
+A bare ``dsh-memory-sync`` runs a sync.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any, NoReturn
+from typing import Any, NoReturn
 
 import typer
 
 from dsh_common.cli import emit_json, run_app
-from dsh_memory.cli._shared import RootOption, emit
+from dsh_common.cli_typer import command
+from dsh_memory.cli._shared import emit
+from dsh_memory.cli_spec import SYNC_PROGRAM
 from dsh_memory.errors import render_error
 
 app = typer.Typer(
@@ -34,44 +37,22 @@ def _progress(quiet: bool) -> Any:
     return report
 
 
-@app.command()
+@command(app, SYNC_PROGRAM[None])
 def sync_command(
-    root: RootOption = None,
-    sessions_dir: Annotated[
-        str | None, typer.Option("--sessions-dir", help="DSH logs (default $DSH_HOME/sessions).")
-    ] = None,
-    claude_projects: Annotated[
-        str | None, typer.Option("--claude-projects", help="Default ~/.claude/projects.")
-    ] = None,
-    codex_sessions: Annotated[
-        str | None, typer.Option("--codex-sessions", help="Default ~/.codex/sessions.")
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", help="dsh (default), claude, codex or command."),
-    ] = None,
-    agent_command: Annotated[
-        str | None,
-        typer.Option("--agent-command", help="The program to run (implies --agent command)."),
-    ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
-    json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report; write nothing.")] = False,
-    scan_only: Annotated[
-        bool, typer.Option("--scan-only", help="Only list the candidates (no agent).")
-    ] = False,
-    preview: Annotated[
-        str | None, typer.Option("--preview", help="Store the result as preview ID.")
-    ] = None,
-    apply_preview: Annotated[
-        str | None, typer.Option("--apply-preview", help="Apply preview ID.")
-    ] = None,
-    discard_preview: Annotated[
-        str | None, typer.Option("--discard-preview", help="Discard preview ID.")
-    ] = None,
-    remote: Annotated[
-        bool, typer.Option("--remote", help="Pull from the Git remote before, push after.")
-    ] = False,
+    root: str | None,
+    sessions_dir: str | None,
+    claude_projects: str | None,
+    codex_sessions: str | None,
+    agent: str | None,
+    agent_command: str | None,
+    timeout: float,
+    json_output: bool,
+    dry_run: bool,
+    scan_only: bool,
+    preview: str | None,
+    apply_preview: str | None,
+    discard_preview: str | None,
+    remote: bool,
 ) -> None:
     """Run one sync (see the package README)."""
     import os
@@ -148,10 +129,9 @@ def main() -> NoReturn:
     sys.exit(
         run_app(
             app,
-            prog_name="dsh-memory-sync",
+            program=SYNC_PROGRAM,
             render_error=render_error,
             version=__version__,
-            path_options=("--root", "--sessions-dir", "--claude-projects", "--codex-sessions"),
             bare_help=False,  # a bare dsh-memory-sync runs a sync
         )
     )
