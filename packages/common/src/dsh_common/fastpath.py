@@ -1,20 +1,23 @@
 """Run an agent's most frequent commands without importing the argument parser.
 
 Every agent call is a new process, and importing typer costs ~100 ms before a command
-does anything. A launcher hands ``argv`` to :func:`run_fast` with a small table of the
-commands it may take over (search, recall, retrieve, context, status): exactly their
-options, each as a string or a plain non-negative integer. Anything else - an unknown or
-repeated option, ``--help``, ``--``, a value that needs conversion rules, a second
-positional argument - returns None and the launcher runs the full Typer command line, so
-every message about a malformed command line is still the parser's. Both paths print
-through :func:`dsh_common.cli.emit_json` and :func:`dsh_common.cli.guarded`, so results and
-errors are byte-identical (tests compare them).
+does anything. A launcher hands ``argv`` to :func:`run_fast` with the program's declaration
+(:mod:`dsh_common.cli_spec`) and a runner for each command it may take over (search,
+recall, retrieve, context, status). The fast path's tables come from the declaration: a
+command's options that take a string or a plain non-negative integer, its one optional
+positional argument, the global options, the defaults. Anything else - an unknown or
+repeated option, a flag or a list option, ``--help``, ``--``, a value that needs conversion
+rules, a second positional argument, a missing required option - returns None and the
+launcher runs the full Typer command line, so every message about a malformed command line
+is still the parser's. Both paths print through :func:`dsh_common.cli.emit_json` and
+:func:`dsh_common.cli.guarded`, so results and errors are byte-identical (tests compare
+them).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dsh_common.cli import (
@@ -26,116 +29,136 @@ from dsh_common.cli import (
     prepare_arguments,
     set_output_format,
 )
+from dsh_common.cli_spec import Command, Option, Program
 
 _NATURAL = re.compile(r"[0-9]{1,9}")
 
+#: The kinds of value the fast path converts itself (an int: digits only; anything else is
+#: left to the parser's own conversion and messages).
+FAST_KINDS = ("str", "int")
+
+Runner = Callable[[dict[str, Any]], "int | None"]
+
 
 class FastCommand:
-    """One command the fast path may run.
+    """One declared command the fast path may run, and the runner that runs it.
 
-    ``options`` maps each long option to ``"str"`` or ``"int"`` (digits only: anything
-    else is left to the parser's own conversion and messages). ``positional`` names the
-    key of the one optional positional argument, or None. ``run(values)`` gets the parsed
-    values by option name (``"--query"``), the positional under its key, and the global
-    options under their names; it prints its result and returns the exit code.
+    ``options`` maps each option the fast path takes (see :data:`FAST_KINDS`) to its
+    declaration; ``positional`` is the ``dest`` of the command's one optional positional
+    argument, or None. ``run(values)`` gets every parameter's value by ``dest`` (defaults
+    filled in as the parser fills them), global options included; it prints its result
+    and returns the exit code.
     """
 
     # A plain class, not a dataclass: importing dataclasses costs start-up time.
-    __slots__ = ("options", "positional", "run")
+    __slots__ = ("options", "positional", "run", "spec")
 
-    def __init__(
-        self,
-        options: Mapping[str, str],
-        run: Callable[[dict[str, Any]], int | None],
-        positional: str | None = None,
-    ) -> None:
-        self.options = options
+    def __init__(self, spec: Command, run: Runner) -> None:
+        arguments = spec.arguments
+        if len(arguments) > 1 or any(a.required or a.multiple for a in arguments):
+            raise ValueError(f"{spec.name}: the fast path takes one optional argument at most")
+        self.spec = spec
         self.run = run
-        self.positional = positional
+        self.positional = arguments[0].dest if arguments else None
+        self.options = {
+            option.name: option
+            for option in spec.options
+            if option.kind in FAST_KINDS and not option.multiple
+        }
 
 
 def parse(
     arguments: Sequence[str],
     commands: Mapping[str, FastCommand],
-    global_options: Collection[str],
+    global_options: Mapping[str, Option],
 ) -> tuple[FastCommand, dict[str, Any]] | None:
-    """``(command, values)`` when ``arguments`` is plain enough for the fast path."""
+    """``(command, values)`` when ``arguments`` is plain enough for the fast path; the
+    values by ``dest``, only those given."""
     values: dict[str, Any] = {}
     index = 0
     while index < len(arguments) and arguments[index] in global_options:
-        if index + 1 >= len(arguments) or arguments[index] in values:
+        dest = global_options[arguments[index]].dest
+        if index + 1 >= len(arguments) or dest in values:
             return None
-        values[arguments[index]] = arguments[index + 1]
+        values[dest] = arguments[index + 1]
         index += 2
     if index >= len(arguments) or arguments[index] not in commands:
         return None
     command = commands[arguments[index]]
+    pending: Option | None = None
     for argument in arguments[index + 1 :]:
-        pending = values.pop("\0pending", None)
         if pending is not None:
-            if not _accept(command, values, pending, argument):
+            if not _accept(values, pending, argument):
                 return None
+            pending = None
             continue
         if argument.startswith("-"):
             name, equals, value = argument.partition("=")
-            if name not in command.options or name in values:
+            option = command.options.get(name)
+            if option is None or option.dest in values:
                 return None
             if equals:
-                if not _accept(command, values, name, value):
+                if not _accept(values, option, value):
                     return None
             else:
-                values["\0pending"] = name
+                pending = option
         elif command.positional is not None and command.positional not in values:
             values[command.positional] = argument
         else:
             return None
-    if "\0pending" in values:
+    if pending is not None:
         return None  # an option without its value: the parser says so
+    if any(o.required and o.dest not in values for o in command.spec.options):
+        return None  # the parser names what is missing
     return command, values
 
 
-def _accept(command: FastCommand, values: dict[str, Any], name: str, value: str) -> bool:
-    if command.options[name] == "int":
+def _accept(values: dict[str, Any], option: Option, value: str) -> bool:
+    if option.kind == "int":
         if not _NATURAL.fullmatch(value):
             return False
-        values[name] = int(value)
+        values[option.dest] = int(value)
         return True
     if value.startswith("-"):
         return False  # "--query --limit": let the parser decide what it means
-    values[name] = value
+    values[option.dest] = value
     return True
 
 
 def run_fast(
     argv: Sequence[str],
-    commands: Mapping[str, FastCommand],
+    program: Program,
+    runners: Mapping[str, Runner],
     *,
-    global_options: Collection[str] = (),
     usage_error_code: str = USAGE_ERROR_CODE,
     render_error: ErrorRenderer = default_error_document,
-    command_options: Collection[str] = (),
 ) -> int | None:
     """Run ``argv`` on the fast path and return its exit code, or None to use the parser.
 
-    ``global_options`` and ``command_options`` mean what they mean for
-    :func:`dsh_common.cli.run_app`; pass the same ones, so both paths rewrite alike.
+    ``runners`` maps the names of the commands the fast path may take over to their
+    runners. The argument list is rewritten as :func:`dsh_common.cli.run_app` rewrites it
+    for the same ``program``, so both paths read it alike.
     """
     if any(is_undecodable(argument) for argument in argv):
         return None
-    arguments, chosen = prepare_arguments(
-        argv, global_options=global_options, command_options=command_options
-    )
-    parsed = parse(arguments, commands, global_options)
+    arguments, chosen = prepare_arguments(argv, program=program)
+    commands = {name: FastCommand(program[name], run) for name, run in runners.items()}
+    globals_ = {option.name: option for option in program.global_options if option.takes_value}
+    parsed = parse(arguments, commands, globals_)
     if parsed is None:
         return None
-    command, values = parsed
+    command, given = parsed
     set_output_format(chosen or "json")
 
     def call() -> int:
+        # Defaults are filled in here, where the parser would: a default_factory that
+        # fails reports its error as the parser path does.
+        values = program.global_command().complete(given)
+        values.update(command.spec.complete(given))
         code = command.run(values)
         return 0 if code is None else code
 
     return guarded(call, usage_error_code=usage_error_code, render_error=render_error)
 
 
-__all__ = ["FastCommand", "default_error_document", "parse", "run_fast"]
+__all__ = ["FAST_KINDS", "FastCommand", "default_error_document", "parse", "run_fast"]

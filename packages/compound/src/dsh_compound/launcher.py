@@ -20,27 +20,25 @@ if TYPE_CHECKING:
 def _recall(values: dict[str, Any]) -> int:
     from dsh_common.cli import emit_json  # noqa: PLC0415 - lazy: start-up time
     from dsh_compound.draft_extras import recall_result  # noqa: PLC0415
-    from dsh_compound.project_root import find_workspace  # noqa: PLC0415
 
-    workspace = values.get("--workspace")
+    # The values of the declared parameters, as the Typer command receives them.
     emit_json(
         recall_result(
-            workspace if workspace is not None else str(find_workspace()),
-            values.get("query"),
-            values.get("--query"),
-            values.get("--limit", "5"),
-            values.get("--ranking"),
+            values["workspace"],
+            values["text"],
+            values["query"],
+            values["limit"],
+            values["ranking"],
         )
     )
     return 0
 
 
 def _fast(argv: list[str]) -> int | None:
-    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+    from dsh_common.fastpath import run_fast  # noqa: PLC0415
+    from dsh_compound.cli_spec import PROGRAM  # noqa: PLC0415
 
-    options = {"--workspace": "str", "--query": "str", "--limit": "str", "--ranking": "str"}
-    commands = {"recall": FastCommand(options, _recall, "query")}
-    return run_fast(argv, commands, command_options=("--workspace",))
+    return run_fast(argv, PROGRAM, {"recall": _recall})
 
 
 def main() -> None:

@@ -44,22 +44,14 @@ def _mcp(argv: list[str]) -> int:
 
 
 def _fast(argv: list[str]) -> int | None:
-    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+    from dsh_common.fastpath import run_fast  # noqa: PLC0415
+    from dsh_knowledge.cli_spec import PROGRAM  # noqa: PLC0415
 
-    common = {"--query": "str", "--workspace": "str", "--project": "str", "--limit": "int"}
-    commands = {
-        "search": FastCommand(common, lambda v: _run(v, "search"), "query"),
-        "retrieve": FastCommand(
-            {**common, "--status": "str", "--ranking": "str"},
-            lambda v: _run(v, "retrieve"),
-            "query",
-        ),
+    runners = {
+        "search": lambda values: _run(values, "search"),
+        "retrieve": lambda values: _run(values, "retrieve"),
     }
-    # The same rewrites as the parser (dsh_knowledge.cli.COMMAND_OPTIONS, not imported:
-    # that package loads typer).
-    return run_fast(
-        argv, commands, global_options=("--db",), command_options=("--workspace", "--project")
-    )
+    return run_fast(argv, PROGRAM, runners)
 
 
 def _run(values: dict[str, Any], command: str) -> int:
@@ -69,27 +61,29 @@ def _run(values: dict[str, Any], command: str) -> int:
     from dsh_knowledge.store import KnowledgeStore  # noqa: PLC0415
     from dsh_knowledge.store_location import resolve_database  # noqa: PLC0415
 
-    phrase = cli_results.one_query(values.get("query"), values.get("--query"), command)
-    with KnowledgeStore(resolve_database(values.get("--db"))) as store:
+    # The values of the declared parameters (dsh_knowledge.cli_spec), as the Typer command
+    # receives them.
+    phrase = cli_results.one_query(values["text"], values["query"], command)
+    with KnowledgeStore(resolve_database(values["db"])) as store:
         repository = KnowledgeRepository(store)
         if command == "search":
             output = cli_results.search_output(
                 repository,
                 phrase,
-                workspace=values.get("--workspace"),
-                project=values.get("--project"),
-                limit=values.get("--limit"),
+                workspace=values["workspace"],
+                project=values["project"],
+                limit=values["limit"],
             )
         else:
             output = cli_results.retrieve_output(
                 repository,
                 phrase,
-                workspace=values.get("--workspace"),
-                project=values.get("--project"),
-                limit=values.get("--limit"),
-                prefer=None,
-                status=values.get("--status"),
-                ranking=values.get("--ranking"),
+                workspace=values["workspace"],
+                project=values["project"],
+                limit=values["limit"],
+                prefer=values["prefer"],
+                status=values["status"],
+                ranking=values["ranking"],
             )
     emit_json(output)
     return 0

@@ -19,36 +19,35 @@ def _run(values: dict[str, Any], command: str) -> int:
     from dsh_memory import cli_output  # noqa: PLC0415
     from dsh_memory.service import MemoryService  # noqa: PLC0415
 
+    # The values of the declared parameters (dsh_memory.cli_spec), as the Typer command
+    # receives them.
     if command in ("status", "pull", "push"):
-        service = MemoryService(values.get("--root"))
+        service = MemoryService(values["root"])
         method = {"status": service.status, "pull": service.pull, "push": service.push}[command]
         return cli_output.emit_envelope(service, method())
-    query = one_query(values.get("query"), values.get("--query"))
+    query = one_query(values["text"], values["query"])
     # As the Typer command line builds it: hybrid ranking shows a progress bar for many.
-    service = MemoryService(values.get("--root"), progress=cli_output.vector_progress())
+    service = MemoryService(values["root"], progress=cli_output.vector_progress())
     method = service.search if command == "search" else service.context
     envelope = method(
         query,
-        cli_output.integer_or_raw(values.get("--limit")),
-        values.get("--scope"),
-        values.get("--ranking"),
+        cli_output.integer_or_raw(values["limit"]),
+        values["scope"],
+        values["ranking"],
     )
     return cli_output.emit_envelope(service, envelope)
 
 
 def _fast(argv: list[str]) -> int | None:
-    from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
+    from dsh_common.fastpath import run_fast  # noqa: PLC0415
+    from dsh_memory.cli_spec import PROGRAM  # noqa: PLC0415
     from dsh_memory.errors import render_error  # noqa: PLC0415
 
-    reads = {"--query": "str", "--limit": "str", "--scope": "str", "--ranking": "str"}
-    commands = {
-        "status": FastCommand({}, lambda v: _run(v, "status")),
-        "pull": FastCommand({}, lambda v: _run(v, "pull")),
-        "push": FastCommand({}, lambda v: _run(v, "push")),
-        "search": FastCommand(reads, lambda v: _run(v, "search"), "query"),
-        "context": FastCommand(reads, lambda v: _run(v, "context"), "query"),
+    runners = {
+        name: (lambda values, name=name: _run(values, name))
+        for name in ("status", "pull", "push", "search", "context")
     }
-    return run_fast(argv, commands, global_options=("--root",), render_error=render_error)
+    return run_fast(argv, PROGRAM, runners, render_error=render_error)
 
 
 def main() -> NoReturn:
