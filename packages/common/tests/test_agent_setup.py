@@ -6,12 +6,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import in_process
 
 from dsh_common.agent_setup import FileChange, Integration, SetupOption, run_setup
 from dsh_common.agent_setup_entries import refresh_words
@@ -484,37 +484,39 @@ def test_a_file_changed_since_it_was_read_is_not_overwritten(tmp_path: Path) -> 
     assert second.read_text() == '{"host": "wrote this meanwhile"}\n'
 
 
-SETUP_APP = '''
-import sys
-import typer
-from dsh_common.agent_setup import Integration, SetupOption
-from dsh_common.cli import add_setup_command, run_app
+def setup_app() -> Any:
+    """A Typer app with ``add_setup_command`` declaring one option (``--db``)."""
+    import typer
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    from dsh_common.cli import add_setup_command
 
-@app.command()
-def other() -> None:
-    """Another command."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 
-def integration() -> Integration:
-    return Integration(server="demo", program="demo", command="/opt/bin/demo",
-                       hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),))
+    @app.command()
+    def other() -> None:
+        """Another command."""
 
-add_setup_command(app, integration, summary="Register demo.", examples=["demo setup codex"],
-                  options=[SetupOption("--db", "The demo database.", metavar="URL",
-                                       hooks=("user-prompt-submit",))])
-sys.exit(run_app(app, prog_name="demo"))
-'''
+    def integration() -> Integration:
+        return Integration(
+            server="demo",
+            program="demo",
+            command="/opt/bin/demo",
+            hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
+        )
+
+    option = SetupOption("--db", "The demo database.", metavar="URL", hooks=("user-prompt-submit",))
+    add_setup_command(
+        app, integration, summary="Register demo.", examples=["demo setup codex"], options=[option]
+    )
+    return app
 
 
 def test_the_setup_command_offers_each_declared_option(tmp_path: Path) -> None:
-    script = tmp_path / "demo.py"
-    script.write_text(SETUP_APP)
+    app = setup_app()
     env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex")}
 
     def demo(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(script), "setup", *args], env=env,
-                              capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+        return in_process.run_app(app, "demo", "setup", *args, env=env)
 
     helped = demo("--help")
     assert helped.returncode == 0 and "--db URL" in helped.stdout
