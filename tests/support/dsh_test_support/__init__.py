@@ -11,5 +11,7 @@ One module per job:
   run it, and the JSON convention's ``ok`` / ``error``;
 - :mod:`~dsh_test_support.in_process` - the same command line in the test's process, for
   tests that only check output;
+- :mod:`~dsh_test_support.fake_model` - the scripted model server the real Claude Code and
+  Codex CLIs talk to;
 - :mod:`~dsh_test_support.git_http` - a smart-HTTP git server on 127.0.0.1.
 """
