@@ -10,16 +10,19 @@ signature.
 
 :func:`run` answers a ``subprocess.CompletedProcess`` (text by default, bytes with
 ``text=False``); stdin is empty unless ``input`` is given, never the terminal's.
+:func:`runner` binds a program once per test module
+(``dsh_compound = commands.runner("dsh-compound")``).
 :func:`ok` and :func:`error` read the JSON convention every product shares.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
@@ -93,6 +96,11 @@ def run(
         check=False,
         **popen,
     )
+
+
+def runner(name: str) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """:func:`run` bound to the program ``name`` (text results)."""
+    return functools.partial(run, name)
 
 
 def environ(**changes: str | None) -> dict[str, str]:

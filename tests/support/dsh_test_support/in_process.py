@@ -16,12 +16,15 @@ launcher, of exit behaviour, crashes, hooks, agents, timing, signals, resource l
 terminals or argv bytes use :mod:`dsh_test_support.commands`; the fast path's output is
 proven byte-identical to the parser's by ``tests/test_fast_path.py``.
 
-:func:`run` takes a product by its program name; :func:`run_main` any ``main()``;
-:func:`run_app` a Typer app with :func:`dsh_common.cli.run_app`'s keyword arguments.
+:func:`run` takes a product by its program name (:func:`runner` binds it once per test
+module: ``dsh_compound = in_process.runner("dsh-compound")``); :func:`run_main` any
+``main()``; :func:`run_app` a Typer app with :func:`dsh_common.cli.run_app`'s keyword
+arguments.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import os
@@ -57,6 +60,11 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """``name ARGS`` in this process; the result a process would have given."""
     return run_main(entry_point(name), name, *args, input=input, env=env, cwd=cwd)
+
+
+def runner(name: str) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """:func:`run` bound to the program ``name``."""
+    return functools.partial(run, name)
 
 
 def run_app(
