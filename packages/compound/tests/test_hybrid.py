@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_common.embedding import unavailable_reason
 from dsh_common.paths import resolve_workspace
@@ -64,7 +65,13 @@ def fields(record_id: str, title: str, problem: str, **more: Any) -> dict[str, A
 
 def run_command(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
                 prelude: str = "") -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """``dsh-compound ARGS`` through its launcher, as the console script runs it."""
+    """``dsh-compound ARGS`` through the console script, with ``env`` added to the
+    environment; with a ``prelude`` (Python run first, to hide the extra), its launcher's
+    ``main`` in an interpreter that ran the prelude."""
+    if not prelude:
+        return commands.run(
+            "dsh-compound", *args, input=stdin, env=commands.environ(**(env or {})), timeout=600
+        )
     code = prelude + textwrap.dedent(
         f"""
         import sys
@@ -313,7 +320,7 @@ def test_a_terminal_sees_the_vectors_being_built(lessons: Path) -> None:
     parent, child = pty.openpty()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "dsh_compound.launcher", "recall", "--workspace",
+            [str(commands.program("dsh-compound")), "recall", "--workspace",
              str(lessons), "pool", "--ranking", "hybrid"],
             stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL,
         )  # fmt: skip

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from dsh_test_support import commands
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
@@ -24,8 +24,8 @@ Session = Callable[[ClientSession], Awaitable[Any]]
 def run_session(workspace: Path, body: Session) -> Any:
     """Start the installed server for ``workspace`` and run ``body`` in an MCP session."""
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "dsh_compound.launcher", "mcp"],
+        command=str(commands.program("dsh-compound")),
+        args=["mcp"],
         cwd=str(workspace / "src"),  # a sub-directory: the server widens to the project
         env=dict(os.environ),
     )
