@@ -12,7 +12,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-#: Long enough for any local operation; a hung git fails the test instead of the session.
+#: Long enough for any local operation; a hung git fails the test instead of the session
+#: (a commit that runs hooks may need more: ``timeout``).
 TIMEOUT = 120
 
 
@@ -22,6 +23,7 @@ def git(
     check: bool = True,
     input: str | None = None,
     env: Mapping[str, str] | None = None,
+    timeout: float = TIMEOUT,
 ) -> str:
     """``git ARGS`` in ``cwd``; its stdout. ``check`` raises ``CalledProcessError`` on a
     non-zero exit (git's stderr noted on it); without it the output is returned whatever
@@ -34,7 +36,7 @@ def git(
             env=None if env is None else dict(env),
             capture_output=True,
             text=True,
-            timeout=TIMEOUT,
+            timeout=timeout,
             check=check,
         )
     except subprocess.CalledProcessError as failed:
@@ -48,6 +50,7 @@ def git_result(
     *args: str,
     input: str | None = None,
     env: Mapping[str, str] | None = None,
+    timeout: float = TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
     """``git ARGS`` in ``cwd``, never raising: for a test whose git command is meant to
     fail (a commit a hook refuses) and that reads its exit code and both streams."""
@@ -58,36 +61,46 @@ def git_result(
         env=None if env is None else dict(env),
         capture_output=True,
         text=True,
-        timeout=TIMEOUT,
+        timeout=timeout,
         check=False,
     )
 
 
-def init(root: Path, *, bare: bool = False) -> Path:
+def init(root: Path, *, bare: bool = False, env: Mapping[str, str] | None = None) -> Path:
     """A new repository at ``root`` (created), on branch ``main``; ``root`` itself."""
     root.mkdir(parents=True, exist_ok=True)
-    git(root, "init", "-q", "-b", "main", *(["--bare"] if bare else []))
+    git(root, "init", "-q", "-b", "main", *(["--bare"] if bare else []), env=env)
     return root
 
 
-def head(root: Path) -> str:
+def head(root: Path, *, env: Mapping[str, str] | None = None) -> str:
     """The full hash of ``HEAD``."""
-    return git(root, "rev-parse", "HEAD").strip()
+    return git(root, "rev-parse", "HEAD", env=env).strip()
 
 
-def commit_all(root: Path, message: str = "test commit") -> str:
+def commit_all(
+    root: Path, message: str = "test commit", *, env: Mapping[str, str] | None = None
+) -> str:
     """Stage everything in the work tree, commit it; the new ``HEAD``."""
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-    return head(root)
+    git(root, "add", "-A", env=env)
+    git(root, "commit", "-q", "-m", message, env=env)
+    return head(root, env=env)
 
 
-def commit_file(root: Path, relative: str, text: str, message: str | None = None) -> str:
+def commit_file(
+    root: Path,
+    relative: str,
+    text: str,
+    message: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> str:
     """Write ``text`` to ``root/relative`` (folders created), commit that file alone; the
     new ``HEAD``."""
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    git(root, "add", "--", relative)
-    git(root, "commit", "-q", "-m", message if message is not None else f"write {relative}")
-    return head(root)
+    git(root, "add", "--", relative, env=env)
+    message = message if message is not None else f"write {relative}"
+    git(root, "commit", "-q", "-m", message, env=env)
+    return head(root, env=env)
