@@ -1,4 +1,4 @@
-"""`make help` lists every target the Makefile declares (issue #12)."""
+"""`make help` lists every target the Makefile declares."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent
+from dsh_test_support import commands
 
 # What an installation without the extra looks like to Python: the SDK cannot be imported.
 NO_SDK = 'import sys\nsys.modules["mcp"] = None\nsys.modules["mcp_types"] = None\n'
@@ -28,10 +27,7 @@ def without_sdk(tmp_path: Path) -> dict[str, str]:
 def test_mcp_without_the_extra_says_how_to_install_it(
     program: str, envelope: dict[str, bool], tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        [str(BIN / program), "mcp"], env=without_sdk(tmp_path), stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = commands.run(program, "mcp", env=without_sdk(tmp_path))
     assert (done.returncode, done.stdout) == (1, "")
     assert json.loads(done.stderr) == {
         **envelope,

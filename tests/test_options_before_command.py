@@ -8,18 +8,10 @@ Through the installed commands, fast path and full parser both: dsh-compound's
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+from dsh_test_support import commands
 
 
 @pytest.fixture
@@ -33,15 +25,33 @@ def places(tmp_path: Path) -> dict[str, Path]:
         "verification": {"command": "c", "result": "r"}, "files": ["src/login.js"],
     }  # fmt: skip
     (work / "draft.json").write_text(json.dumps(draft))
-    assert run("dsh-compound", "capture", "--workspace", str(work), "--input",
-               str(work / "draft.json"), cwd=work).returncode == 0  # fmt: skip
+    captured = commands.run(
+        "dsh-compound",
+        "capture",
+        "--workspace",
+        str(work),
+        "--input",
+        str(work / "draft.json"),
+        cwd=work,
+    )
+    assert captured.returncode == 0, captured.stderr
     db = tmp_path / "k.db"
     fact = ["--type", "fact", "--content", "Login runs on port 8080."]
-    added = run("dsh-knowledge", "--db", str(db), "add", "--workspace", str(work), "--project",
-                "web", *fact, cwd=work)  # fmt: skip
+    added = commands.run(
+        "dsh-knowledge",
+        "--db",
+        str(db),
+        "add",
+        "--workspace",
+        str(work),
+        "--project",
+        "web",
+        *fact,
+        cwd=work,
+    )
     assert added.returncode == 0, added.stderr
     memory = tmp_path / "memory"
-    assert run("dsh-memory", "--root", str(memory), "init", cwd=tmp_path).returncode == 0
+    assert commands.run("dsh-memory", "--root", str(memory), "init", cwd=tmp_path).returncode == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     return {"work": work, "db": db, "memory": memory, "elsewhere": elsewhere}
@@ -66,15 +76,19 @@ def test_before_equals_after(
 ) -> None:
     filled = [option.format(**places) for option in options]
     split = command.index("--") if "--" in command else len(command)
-    before = run(program, *filled, *command, cwd=places["elsewhere"])
-    after = run(program, *command[:split], *filled, *command[split:], cwd=places["elsewhere"])
+    before = commands.run(program, *filled, *command, cwd=places["elsewhere"])
+    after = commands.run(
+        program, *command[:split], *filled, *command[split:], cwd=places["elsewhere"]
+    )
     assert before.returncode == 0, before.stderr
     assert (before.stdout, before.stderr) == (after.stdout, after.stderr)
     assert json.loads(before.stdout)  # a real answer, not an empty one
 
 
 def test_an_option_the_command_does_not_have_is_still_refused(places: dict[str, Path]) -> None:
-    done = run("dsh-compound", "--workspace", str(places["work"]), "template", cwd=places["work"])
+    done = commands.run(
+        "dsh-compound", "--workspace", str(places["work"]), "template", cwd=places["work"]
+    )
     assert done.returncode == 1
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "invalid-arguments" and "--workspace" in error["message"]

@@ -1,6 +1,6 @@
 """A repository that commits programs named like the ones we start never gets them run.
 
-The attack: a repository holds ``bin/git``, ``git``, ``node_modules/.bin/git`` and
+The threat: a repository holds ``bin/git``, ``git``, ``node_modules/.bin/git`` and
 ``bin/dsh-memory-sync``, each writing a marker when run, and the user's ``PATH`` has the
 relative entries many setups add (``./bin``, ``bin``, ``node_modules/.bin``) and an empty
 one (the current directory). The installed commands are then run inside the repository,
@@ -25,10 +25,14 @@ from pathlib import Path
 
 import anyio
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import commit_all, git, init
+from dsh_test_support.gitcmd import head as git_head
 
-BIN = Path(sys.executable).parent
+BIN = commands.BIN
 PLANTED = ("bin/git", "git", "node_modules/.bin/git", "bin/dsh-memory-sync", "dsh-memory-sync")
-HOSTILE_ENTRIES = ["./bin", "bin", "", "node_modules/.bin"]
+#: Entries of PATH that name the current directory or folders inside it.
+RELATIVE_ENTRIES = ["./bin", "bin", "", "node_modules/.bin"]
 
 
 def executable(path: Path, body: str) -> None:
@@ -37,21 +41,12 @@ def executable(path: Path, body: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1"}
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          check=True, timeout=60)  # fmt: skip
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def planted(tmp_path: Path) -> tuple[Path, Path]:
     """A committed repository with the planted programs, and the marker directory."""
     markers = tmp_path / "markers"
     markers.mkdir()
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
+    repo = init(tmp_path / "repo")
     git(repo, "config", "user.email", "a@example.com")
     git(repo, "config", "user.name", "A")
     (repo / "src").mkdir()
@@ -59,12 +54,11 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
     for relative in PLANTED:
         name = relative.replace("/", "_")
         executable(repo / relative, f"touch '{markers}/{name}'\nexit 0\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "initial")
+    commit_all(repo, "initial")
     return repo, markers
 
 
-def hostile_env(tmp_path: Path, extra_entries: list[str] | None = None) -> dict[str, str]:
+def planted_path_env(tmp_path: Path, extra_entries: list[str] | None = None) -> dict[str, str]:
     """PATH with the relative and empty entries first, then absolute ones without the venv
     (so no real dsh-memory-sync is found there)."""
     system = [entry for entry in os.environ["PATH"].split(os.pathsep)
@@ -73,7 +67,7 @@ def hostile_env(tmp_path: Path, extra_entries: list[str] | None = None) -> dict[
     (home / ".dsh").mkdir(parents=True, exist_ok=True)
     return {
         **os.environ,
-        "PATH": os.pathsep.join([*HOSTILE_ENTRIES, *(extra_entries or []), *system]),
+        "PATH": os.pathsep.join([*RELATIVE_ENTRIES, *(extra_entries or []), *system]),
         "HOME": str(home),
         "DSH_HOME": str(home / ".dsh"),
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -95,8 +89,8 @@ def test_knowledge_add_captures_provenance_with_the_real_git_only(
     planted: tuple[Path, Path], tmp_path: Path
 ) -> None:
     repo, markers = planted
-    env = hostile_env(tmp_path)
-    head = git(repo, "rev-parse", "HEAD")
+    env = planted_path_env(tmp_path)
+    head = git_head(repo)
     evidence = json.dumps({"type": "file", "source": "src/app.py"})
     out = json.loads(run(
         [str(BIN / "dsh-knowledge"), "--db", str(tmp_path / "k.db"), "add", "--type", "fact",
@@ -115,11 +109,11 @@ def test_mcp_knowledge_add_never_runs_a_planted_git(
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     repo, markers = planted
-    head = git(repo, "rev-parse", "HEAD")
+    head = git_head(repo)
     params = StdioServerParameters(
         command=str(BIN / "dsh-knowledge"),
         args=["mcp", "--db", str(tmp_path / "k.db"), "--workspace", str(repo)],
-        env=hostile_env(tmp_path),
+        env=planted_path_env(tmp_path),
         cwd=str(repo),
     )
     seen: dict[str, object] = {}
@@ -148,7 +142,7 @@ def test_compound_hooks_and_check_run_nothing_from_the_repository(
     planted: tuple[Path, Path], tmp_path: Path
 ) -> None:
     repo, markers = planted
-    env = hostile_env(tmp_path)
+    env = planted_path_env(tmp_path)
     draft = {
         "id": "port", "title": "The app port", "tags": ["port"], "problem": "Which port?",
         "rootCause": "r", "resolution": "8080", "whenToUse": "port questions",
@@ -191,7 +185,7 @@ def test_the_memory_hook_never_starts_a_planted_sync(
     genuine_dir = tmp_path / "genuine"
     genuine = tmp_path / "genuine-sync-ran"
     executable(genuine_dir / "dsh-memory-sync", f"touch '{genuine}'\n")
-    env = hostile_env(tmp_path, extra_entries=[str(genuine_dir)])
+    env = planted_path_env(tmp_path, extra_entries=[str(genuine_dir)])
     root = tmp_path / "memory"
     run([str(BIN / "dsh-memory"), "--root", str(root), "init"], tmp_path, env)
     Path(env["DSH_HOME"], "settings.yaml").write_text("memory:\n  auto_sync_interval_minutes: 60\n")
@@ -232,7 +226,7 @@ def test_setup_never_writes_a_bare_program_name_the_host_would_look_up(
              "--scope", "project", "--project-dir", str(repo), "--dry-run"]  # fmt: skip
     # Only the repository's planted copy is on PATH (relative entries): refused, not written
     # as "dsh-compound" for the host to find in the repository.
-    done = subprocess.run(setup, cwd=repo, env=hostile_env(tmp_path), capture_output=True,
+    done = subprocess.run(setup, cwd=repo, env=planted_path_env(tmp_path), capture_output=True,
                           text=True, timeout=120, check=False)  # fmt: skip
     assert done.returncode == 1 and done.stdout == ""
     assert json.loads(done.stderr)["error"]["code"] == "invalid-arguments"
@@ -240,7 +234,7 @@ def test_setup_never_writes_a_bare_program_name_the_host_would_look_up(
     # The genuine command on an absolute entry: written as that absolute path.
     genuine = tmp_path / "genuine"
     executable(genuine / "dsh-compound", "exit 0\n")
-    env = hostile_env(tmp_path, extra_entries=[str(genuine)])
+    env = planted_path_env(tmp_path, extra_entries=[str(genuine)])
     result = json.loads(run(setup, repo, env))
     assert result["command"] == str(genuine / "dsh-compound")
     assert ran(markers) == []

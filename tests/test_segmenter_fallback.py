@@ -14,15 +14,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_common.text import FALLBACK_WARNING
 
-BIN = Path(sys.executable).parent
 HIDE_ICU = textwrap.dedent(
     """
     import os, sys
@@ -63,14 +62,17 @@ def setup(tmp_path: Path) -> dict[str, Path]:
          "--content", "数据库连接池耗尽会导致登录超时"],
         ["dsh-memory", "--root", str(memory), "init"],
     ):  # fmt: skip
-        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=work, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        done = commands.run(argv[0], *argv[1:], cwd=work)
         assert done.returncode == 0, done.stderr
-    write = subprocess.run(
-        [str(BIN / "dsh-memory"), "--root", str(memory), "write", "handbook/pool.md", "-"],
-        input="# 连接池\n数据库连接池耗尽会导致登录超时。\n", capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
+    write = commands.run(
+        "dsh-memory",
+        "--root",
+        str(memory),
+        "write",
+        "handbook/pool.md",
+        "-",
+        input="# 连接池\n数据库连接池耗尽会导致登录超时。\n",
+    )
     assert write.returncode == 0, write.stderr
     return {"hide": hide, "work": work, "db": tmp_path / "k.db", "memory": memory,
             "asked": tmp_path / "icu-asked"}  # fmt: skip
@@ -82,8 +84,7 @@ def run(setup: dict[str, Path], argv: list[str], hide: bool) -> subprocess.Compl
     if hide:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(setup["hide"]),
                                                           env.get("PYTHONPATH")]))  # fmt: skip
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=setup["work"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    return commands.run(argv[0], *argv[1:], cwd=setup["work"], env=env)
 
 
 def test_compound_warns_once_and_still_finds_the_chinese_lesson(setup: dict[str, Path]) -> None:

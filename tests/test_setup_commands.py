@@ -3,29 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands
 
-BIN = Path(sys.executable).parent
+BIN = commands.BIN
 PRODUCTS = ("dsh-compound", "dsh-memory", "dsh-knowledge")
 
 
 def run(program: str, *args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex")}
-    env.pop("DSH_HOME", None)
-    return subprocess.run(
-        [str(BIN / program), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    """The console script with ``home`` as HOME (DSH data in its default place there):
+    setup writes the command it was started as, so this must be the installed script."""
+    env = commands.environ(HOME=str(home), CODEX_HOME=str(home / ".codex"), DSH_HOME=None)
+    return commands.run(program, *args, env=env)
 
 
 @pytest.mark.parametrize("program", PRODUCTS)

@@ -1,7 +1,7 @@
 """``setup`` never loses a user's settings and never writes outside the project.
 
-Each test replays an attack or a mishap through the installed commands, as a user (or a
-bootstrap script) runs them: concurrent setups, a re-run over entries the user tuned, a
+Each test plays out a hostile project or a mishap through the installed commands, as a user
+(or a bootstrap script) runs them: concurrent setups, a re-run over entries the user tuned, a
 project whose ``.claude`` / ``.codex`` is a link into the home folder, a valid JSON file
 holding a lone-surrogate escape, a folder that cannot be written.
 """
@@ -13,42 +13,37 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands as dsh_commands
 
-BIN = Path(sys.executable).parent
+BIN = dsh_commands.BIN
 PRODUCTS = ("dsh-compound", "dsh-memory", "dsh-knowledge")
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"), **extra}
-    for name in ("DSH_HOME", "DSH_MEMORY_ROOT", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT"):
-        if name not in extra:
-            env.pop(name, None)
-    return env
+    """The test's environment with ``home`` as HOME and CODEX_HOME there; the DSH data in
+    its default place in that home unless ``extra`` names DSH_HOME."""
+    changes: dict[str, str | None] = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    changes["DSH_HOME"] = None
+    return dsh_commands.environ(**{**changes, **extra})
 
 
 def setup(
     program: str, *args: str, home: Path, prefix: tuple[str, ...] = (), **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, str(BIN / program), "setup", *args],
-        capture_output=True,
-        text=True,
-        env=environment(home, **extra),
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    """``PROGRAM setup ARGS`` through the console script (setup writes the command it was
+    started as)."""
+    env = environment(home, **extra)
+    return dsh_commands.run(program, "setup", *args, env=env, prefix=prefix)
 
 
 def start(program: str, *args: str, home: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(BIN / program), "setup", *args],
+        [str(dsh_commands.program(program)), "setup", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
