@@ -142,12 +142,11 @@ def test_fast_and_parser_paths_print_the_same_bytes(
 def test_the_fast_path_does_not_import_typer(
     world: dict[str, str], tool: str, argv: list[str]
 ) -> None:
-    env = _environment(world)
-    # -X importtime lists every module the process imports; the launcher ends a fast-path
-    # answer with os._exit, so the process cannot be asked anything after main().
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", f"{MODULE[tool]}.launcher",
-                           *argv], capture_output=True, text=True, env=env, cwd=world["repo"],
-                          timeout=120)  # fmt: skip
+    # PYTHONPROFILEIMPORTTIME (-X importtime) lists every module the console script's process
+    # imports; the launcher ends a fast-path answer with os._exit, so the process cannot be
+    # asked anything after main().
+    env = {**_environment(world), "PYTHONPROFILEIMPORTTIME": "1"}
+    done = commands.run(tool, *argv, env=env, cwd=world["repo"])
     assert done.returncode == 0, done.stderr
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "dsh_common.fastpath" in imported  # the probe sees the fast path itself

@@ -29,7 +29,7 @@ from dsh_test_support.gitcmd import git, git_result
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "integrations" / "github-actions" / "dsh-compound-check.yml"
 WHEELHOUSE = ROOT / ".wheelhouse"
-BIN = Path(sys.executable).parent
+BIN = commands.BIN  # pre-commit and the dsh console scripts of this environment
 #: A commit runs the pre-commit hook, whose first run builds its environment.
 HOOKS = 600
 
