@@ -33,7 +33,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("program", "args"), CASES, ids=lambda v: " ".join(v) or "bare")
+@pytest.mark.parametrize(
+    ("program", "args"), CASES, ids=lambda v: (" ".join(v) or "bare") if isinstance(v, list) else v
+)
 def test_in_process_prints_what_the_console_script_prints(
     program: str, args: list[str], tmp_path: Path
 ) -> None:
