@@ -129,7 +129,7 @@ def test_the_hook_path_never_imports_typer(workspace: Path) -> None:
 def test_a_prompt_of_emoji_is_answered_through_the_installed_command(
     workspace: Path, write_record: Callable[..., Path]
 ) -> None:
-    # 180-499 emoji are 360-998 UTF-16 units: the query cut used to loop on them forever.
+    # 180-499 emoji are 360-998 UTF-16 units: the query cut must end on each of them.
     write_record(workspace, id="emoji-prompts", title="Emoji prompts", tags=["emoji"])
     for count in (180, 250, 300, 499, 2000):
         prompt = "emoji " + "😀" * count
@@ -138,7 +138,7 @@ def test_a_prompt_of_emoji_is_answered_through_the_installed_command(
             "hook",
             "user-prompt-submit",
             input=json.dumps({"cwd": str(workspace), "prompt": prompt}),
-            timeout=60,  # the old loop never returned: this fails on the timeout
+            timeout=60,  # a cut that never ends fails on the timeout
         )
         assert "id: emoji-prompts" in context_of(done, "UserPromptSubmit")
 

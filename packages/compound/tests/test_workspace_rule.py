@@ -2,8 +2,8 @@
 
 The repository's top level holds ``.git``; ``services/api`` has its own lesson corpus;
 everything runs from ``services/api/src``. The full command line, its fast path, both
-hooks and the MCP server must all find the sub-project's lesson - recall used to look at
-the git top level (nothing there) while the prompt hook showed the lesson.
+hooks and the MCP server must all find the sub-project's lesson: each looks in the nearest
+corpus, never only at the git top level (which has none).
 """
 
 from __future__ import annotations
