@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dsh_test_support import commands
+from dsh_test_support import commands, in_process
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
@@ -86,7 +86,7 @@ def servers(tmp_path: Path) -> dict[str, tuple[list[str], Path]]:
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     memory = tmp_path / "memory"
-    initialized = commands.run("dsh-memory", "--root", str(memory), "init")
+    initialized = in_process.run("dsh-memory", "--root", str(memory), "init")
     assert initialized.returncode == 0, initialized.stderr
     return {
         "compound": ([str(BIN / "dsh-compound"), "mcp"], workspace),

@@ -11,11 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from dsh_test_support import commands
+from dsh_test_support import commands, in_process
 
 
 @pytest.fixture
 def places(tmp_path: Path) -> dict[str, Path]:
+    """A lesson, a knowledge item and a memory repository (set up in process)."""
     work = tmp_path / "work"
     (work / "src").mkdir(parents=True)
     (work / "src" / "login.js").write_text("login()\n")
@@ -25,7 +26,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
         "verification": {"command": "c", "result": "r"}, "files": ["src/login.js"],
     }  # fmt: skip
     (work / "draft.json").write_text(json.dumps(draft))
-    captured = commands.run(
+    captured = in_process.run(
         "dsh-compound",
         "capture",
         "--workspace",
@@ -37,7 +38,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
     assert captured.returncode == 0, captured.stderr
     db = tmp_path / "k.db"
     fact = ["--type", "fact", "--content", "Login runs on port 8080."]
-    added = commands.run(
+    added = in_process.run(
         "dsh-knowledge",
         "--db",
         str(db),
@@ -51,7 +52,7 @@ def places(tmp_path: Path) -> dict[str, Path]:
     )
     assert added.returncode == 0, added.stderr
     memory = tmp_path / "memory"
-    assert commands.run("dsh-memory", "--root", str(memory), "init", cwd=tmp_path).returncode == 0
+    assert in_process.run("dsh-memory", "--root", str(memory), "init", cwd=tmp_path).returncode == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     return {"work": work, "db": db, "memory": memory, "elsewhere": elsewhere}

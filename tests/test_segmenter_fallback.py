@@ -18,7 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dsh_test_support import commands
+from dsh_test_support import commands, in_process
 
 from dsh_common.text import FALLBACK_WARNING
 
@@ -41,6 +41,8 @@ HIDE_ICU = textwrap.dedent(
 
 @pytest.fixture
 def setup(tmp_path: Path) -> dict[str, Path]:
+    """A lesson, a knowledge item and a memory record, all about the connection pool (set up
+    in process: ICU is hidden only from the commands under test)."""
     hide = tmp_path / "hide"
     hide.mkdir()
     (hide / "sitecustomize.py").write_text(HIDE_ICU)
@@ -62,9 +64,9 @@ def setup(tmp_path: Path) -> dict[str, Path]:
          "--content", "数据库连接池耗尽会导致登录超时"],
         ["dsh-memory", "--root", str(memory), "init"],
     ):  # fmt: skip
-        done = commands.run(argv[0], *argv[1:], cwd=work)
+        done = in_process.run(argv[0], *argv[1:], cwd=work)
         assert done.returncode == 0, done.stderr
-    write = commands.run(
+    write = in_process.run(
         "dsh-memory",
         "--root",
         str(memory),

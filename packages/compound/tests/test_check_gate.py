@@ -1,6 +1,7 @@
 """``check`` as a gate: exit codes, GitHub annotations, and only what a change touched.
 
-Everything runs the installed ``dsh-compound`` console script on real git repositories.
+The gate runs the installed ``dsh-compound`` console script on real git repositories (its
+exit code is what CI and git hooks see); lessons are captured in process to set up.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from dsh_test_support import commands
+from dsh_test_support import commands, in_process
 from dsh_test_support.gitcmd import git, git_result, head, init
 
 from dsh_compound.check_report import github_annotations
@@ -36,7 +37,16 @@ def capture(repo: Path, workspace: Path, **fields: object) -> None:
         **fields,
     }
     (workspace / "draft.json").write_text(json.dumps(draft, ensure_ascii=False))
-    done = dsh("capture", "--input", "draft.json", "--workspace", str(workspace), cwd=workspace)
+    # Setting up, not the gate under test: the command line in process.
+    done = in_process.run(
+        "dsh-compound",
+        "capture",
+        "--input",
+        "draft.json",
+        "--workspace",
+        str(workspace),
+        cwd=workspace,
+    )
     assert done.returncode == 0, done.stderr
     (workspace / "draft.json").unlink()
 
