@@ -23,11 +23,19 @@ endif
 
 PYTEST_WORKERS ?= auto
 
+# The real Claude Code and Codex CLIs that the agent tests drive (tests/agents/, dsh-memory's
+# test_real_agents.py), installed from the npm registry by `make setup` into .tools/agent-clis,
+# where the tests look for them: after setup they need no network. The tests name the same
+# versions (tests/test_make_help.py checks). Without npm, setup says so and goes on: those
+# tests then skip, saying why. `make setup AGENT_CLIS=` skips the install.
+AGENT_CLIS ?= @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0
+AGENT_CLI_DIR := $(CURDIR)/.tools/agent-clis
+
 # Third-party wheels (for this interpreter and platform) that the offline install test needs:
 # filled once by `make setup` while the index is reachable; that test then needs no network.
 WHEELHOUSE := $(CURDIR)/.wheelhouse
 
-.PHONY: help setup wheelhouse dist demo readme-examples docs test check fmt lint types bench clean
+.PHONY: help setup wheelhouse agent-clis dist demo readme-examples docs test check fmt lint types bench clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | sort
@@ -36,9 +44,28 @@ $(CURDIR)/.tools/bin/uv:
 	$(PYTHON) -m venv .tools
 	.tools/bin/python -m pip install --quiet --disable-pip-version-check uv
 
-setup: $(UV)  ## create .venv with every package and the dev tools (and the .wheelhouse)
+setup: $(UV)  ## create .venv with every package and the dev tools (and the .wheelhouse, the agent CLIs)
 	$(UV) sync --all-packages --all-extras --locked
 	@$(MAKE) --no-print-directory wheelhouse
+	@$(MAKE) --no-print-directory agent-clis
+
+# Installs only what is missing: each package is checked by the version its package.json
+# records (so a folder the tests filled counts too), and nothing is fetched when all match.
+agent-clis:  ## install the Claude Code and Codex CLIs the agent tests drive (npm, into .tools/agent-clis)
+	@missing=""; for spec in $(AGENT_CLIS); do \
+		grep -qs "\"version\": \"$${spec##*@}\"" "$(AGENT_CLI_DIR)/node_modules/$${spec%@*}/package.json" \
+			|| missing="$$missing $$spec"; \
+	done; \
+	if [ -z "$$missing" ]; then \
+		true; \
+	elif ! command -v npm >/dev/null; then \
+		echo "agent-clis: npm not found, so the tests that drive the real agent CLIs will skip"; \
+	else \
+		echo "npm install --prefix .tools/agent-clis$$missing"; \
+		mkdir -p "$(AGENT_CLI_DIR)" && \
+		npm install --prefix "$(AGENT_CLI_DIR)" --save-exact --no-audit --no-fund --loglevel=error $$missing \
+			|| { echo "agent-clis: npm install failed (make setup AGENT_CLIS= skips it)"; exit 1; }; \
+	fi
 
 wheelhouse: $(WHEELHOUSE)/.done  ## download the third-party wheels the offline install test uses
 

@@ -52,6 +52,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
     run("dsh-compound", "capture", "--input", "draft.json")
     run("dsh-knowledge", "add", "--type", "fact", "--content", "the pool holds 10")
+    run("dsh-knowledge", "add", "--type", "lesson", "--content", "连接池太小导致测试超时")
+    # No stored vectors: a hybrid retrieve encodes these two on demand, on both paths.
     run("dsh-memory", "init")
     memory = dsh_home / "storages" / "memory"
     (memory / "handbook" / "release.md").write_text(RECORD)
@@ -94,6 +96,10 @@ CASES = {
         ["retrieve"], ["search", "pool"], ["search", "pool", "--limit", "1"],
         ["search", "--query", "pool", "--workspace", "."], ["search", "pool", "--limit", "-1"],
         ["retrieve", "pool", "--format", "text"], ["retrieve", "pool", "--prefer", "fact"],
+        ["retrieve", "pool", "--ranking", "hybrid"], ["retrieve", "pool", "--ranking", "lexical"],
+        ["retrieve", "--query=database pool too small", "--ranking=hybrid", "--limit", "1"],
+        ["retrieve", "pool", "--ranking", "fast"], ["retrieve", "pool", "--ranking", "hybrid",
+        "--format", "text"],
     ],
     "dsh-memory": [
         ["status"], ["search", "release"], ["search", "--query", "release", "--limit", "1"],
@@ -137,6 +143,7 @@ def test_fast_and_parser_paths_print_the_same_bytes(
 @pytest.mark.parametrize(
     ("tool", "argv"),
     [("dsh-compound", ["recall", "pool"]), ("dsh-knowledge", ["retrieve", "pool"]),
+     ("dsh-knowledge", ["retrieve", "pool", "--ranking", "hybrid"]),
      ("dsh-memory", ["status"]), ("dsh-memory", ["search", "release"])],
 )  # fmt: skip
 def test_the_fast_path_does_not_import_typer(

@@ -22,12 +22,9 @@ EARLIER_TOOLS = (
     "https://github.com/seriousz158/dsh-memory",
     "https://github.com/Claven07/dsh-knowledge",
     "https://github.com/Nocteve/dsh-compound",  # the dsh-compound Node helper
-    # What the package READMEs still link for the Node helper (the public listing is the
-    # one above); docs/ and the root README link that one.
-    "https://github.com/deepseek-ai/deepseek-harness",
 )
-# A mention and its link may be a line apart ("the earlier tool, the dsh-compound Node
-# helper of [DeepSeek Harness](…)"), not a paragraph apart.
+# A mention and its link may be a line apart ("the earlier tool, the
+# [dsh-compound Node helper](…)"), not a paragraph apart.
 WINDOW = 250
 MENTION = re.compile(r"earlier\s+tools?\b|\bNode\s+(?:helper|tool)\b|\bearlier\s+Node\b", re.I)
 LINK = re.compile(r"\]\(([^)\s]+)\)")

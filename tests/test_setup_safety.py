@@ -41,13 +41,13 @@ def setup(
     return dsh_commands.run(program, "setup", *args, env=env, prefix=prefix)
 
 
-def start(program: str, *args: str, home: Path) -> subprocess.Popen[str]:
+def start(program: str, *args: str, home: Path, **extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [str(dsh_commands.program(program)), "setup", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=environment(home),
+        env=environment(home, **extra),
         stdin=subprocess.DEVNULL,
     )
 
@@ -108,6 +108,36 @@ def test_three_products_set_up_at_once_keep_every_entry(tmp_path: Path) -> None:
     assert not list(home.rglob("*.dsh-setup.lock"))  # every lock was released
 
 
+def test_three_products_switch_ranking_at_once_and_back_keeping_every_entry(
+    tmp_path: Path,
+) -> None:
+    # --ranking hybrid rewrites our server entries and hook commands in the same shared files
+    # at once; the locks and the re-read keep every product's change and the user's keys.
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude.json").write_text(json.dumps(HISTORY, indent=2))
+    user_settings = {"permissions": {"allow": ["Bash(ls:*)"]}}
+    (home / ".claude" / "settings.json").write_text(json.dumps(user_settings, indent=2))
+    shared = {"DSH_HOME": str(tmp_path / "dsh")}  # one weight cache for the three
+    for process in [start(program, "claude-code", home=home, **shared) for program in PRODUCTS]:
+        finish(process)
+    plain = snapshot(home)
+    for ranking, expected in (("hybrid", {"DSH_RANKING": "hybrid"}), ("lexical", None)):
+        processes = [
+            start(program, "claude-code", "--ranking", ranking, home=home, **shared)
+            for program in PRODUCTS
+        ]
+        assert {finish(process)["ranking"] for process in processes} == {ranking}
+        claude = json.loads((home / ".claude.json").read_text())
+        assert claude["projects"] == HISTORY["projects"]
+        assert [claude["mcpServers"][p].get("env") for p in PRODUCTS] == [expected] * 3
+        commands = hook_commands(home / ".claude" / "settings.json")
+        assert len(commands) == 4
+        assert all(c.startswith("DSH_RANKING=hybrid ") == (ranking == "hybrid") for c in commands)
+    assert snapshot(home) == plain
+    assert not list(home.rglob("*.dsh-setup.lock"))
+
+
 def test_the_same_setup_three_times_at_once_writes_one_entry(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -140,6 +170,33 @@ def test_three_products_at_once_for_codex_keep_every_table(tmp_path: Path) -> No
 
 
 # --- a re-run keeps what the user tuned --------------------------------------------------
+
+
+def test_ranking_keeps_the_users_env_and_the_words_in_front_of_our_hook(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert setup("dsh-knowledge", "codex", home=home).returncode == 0
+    config = home / ".codex" / "config.toml"
+    config.write_text(config.read_text().replace(
+        'default_tools_approval_mode = "approve"',
+        'default_tools_approval_mode = "approve"\nenv = { TZ = "UTC" }'))  # fmt: skip
+    hooks_file = home / ".codex" / "hooks.json"
+    hooks = json.loads(hooks_file.read_text())
+    ours = hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    ours["command"] = "LANG=C " + ours["command"] + " --project payments"
+    hooks_file.write_text(json.dumps(hooks, indent=2) + "\n")
+    tuned = hook_commands(hooks_file)
+    dsh = str(tmp_path / "dsh")  # a DSH_HOME set when setup runs is written for Codex
+    done = setup("dsh-knowledge", "codex", "--ranking", "hybrid", home=home, DSH_HOME=dsh)
+    assert done.returncode == 0, done.stderr
+    table = tomllib.loads(config.read_text())["mcp_servers"]["dsh-knowledge"]
+    assert table["env"] == {"TZ": "UTC", "DSH_HOME": dsh, "DSH_RANKING": "hybrid"}
+    command = f"{BIN / 'dsh-knowledge'} hook user-prompt-submit --project payments"
+    assert hook_commands(hooks_file) == [f"LANG=C DSH_RANKING=hybrid {command}"]
+    done = setup("dsh-knowledge", "codex", "--ranking", "lexical", home=home, DSH_HOME=dsh)
+    assert done.returncode == 0, done.stderr
+    table = tomllib.loads(config.read_text())["mcp_servers"]["dsh-knowledge"]
+    assert table["env"] == {"TZ": "UTC", "DSH_HOME": dsh}
+    assert hook_commands(hooks_file) == tuned == [f"LANG=C {command}"]
 
 
 def test_rerunning_setup_keeps_the_users_env_options_and_hook_settings(tmp_path: Path) -> None:

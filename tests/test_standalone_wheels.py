@@ -275,6 +275,54 @@ def test_without_the_semantic_extra_hybrid_is_unavailable_not_broken(
     assert out["codes"] == ["semantic-unavailable"] * 3
 
 
+def test_knowledge_without_the_semantic_extra_ranks_lexically_and_says_so(
+    dist: Path, tmp_path: Path
+) -> None:
+    # Hybrid requested where the extra is missing: the command answers lexically with a
+    # warning naming the extra, the hook injects exactly what lexical ranking gives (never
+    # an error), building vectors is refused with a stable code, and setup still writes
+    # DSH_RANKING (ready for when the extra is installed) with the same warning.
+    env = _clean_env(tmp_path)
+    venv = _fresh_venv(tmp_path, env)
+    _pip_install(venv, env, dist, "dsh-knowledge")
+    program = str(venv / "bin" / "dsh-knowledge")
+    db = str(tmp_path / "k.sqlite")
+
+    def run(*args: str, stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [program, *args], input=stdin, capture_output=True, text=True,
+            env={**env, **extra}, cwd=tmp_path, timeout=120,
+        )  # fmt: skip
+
+    for content in ("The API listens on port 8080.", "数据库连接池耗尽导致请求超时。"):
+        assert run("--db", db, "add", "--workspace", "/w", "--type", "fact", "--content",
+                   content).returncode == 0  # fmt: skip
+    lexical = json.loads(run("--db", db, "retrieve", "api port", "--workspace", "/w").stdout)
+    done = run("--db", db, "retrieve", "api port", "--workspace", "/w", "--ranking", "hybrid")
+    assert done.returncode == 0, done.stderr
+    hybrid = json.loads(done.stdout)
+    assert hybrid["results"] == lexical["results"] and hybrid["ranking"] == "lexical"
+    assert len(hybrid["warnings"]) == 1
+    assert "pip install 'dsh-knowledge[semantic]'" in hybrid["warnings"][0]
+    prompt = json.dumps({"session_id": "a", "cwd": "/w", "prompt": "which port does the api use"})
+    plain = run("hook", "user-prompt-submit", "--db", db, stdin=prompt)
+    asked = run("hook", "user-prompt-submit", "--db", db, stdin=prompt.replace('"a"', '"b"'),
+                DSH_RANKING="hybrid", DSH_DEBUG="1")  # fmt: skip
+    assert asked.returncode == 0 and asked.stderr == "" and "port 8080" in asked.stdout
+    assert asked.stdout == plain.stdout
+    built = run("--db", db, "vectors", "build")
+    assert built.returncode == 1 and json.loads(built.stderr)["error"]["code"] == (
+        "semantic-unavailable"
+    )
+    home = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex")}
+    done = run("setup", "codex", "--ranking", "hybrid", **home)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["ranking"] == "hybrid" and "weights" not in result
+    assert "pip install 'dsh-knowledge[semantic]'" in result["warnings"][0]
+    assert 'DSH_RANKING = "hybrid"' in (tmp_path / "codex" / "config.toml").read_text()
+
+
 def test_a_products_semantic_extra_installs_offline_and_encodes_without_network(
     dist: Path, tmp_path: Path
 ) -> None:

@@ -1,6 +1,6 @@
 """Whole-process start-up of the commands an agent calls most, beside `python -c pass`.
 
-A small store of the issue's size: a 32-record memory, 100 lessons, 1,000 knowledge items.
+A small store: a 32-record memory, 100 lessons, 1,000 knowledge items.
 Each command runs as a real process through its console script (the launcher's fast path)
 and through `python -m dsh_<pkg>.cli` (the Typer parser), interleaved, and the median of
 the runs is printed with its ratio to `python -c pass` of the same run, after one warm-up

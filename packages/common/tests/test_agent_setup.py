@@ -549,3 +549,73 @@ def test_a_hook_with_variables_in_front_is_still_ours_and_keeps_them(project: Pa
     assert result["files"][1]["action"] == "unchanged" and prompt_hooks(project) == [mine]
     run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project, remove=True)
     assert not settings.exists()
+
+
+# --- variables setup owns (DSH_RANKING): the server's env and NAME=value before our hooks ---
+
+HYBRID = {"DSH_RANKING": "hybrid"}
+LEXICAL: dict[str, str | None] = {"DSH_RANKING": None}
+
+
+def test_a_variable_goes_into_our_server_env_and_before_our_hooks(project: Path) -> None:
+    kwargs: dict[str, Any] = {"scope": "project", "project_dir": project}
+    before = snapshot(project)
+    run_setup(KNOWLEDGE, "claude-code", **kwargs)
+    plain = snapshot(project)
+    run_setup(KNOWLEDGE, "claude-code", variables=HYBRID, **kwargs)
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
+    assert server["env"] == {"DSH_RANKING": "hybrid"}
+    assert prompt_hooks(project) == [
+        "DSH_RANKING=hybrid /opt/bin/dsh-knowledge hook user-prompt-submit"
+    ]
+    again = run_setup(KNOWLEDGE, "claude-code", variables=HYBRID, **kwargs)
+    assert [f["action"] for f in again["files"]] == ["unchanged", "unchanged"]
+    run_setup(KNOWLEDGE, "claude-code", **kwargs)  # not given: left as it is
+    assert prompt_hooks(project)[0].startswith("DSH_RANKING=hybrid ")
+    run_setup(KNOWLEDGE, "claude-code", variables=LEXICAL, **kwargs)
+    assert snapshot(project) == plain  # taken out again, byte for byte
+    run_setup(KNOWLEDGE, "claude-code", remove=True, **kwargs)
+    assert snapshot(project) == before
+
+
+def test_a_variable_changes_only_its_own_words_and_keys(project: Path) -> None:
+    mcp = project / ".mcp.json"
+    mine = {"type": "stdio", "command": "/opt/bin/dsh-knowledge", "args": ["mcp"],
+            "env": {"TZ": "UTC", "DSH_RANKING": "lexical", "LANG": "C"}}  # fmt: skip
+    mcp.write_text(json.dumps({"mcpServers": {"dsh-knowledge": mine}}, indent=2) + "\n")
+    settings = project / ".claude" / "settings.json"
+    line = "TZ=UTC DSH_RANKING=lexical /opt/bin/dsh-knowledge hook user-prompt-submit --project p"
+    document = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": line}]}]}}
+    settings.write_text(json.dumps(document) + "\n")
+    kwargs: dict[str, Any] = {"scope": "project", "project_dir": project}
+    run_setup(KNOWLEDGE, "claude-code", variables=HYBRID, **kwargs)
+    entry = json.loads(mcp.read_text())["mcpServers"]["dsh-knowledge"]
+    assert entry["env"] == {"TZ": "UTC", "DSH_RANKING": "hybrid", "LANG": "C"}  # in place
+    assert prompt_hooks(project) == [
+        "TZ=UTC DSH_RANKING=hybrid /opt/bin/dsh-knowledge hook user-prompt-submit --project p"
+    ]
+    run_setup(KNOWLEDGE, "claude-code", variables=LEXICAL, **kwargs)
+    entry = json.loads(mcp.read_text())["mcpServers"]["dsh-knowledge"]
+    assert entry["env"] == {"TZ": "UTC", "LANG": "C"}  # the user's variables stay
+    assert prompt_hooks(project) == [
+        "TZ=UTC /opt/bin/dsh-knowledge hook user-prompt-submit --project p"
+    ]
+
+
+def test_codex_gets_the_variable_in_its_env_table_beside_dsh_home(tmp_path: Path) -> None:
+    codex = tmp_path / "codex"
+    env = {"HOME": str(tmp_path), "CODEX_HOME": str(codex), "DSH_HOME": "/d"}
+    result = run_setup(MEMORY, "codex", env=env, variables=HYBRID, dry_run=True)
+    assert 'env = { DSH_HOME = "/d", DSH_RANKING = "hybrid" }' in result["diff"]
+    assert "DSH_RANKING=hybrid /opt/bin/dsh-memory hook session-start" in result["diff"]
+    assert not codex.exists()  # a dry run writes nothing
+    run_setup(MEMORY, "codex", env=env, variables=HYBRID)
+    table = tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["dsh-memory"]
+    assert table["env"] == {"DSH_HOME": "/d", "DSH_RANKING": "hybrid"}
+    run_setup(MEMORY, "codex", env=env, variables=LEXICAL)
+    table = tomllib.loads((codex / "config.toml").read_text())["mcp_servers"]["dsh-memory"]
+    assert table["env"] == {"DSH_HOME": "/d"}
+    hooks = json.loads((codex / "hooks.json").read_text())["hooks"]["SessionStart"]
+    assert hooks[0]["hooks"][0]["command"] == (
+        "/opt/bin/dsh-memory hook session-start --host codex"
+    )

@@ -1,4 +1,4 @@
-"""The error codes are unique, kebab-case, and exactly the README's table."""
+"""The error codes are unique, kebab-case, and exactly the reference page's table."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 from dsh_common.errors import DshError
 from dsh_compound.errors import CLI_ONLY_CODES, CompoundError, all_error_classes
 
-README = Path(__file__).parents[1] / "README.md"
+# The documentation site's reference page for dsh-compound (docs/compound/reference.md).
+REFERENCE = Path(__file__).parents[3] / "docs" / "compound" / "reference.md"
 
 
 def test_every_leaf_has_a_unique_kebab_case_code() -> None:
@@ -23,8 +24,8 @@ def test_every_leaf_is_a_compound_error_and_a_dsh_error() -> None:
         assert issubclass(cls, DshError)
 
 
-def test_readme_error_table_lists_exactly_the_codes() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_reference_error_table_lists_exactly_the_codes() -> None:
+    text = REFERENCE.read_text(encoding="utf-8")
     section = text.split("## Error codes", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z-]+)` \|", section, flags=re.MULTILINE))
     assert documented == {cls.code for cls in all_error_classes()} | set(CLI_ONLY_CODES)

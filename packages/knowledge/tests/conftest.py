@@ -10,7 +10,10 @@ the SQLite file itself use ``db_path`` and stay SQLite-only.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -37,8 +40,26 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     # A developer's own store, scope or driver choice must not reach the tests.
     for name in ("DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE",
                  "DSH_KNOWLEDGE_SESSION_ID", "DSH_KNOWLEDGE_LIBPQ", "DSH_KNOWLEDGE_AUTO_EXTRACT",
-                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT"):  # fmt: skip
+                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT",
+                 "DSH_RANKING"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def semantic_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``DSH_HOME`` whose embedding weight cache is built once per session.
+
+    For tests that start processes ranking with the model: each would otherwise unpack the
+    model's weights into its own fresh ``DSH_HOME`` first (1-3 s). Pass ``--db`` explicitly.
+    """
+    home = tmp_path_factory.mktemp("semantic-home")
+    probe = "from dsh_common import embedding; print(embedding.warm())"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env={**os.environ, "DSH_HOME": str(home)},
+        capture_output=True, text=True, timeout=600, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() in {"built", "mapped"}, done.stdout
+    return home
 
 
 @pytest.fixture

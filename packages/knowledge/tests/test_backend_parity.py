@@ -119,6 +119,16 @@ def _scenario(location: str, repo: Path) -> list[Any]:
             step("retrieve", lambda q=query, o=options, c=counts: retrieve_relevant_knowledge(
                 r, q, workspace=ws, counts=c, **o))  # fmt: skip
             out.append(["counts", counts])
+            # Hybrid: the same fused scores, channels and order (the vectors are filled on
+            # demand by the first query, in item id order on both backends).
+            counts, warnings = {}, []
+            step("retrieve-hybrid", lambda q=query, o=options, c=counts, w=warnings:
+                 retrieve_relevant_knowledge(r, q, workspace=ws, counts=c, ranking="hybrid",
+                                             warnings=w, **o))  # fmt: skip
+            out.append(["counts", counts, warnings])
+        step("retrieve-cross-lingual", lambda: retrieve_relevant_knowledge(
+            r, "database pool ran out and requests timed out", workspace=ws,
+            ranking="hybrid"))  # fmt: skip
         step("review", lambda: review_candidates(r, workspace=ws, repo_dir=repo))
         redis = "We decided to use Redis for the session cache."
         # One admitted candidate per call: two in one call could share a millisecond, and
@@ -136,6 +146,7 @@ def _scenario(location: str, repo: Path) -> list[Any]:
                                "evidence": [{"type": "file", "source": "src/app.py"}]}),
             ("knowledge_search", {"query": "webhooks signed", "limit": 1}),
             ("knowledge_search", {"query": "payment", "project": None}),
+            ("knowledge_search", {"query": "how do retries back off", "ranking": "hybrid"}),
             ("knowledge_list", {"limit": 2}),
             ("knowledge_get", {"id": a["id"], "includeHealth": True}),
             ("knowledge_get", {"id": "nope"}),
@@ -150,6 +161,9 @@ def _scenario(location: str, repo: Path) -> list[Any]:
             step("context", lambda s=session: build_context(
                 "payment retries and the api port", repository=r, workspace=ws, project="pay",
                 session_id=s))  # fmt: skip
+        step("context-hybrid", lambda: build_context(
+            "what did we learn about the database pool", repository=r, workspace=ws,
+            project="pay", session_id="hook-3", ranking="hybrid"))  # fmt: skip
     return out
 
 
@@ -164,7 +178,8 @@ def test_one_scripted_session_gives_the_same_json_on_both_backends(
     text = _normalise(sqlite_run)
     for needle in ("invalid-supersede", "invalid-transition", "scope-change-forbidden",
                    "not-found", "invalid-input", '"suppressedSimilarIds": ["<id', "数据库",
-                   "<dsh-knowledge>", "privacy", '"truncated": true'):  # fmt: skip
+                   "<dsh-knowledge>", "privacy", '"truncated": true', '"channels": ["semantic"]',
+                   '"channels": ["lexical", "semantic"]', '"ranking": "hybrid"'):  # fmt: skip
         assert needle in text, needle
 
 
@@ -240,3 +255,21 @@ def test_random_corpora_rank_identically_on_postgres(  # noqa: PLR0917 - one per
         scanned = retrieve_relevant_knowledge(repository, query, use_index=False, **options)
     assert got == expected == scanned
     assert pg_counts == lite_counts
+    # Hybrid ranking too: the same fused order, scores and accounts on both backends.
+    hybrid = {"ranking": "hybrid", **options}
+    lite_warnings: list[str] = []
+    pg_warnings: list[str] = []
+    with KnowledgeStore(source) as lite:
+        lite_counts = {}
+        expected = retrieve_relevant_knowledge(
+            KnowledgeRepository(lite), query, counts=lite_counts, warnings=lite_warnings, **hybrid
+        )
+    with KnowledgeStore(postgres_databases.create()) as pg:
+        repository = KnowledgeRepository(pg)
+        import_store(repository, str(source))
+        pg_counts = {}
+        got = retrieve_relevant_knowledge(
+            repository, query, counts=pg_counts, warnings=pg_warnings, **hybrid
+        )
+    assert got == expected
+    assert (pg_counts, pg_warnings) == (lite_counts, lite_warnings)

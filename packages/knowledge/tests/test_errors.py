@@ -7,7 +7,8 @@ import dsh_knowledge.errors as errors_module
 from dsh_common.errors import DshError
 from dsh_knowledge.errors import KnowledgeError
 
-# The codes this package promises (README "Error codes"); a new leaf must be added here too.
+# The codes this package promises (docs/knowledge/reference.md, "Error codes"); a new leaf
+# must be added here too.
 EXPECTED_CODES = {
     "knowledge-error",
     "not-found",

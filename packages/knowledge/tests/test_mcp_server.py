@@ -18,6 +18,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from dsh_knowledge.privacy import PRIVACY_REJECTION_MESSAGE
+from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import KnowledgeStore
 from dsh_knowledge.tool_schemas import INPUT_SCHEMAS, OUTPUT_SCHEMAS, TOOL_NAMES
 
@@ -183,3 +184,38 @@ def test_bad_options_are_a_json_error() -> None:
     )
     assert result.returncode == 1 and result.stdout == ""
     assert json.loads(result.stderr)["error"]["code"] == "invalid-input"
+
+
+LESSON = "数据库连接池耗尽导致请求超时：给每个服务的连接池设置上限。"
+QUESTION = "requests time out because the database connection pool is exhausted"
+
+
+def test_the_mcp_server_ranks_by_its_variable_or_the_calls_argument(
+    db: str, semantic_home: Path
+) -> None:
+    # DSH_RANKING=hybrid (as setup --ranking hybrid writes it) and the call's own argument.
+    import jsonschema
+
+    with KnowledgeStore(db) as store:
+        KnowledgeRepository(store).create(type="lesson", content=LESSON, scope={"workspace": "/w"})
+    answers: dict[str, Any] = {}
+
+    async def body(client: Any) -> None:
+        for name, arguments in (
+            ("default", {"query": QUESTION}),
+            ("lexical", {"query": QUESTION, "ranking": "lexical"}),
+            ("again", {"query": QUESTION}),
+        ):
+            result = await client.call_tool("knowledge_search", arguments)
+            assert result.is_error is False, result.content
+            answers[name] = result.structured_content
+
+    env = {"DSH_RANKING": "hybrid", "DSH_HOME": str(semantic_home)}
+    session(["--db", db, "--workspace", "/w"], body, env)
+    for answer in answers.values():
+        jsonschema.Draft202012Validator(OUTPUT_SCHEMAS["knowledge_search"]).validate(answer)
+    assert answers["default"]["ranking"] == "hybrid"
+    assert answers["default"]["items"][0]["content"] == LESSON
+    assert answers["default"]["items"][0]["hybrid"]["channels"] == ["semantic"]
+    assert answers["again"] == answers["default"]  # the index kept in memory answers the same
+    assert answers["lexical"] == {"items": [], "total": 0, "truncated": False}

@@ -151,6 +151,7 @@ def test_ten_processes_opening_a_fresh_database_create_the_schema_once(
         (1, "create-knowledge-and-evidence"),
         (2, "search-index-trigram"),
         (3, "agent-session-tables"),
+        (4, "item-vectors"),
     ]
 
 

@@ -51,13 +51,13 @@ def test_the_schema_is_versioned_and_a_newer_one_is_refused(pg: str) -> None:
         rows = store.connection.execute(
             "SELECT version FROM dshpy_schema_migrations ORDER BY version"
         ).fetchall()
-        assert [row[0] for row in rows] == [1, 2, 3]
+        assert [row[0] for row in rows] == [1, 2, 3, 4]
     KnowledgeStore(pg).close()  # a second open changes nothing
     external_write(
         pg,
-        ("INSERT INTO dshpy_schema_migrations VALUES (4, 'from-the-future', 'x')", ()),
+        ("INSERT INTO dshpy_schema_migrations VALUES (5, 'from-the-future', 'x')", ()),
     )
-    with pytest.raises(SchemaTooNewError, match="version 4 is newer than supported version 3"):
+    with pytest.raises(SchemaTooNewError, match="version 5 is newer than supported version 4"):
         KnowledgeStore(pg)
 
 

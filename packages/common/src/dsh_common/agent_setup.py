@@ -227,6 +227,10 @@ def _our_hooks(integration: Integration, host: str, options: GivenOptions) -> li
     return hooks
 
 
+def _set(variables: Mapping[str, str | None]) -> dict[str, str]:
+    return {name: value for name, value in variables.items() if value is not None}
+
+
 def _passed_env(integration: Integration, env: Mapping[str, str] | None) -> dict[str, str]:
     environ = os.environ if env is None else env
     return {name: environ[name] for name in integration.env_names if environ.get(name)}
@@ -255,6 +259,7 @@ def _server_change(
     options: GivenOptions,
     confined: Path | None,
     memo: _Memo,
+    variables: Mapping[str, str | None],
 ) -> FileChange:
     text = read_text(path)
     command = integration.command or integration.program
@@ -269,6 +274,7 @@ def _server_change(
             written=written,
             env=passed if kind == "toml" else {},
             where=where,
+            variables=variables,
         )
 
     if kind == "toml":
@@ -305,6 +311,7 @@ def plan(
     remove: bool = False,
     env: Mapping[str, str] | None = None,
     options: GivenOptions = (),
+    variables: Mapping[str, str | None] | None = None,
 ) -> list[FileChange]:
     """The changes setup (or ``remove``) would make; nothing is written.
 
@@ -321,6 +328,7 @@ def plan(
         env=env,
         options=options,
         memo={},
+        variables=variables or {},
     )
 
 
@@ -334,6 +342,7 @@ def _plan(
     env: Mapping[str, str] | None,
     options: GivenOptions,
     memo: _Memo,
+    variables: Mapping[str, str | None],
 ) -> list[FileChange]:
     """:func:`plan`; ``memo`` keeps each JSON file's new text by its old text, so planning
     again under the locks does not re-serialise a large unchanged ``~/.claude.json``."""
@@ -345,7 +354,7 @@ def _plan(
     if scope == "project" and not project.is_dir():
         raise AgentSetupError(f"project directory {project} does not exist")
     passed = _passed_env(integration, env)
-    _refuse_undecodable(integration, passed, options)
+    _refuse_undecodable(integration, {**passed, **_set(variables)}, options)
     where = locations(host, scope, project, env)
     # In a project nothing below its root may be a link; at home links are followed.
     confined = project if scope == "project" else None
@@ -360,6 +369,7 @@ def _plan(
             options=options,
             confined=confined,
             memo=memo,
+            variables=variables,
         )
     ]
     hooks_path = target(where.hooks, confined)
@@ -373,6 +383,7 @@ def _plan(
             command=integration.command or integration.program,
             remove=remove,
             path=hooks_path,
+            variables=variables,
         )
         memo[hooks_path, hooks_text] = (
             hooks_text if after_hooks is before_hooks else _dump_json(after_hooks, hooks_text)
@@ -430,11 +441,14 @@ def run_setup(
     dry_run: bool = False,
     env: Mapping[str, str] | None = None,
     options: GivenOptions = (),
+    variables: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """Plan, then apply unless ``dry_run``; the JSON result the ``setup`` commands print.
 
     ``options`` are the declared :class:`SetupOption` values given on the command line;
     each is written into the entries it names, replacing the same option's old value.
+    ``variables`` (``{"DSH_RANKING": "hybrid"}``; None as a value: take it out) are the
+    environment variables this run owns, in our server's ``env`` and in front of our hooks.
     """
     resolved = integration
     if integration.command is None:
@@ -452,6 +466,7 @@ def run_setup(
             env=env,
             options=options,
             memo=memo,
+            variables=variables or {},
         )
 
     changes = make_plan()

@@ -21,6 +21,9 @@ setup (after an upgrade, from a bootstrap script) must keep all of it. So setup 
 
 Options declared with :class:`SetupOption` and given to setup (``--db URL``) replace the
 same option's value in our entries; an option not given leaves whatever is there alone.
+Likewise the environment variables a run of setup owns (``--ranking`` sets ``DSH_RANKING``):
+given, each is written into our server's ``env`` and in front of our hook commands as
+``NAME=value``, or taken out of both; not given, they stay as they are.
 """
 
 from __future__ import annotations
@@ -142,6 +145,20 @@ def refresh_words(
     return [*positionals, *(part for pair in pairs for part in pair), *extras]
 
 
+def set_variables(
+    current: Mapping[str, Any], variables: Mapping[str, str | None]
+) -> dict[str, Any]:
+    """``current`` with each of ``variables`` set (in place, else appended) or, for None,
+    removed; the other variables keep their values and order."""
+    updated = {
+        name: value for name, value in current.items() if variables.get(name, "") is not None
+    }
+    for name, value in variables.items():
+        if value is not None:
+            updated[name] = value
+    return updated
+
+
 def _string_list(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigInvalidError(f"{where} is not a list of strings")
@@ -160,8 +177,14 @@ def server_entry(
     written: Sequence[tuple[str, str]],
     env: Mapping[str, str],
     where: str,
+    variables: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """Our server entry, refreshed from ``existing`` (None when there is none)."""
+    """Our server entry, refreshed from ``existing`` (None when there is none).
+
+    ``variables`` are the environment variables setup owns in this run (``DSH_RANKING``):
+    a value is written into the entry's ``env``, None takes the variable out (and an
+    ``env`` left empty by that goes too); every other variable of ``env`` stays.
+    """
     if existing is not None and not isinstance(existing, dict):
         raise ConfigInvalidError(f"{where} is not {'an object' if kind == 'json' else 'a table'}")
     entry: dict[str, Any] = dict(existing or {})
@@ -181,6 +204,17 @@ def server_entry(
             if not isinstance(current, dict):
                 raise ConfigInvalidError(f"{where}.env is not a table")
             entry["env"] = {**current, **env}
+    if variables:
+        current = entry.get("env", {})
+        if not isinstance(current, dict):
+            raise ConfigInvalidError(
+                f"{where}.env is not {'an object' if kind == 'json' else 'a table'}"
+            )
+        updated = set_variables(current, variables)
+        if updated:
+            entry["env"] = updated
+        elif "env" in entry and current:  # emptied by us: the key goes with its variables
+            del entry["env"]
     if existing is None:
         # A new entry lists our keys first, in the order the hosts document them.
         order = ["type", "command", "args", "required", "default_tools_approval_mode", "env"]
@@ -271,9 +305,12 @@ def merge_hooks(
     command: str,
     remove: bool,
     path: Path,
+    variables: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """``document`` with our hooks refreshed in place (added where missing) or removed.
 
+    ``variables`` are set (a value) or taken out (None) among the ``NAME=value`` words in
+    front of each hook of ours; the user's other words there stay, in their order.
     Returns ``document`` itself when nothing changes.
     """
     hooks = document.get("hooks", {})
@@ -312,6 +349,8 @@ def merge_hooks(
                 if remove:
                     continue
                 refreshed = refresh_words(words, our.words, our.written)
+                if variables:
+                    assignments = list(set_variables(dict(assignments), variables).items())
                 new_inner.append(
                     _refreshed(hook, hook_command_line(command, refreshed, assignments))
                 )
@@ -324,9 +363,12 @@ def merge_hooks(
         for our in ours:
             if our in found:
                 continue
+            prefix = [(name, value) for name, value in (variables or {}).items() if value]
             fresh = {
                 "type": "command",
-                "command": hook_command_line(command, refresh_words(None, our.words, our.written)),
+                "command": hook_command_line(
+                    command, refresh_words(None, our.words, our.written), prefix
+                ),
                 "timeout": HOOK_TIMEOUT_SECONDS,
             }
             new_hooks.setdefault(our.event, []).append({"hooks": [fresh]})

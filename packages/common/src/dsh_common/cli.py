@@ -146,14 +146,15 @@ def add_setup_command(
     examples: Sequence[str],
     options: Sequence[SetupOption] = (),
 ) -> None:
-    """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]``
-    on the Typer ``app``: the one signature every product's ``setup`` has, running
-    :func:`dsh_common.agent_setup.run_setup` with what ``integration()`` (built only when the
-    command runs) registers.
+    """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]
+    [--ranking hybrid|lexical]`` on the Typer ``app``: the one signature every product's
+    ``setup`` has, running :func:`dsh_common.agent_setup.run_setup` with what
+    ``integration()`` (built only when the command runs) registers.
 
     ``options`` is the product's declared list of what setup may write into its entries
     (:class:`dsh_common.agent_setup_entries.SetupOption`): each becomes ``--flag VALUE`` of
     the command, and a value given is written where the option says (server args, hooks).
+    ``--ranking`` is every product's (:mod:`dsh_common.agent_setup_ranking`).
     """
     import inspect
 
@@ -161,19 +162,25 @@ def add_setup_command(
 
     def setup_command(**values: Any) -> None:
         from dsh_common.agent_setup import run_setup
+        from dsh_common.agent_setup_ranking import finish, ranking_variables
 
         given = [(option, values[_parameter(option)]) for option in options]
-        emit_json(
-            run_setup(
-                integration(),
-                values["host"],
-                scope=values["scope"],
-                project_dir=values["project_dir"],
-                remove=values["remove"],
-                dry_run=values["dry_run"],
-                options=[(option, value) for option, value in given if value is not None],
-            )
+        ranking = values["ranking"]
+        variables = {} if ranking is None else ranking_variables(ranking, remove=values["remove"])
+        registered = integration()
+        result = run_setup(
+            registered,
+            values["host"],
+            scope=values["scope"],
+            project_dir=values["project_dir"],
+            remove=values["remove"],
+            dry_run=values["dry_run"],
+            options=[(option, value) for option, value in given if value is not None],
+            variables=variables,
         )
+        if variables:
+            finish(result, variables, registered.program, dry_run=values["dry_run"])
+        emit_json(result)
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     parameters = [
@@ -208,6 +215,20 @@ def add_setup_command(
             annotation=bool,
         ),
     ]
+    parameters.append(
+        inspect.Parameter(
+            "ranking",
+            keyword,
+            default=typer.Option(
+                None,
+                "--ranking",
+                help="hybrid or lexical: DSH_RANKING for the server and hooks (hybrid also "
+                "warms the model's weight cache; needs the [semantic] extra).",
+                metavar="hybrid|lexical",
+            ),
+            annotation=str | None,
+        )
+    )
     for option in options:
         parameters.append(
             inspect.Parameter(

@@ -1,8 +1,9 @@
 """JSON in and out, through orjson.
 
 ``dumps`` writes what JavaScript's ``JSON.stringify(value)`` writes for the data we
-produce (no spaces, keys in insertion order, non-ASCII as raw UTF-8), so files and
-front matter we write are byte-identical to the earlier Node tools' output.
+produce (no spaces, keys in insertion order, non-ASCII as raw UTF-8), so the files and
+front matter we share with Node programs are byte for byte what those programs write
+(docs/compatibility/ states each format).
 """
 
 from __future__ import annotations

@@ -37,21 +37,23 @@ Two sensitivities, one table of shapes. The default is for *refusing* (dsh-knowl
 false positive loses a user's fact, so vendor tokens need their real length (``sk-`` and
 20 characters) and an assigned value at least 3 characters. ``eager=True`` is for
 *redacting* (dsh-memory): a false positive hides a few characters of a transcript, so the
-short forms the earlier session filter redacted (``sk-`` and 3, ``ghp_`` and 4, ``Bearer``
-and 3, any case) count too, any non-empty value counts and ``auth`` / ``authorization`` name
-a secret. Everything the default reports, ``eager`` reports too.
+short forms the predecessor's session filter redacted (``sk-`` and 3, ``ghp_`` and 4,
+``Bearer`` and 3, any case) count too, any non-empty value counts and ``auth`` /
+``authorization`` name a secret. Everything the default reports, ``eager`` reports too.
 
 Cost: a scan is linear in the text. Token patterns start with a literal (the regex engine's
 fast prefix scan finds candidates) and check their boundary behind it; no repeat holds
 another one that can match more than once, so nothing backtracks over a run it has read
 (tests check both on the compiled patterns); values, names and key blocks are bounded; a
 key block's END line is found by one scan and a binary search per BEGIN.
-``bench/bench_secrets.py`` feeds it adversarial megabytes.
+``bench/bench_secrets.py`` feeds it adversarial megabytes (docs/benchmarks.md has the
+results).
 
 This module is standard-library only and uses no regular-expression syntax newer than
 Python 3.8 (no possessive repeats, no atomic groups): dsh-memory inlines its source into the
-memory repository's standalone ``scripts/filter_session.py``, which the earlier sync runs
-with whatever ``python3`` the machine has.
+memory repository's standalone ``scripts/filter_session.py``, which the sync of
+dsh-memory's predecessor runs with whatever ``python3`` the machine has
+(docs/compatibility/memory.md).
 """
 
 from __future__ import annotations
@@ -193,7 +195,7 @@ _STRICT_TOKENS: tuple[_Rule, ...] = (
     _token("bearer", "bearer", r"\s{1,16}[A-Za-z0-9._~+/-]{16,}=*", ("bearer",), flags=_AI),
 )
 
-# The earlier session filter's short forms, any case: what a transcript has always lost.
+# The session filter's short forms, any case: what a transcript has always lost.
 _EAGER_TOKENS: tuple[_Rule, ...] = (
     _token("anthropic-key", "sk-ant-", "[A-Za-z0-9_-]{3,}", ("sk-ant-",), flags=_AI),
     _token("openai-key", "sk-", "[A-Za-z0-9_-]{3,}", ("sk-",), flags=_AI),

@@ -5,7 +5,7 @@ validation, bounded reads, locks) are translated at the library boundary into th
 below, so a caller that catches ``CompoundError`` catches everything this package reports,
 and the CLI prints the same codes whichever layer noticed the problem.
 
-The codes are a contract (README "Error codes"); a test pins the table.
+The codes are a contract (docs/compound/reference.md, "Error codes"); a test pins the table.
 """
 
 from __future__ import annotations
@@ -272,7 +272,7 @@ CLI_ONLY_CODES = ("invalid-arguments", "internal-error", "interrupted")
 
 
 def all_error_classes() -> list[type[CompoundError]]:
-    """Every leaf class, in definition order (for the README table and its test)."""
+    """Every leaf class, in definition order (for the reference page's table and its test)."""
     return [
         cls
         for cls in globals().values()

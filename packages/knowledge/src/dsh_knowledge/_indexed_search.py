@@ -187,6 +187,11 @@ class IndexedSearch:
         row = self.db.execute(f"SELECT count(*) {_HITS_JOIN}{where}", params).fetchone()
         return int(row[0])
 
+    def eligible_hit_ids(self, where: str, params: list[Any]) -> set[str]:
+        """The ids of those eligible matches (hybrid ranking counts them with its own)."""
+        rows = self.db.execute(f"SELECT d.id {_HITS_JOIN}{where}", params)
+        return {row[0] for row in rows}
+
     def _by_tier(self, sql: str, params: list[Any]) -> Any:
         # One ordered query per text tier, best tier first: a broad query's long tail of
         # weak matches is never read once the result walk is complete.

@@ -10,8 +10,9 @@ errors carrying ``sqlstate``. Everything else (the CLI, the MCP server, the libr
 psycopg; a differential test runs the hook through both and requires identical output.
 
 Only what our SQL needs is converted: parameters are sent as text (``None`` as NULL; a list
-as an array literal), results read back as text and turned into ``int`` (int2/int4/int8/oid),
-``bool`` or ``str``. Text holding NUL is refused before sending, as psycopg refuses it (libpq
+as an array literal, ``bytes`` as a ``bytea`` hex literal), results read back as text and
+turned into ``int`` (int2/int4/int8/oid), ``bool``, ``bytes`` (``bytea``: hybrid ranking's
+stored vectors) or ``str``. Text holding NUL is refused before sending, as psycopg refuses it (libpq
 would cut it short). Server notices are dropped, never printed.
 """
 
@@ -42,6 +43,7 @@ _PGRES_TUPLES_OK = 2
 _PG_DIAG_SQLSTATE = ord("C")
 _INTEGERS = {20, 21, 23, 26}  # int8, int2, int4, oid
 _BOOL = 16
+_BYTEA = 17
 
 
 class Error(Exception):
@@ -231,6 +233,8 @@ def _parameter(value: Any) -> bytes | None:
         return str(value).encode()
     if isinstance(value, (list, tuple)):
         return _text("{" + ",".join(_array_element(v) for v in value) + "}")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return b"\\x" + bytes(value).hex().encode("ascii")  # bytea's text form
     return _text(str(value))
 
 
@@ -258,6 +262,10 @@ def _numbered(query: str) -> str:
 
 
 def _convert(raw: bytes, oid: int) -> Any:
+    if oid == _BYTEA:  # the server's text form: \x and two hex digits a byte
+        if not raw.startswith(b"\\x"):
+            raise DataError("bytea values must be sent as hex (bytea_output = 'hex')")
+        return bytes.fromhex(raw[2:].decode("ascii"))
     text = raw.decode("utf-8")
     if oid in _INTEGERS:
         return int(text)

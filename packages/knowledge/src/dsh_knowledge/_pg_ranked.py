@@ -56,12 +56,14 @@ class RankedSearch:
         self.total = 0
         self._sql_text = ""
         self._values: list[Any] = []
+        self._every: list[str] = []
 
     def _sql(
         self, where: str, params: list[Any], project: str | None, preferred: Sequence[str]
     ) -> tuple[str, list[Any]]:
         tokens = self.query.tokens
         per_token, every = token_patterns(self.db, self.query)
+        self._every = every
         tests: list[str] = []
         values: list[Any] = [f" {self.query.normalized} "]  # the phrase
         for bit, (exact, partial) in enumerate(per_token):
@@ -131,6 +133,15 @@ class RankedSearch:
         self.total = int(first[0][11])
         newest = first[0][12]
         return (None if newest is None else int(newest)), iter([self._stream(first)]), True
+
+    def hit_ids(self, where: str, params: list[Any]) -> set[str]:
+        """The ids of every eligible hit (after :meth:`rows`; hybrid ranking counts them
+        with its own): the rows the ranked query's ``total`` counts."""
+        rows = self.db.execute(
+            f"SELECT d.id FROM knowledge_search_doc d WHERE {where} AND d.toks LIKE ANY(?)",  # noqa: S608 - fixed clauses
+            [*params, self._every],
+        )
+        return {row[0] for row in rows}
 
     def _page(self, offset: int, size: int) -> list[Sequence[Any]]:
         # Each page is the whole ordered query again, in the caller's one snapshot: the

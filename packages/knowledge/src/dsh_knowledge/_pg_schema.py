@@ -11,7 +11,8 @@ both. Differences, each for a reason:
   search does not split Chinese; trigrams of our tokens do, given a UTF-8 database);
 - the version lives in ``dshpy_schema_migrations`` (one row per applied step), not in
   ``PRAGMA user_version``, and the agent bookkeeping tables (``dshpy_session_injections``,
-  ``dshpy_extraction_progress``) are a migration of their own rather than created on use.
+  ``dshpy_extraction_progress``) and hybrid ranking's ``item_vectors`` are migrations of
+  their own rather than created on use.
 
 :func:`migrate` applies the missing steps. Each runs in one transaction that first takes
 ``pg_advisory_xact_lock`` and re-reads the version, so ten processes opening a fresh
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from dsh_knowledge._vector_table import POSTGRES_DDL as _ITEM_VECTORS
 from dsh_knowledge.errors import MigrationError, SchemaTooNewError, StorageError
 from dsh_knowledge.models import now_timestamp
 
@@ -153,6 +155,8 @@ MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
     (1, "create-knowledge-and-evidence", _KNOWLEDGE),
     (2, "search-index-trigram", _SEARCH_INDEX),
     (3, "agent-session-tables", _AGENT_TABLES),
+    # Hybrid ranking's stored sentence vectors (dsh_knowledge._vector_table).
+    (4, "item-vectors", _ITEM_VECTORS),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -167,6 +171,7 @@ SCHEMA_TABLES = frozenset(
         "knowledge_search_vocab",
         "dshpy_session_injections",
         "dshpy_extraction_progress",
+        "item_vectors",
     }
 )
 

@@ -53,15 +53,15 @@ _UPSERT_DOCS = (
 )
 
 
-def index_pending(db: PgConnection) -> int:
-    """Re-index every queued id; call inside a write transaction. Returns how many ids.
+def index_pending(db: PgConnection) -> list[str]:
+    """Re-index every queued id; call inside a write transaction. Returns the ids.
 
     Ids are handled in sorted order (and the vocabulary terms too), so two writers that
     index overlapping sets take their locks in the same order.
     """
     pending = [row[0] for row in db.execute("SELECT id FROM knowledge_search_pending ORDER BY id")]
     if not pending:
-        return 0
+        return pending
     for start in range(0, len(pending), _CHUNK):
         chunk = pending[start : start + _CHUNK]
         rows = db.execute(
@@ -96,7 +96,7 @@ def index_pending(db: PgConnection) -> int:
                 (sorted(terms),),
             )
     db.execute("DELETE FROM knowledge_search_pending WHERE id = ANY(?)", (pending,))
-    return len(pending)
+    return pending
 
 
 def token_patterns(db: PgConnection, query: Query) -> tuple[list[tuple[str, list[str]]], list[str]]:

@@ -37,6 +37,7 @@ from dsh_knowledge._storage_errors import printable
 from dsh_knowledge._store_base import KnowledgeStore
 from dsh_knowledge.errors import DatabaseBusyError, StorageError, ValidationError
 from dsh_knowledge.store_location import redact_url, resolve_database
+from dsh_knowledge.vectors import refresh_touched
 
 T = TypeVar("T")
 
@@ -100,8 +101,11 @@ class PostgresStore(KnowledgeStore):
             result = work()
             if index:
                 # Triggers queued every item this transaction touched: re-index them
-                # before commit, so the search index never lags our own writes.
-                index_pending(db)
+                # before commit, so the search index never lags our own writes, and
+                # bring their stored vectors (hybrid ranking) in step the same way.
+                touched = index_pending(db)
+                if touched:
+                    refresh_touched(self, touched)
             db.commit()
         except BaseException:
             if db.in_transaction:

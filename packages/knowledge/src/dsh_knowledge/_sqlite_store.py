@@ -34,6 +34,7 @@ from dsh_knowledge.errors import (
 )
 from dsh_knowledge.search_index import ensure_search_index, index_pending, sync_search_index
 from dsh_knowledge.store_location import resolve_database
+from dsh_knowledge.vectors import refresh_touched
 
 SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
@@ -186,6 +187,7 @@ class SQLiteStore(KnowledgeStore):
         self.path = raw if raw == ":memory:" else str(Path(raw).resolve())
         self.search_cache = {}
         self.index_ready = False
+        self._commits = 0  # our own commits (data_version counts the other connections')
         if self.path != ":memory:":
             if not create and not os.path.isfile(self.path):
                 raise StorageError(f"The knowledge database {self.path} does not exist.")
@@ -336,9 +338,13 @@ class SQLiteStore(KnowledgeStore):
                 result = work()
                 if self.index_ready:
                     # Triggers queued every item this transaction touched; re-index them
-                    # before commit so the search index never lags our own writes.
-                    index_pending(self.connection)
+                    # before commit so the search index never lags our own writes, and
+                    # bring their stored vectors (hybrid ranking) in step the same way.
+                    touched = index_pending(self.connection)
+                    if touched:
+                        refresh_touched(self, touched)
                 self.connection.execute("COMMIT")
+                self._commits += 1
             except BaseException:
                 if self.connection.in_transaction:
                     self.connection.execute("ROLLBACK")
@@ -386,6 +392,7 @@ class SQLiteStore(KnowledgeStore):
             try:
                 work()
                 db.execute("COMMIT")
+                self._commits += 1
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
@@ -403,3 +410,7 @@ class SQLiteStore(KnowledgeStore):
     def sync_search_index(self) -> None:
         if self.index_ready:
             sync_search_index(self)
+
+    def change_token(self) -> object | None:
+        # data_version moves when another connection commits; our own commits are counted.
+        return (self.connection.execute("PRAGMA data_version").fetchone()[0], self._commits)

@@ -123,6 +123,12 @@ class KnowledgeStore:
     def sync_search_index(self) -> None:
         """Bring the search index up to date with changes it has not seen (hand edits)."""
 
+    def change_token(self) -> object | None:
+        """Equal on two calls only if nothing was committed to the database in between, by
+        this connection or any other; None where a backend cannot tell cheaply (then what
+        a long-lived process derives from the tables is read again on every use)."""
+        return None
+
     def __enter__(self) -> KnowledgeStore:
         return self
 

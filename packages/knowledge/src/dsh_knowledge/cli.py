@@ -357,6 +357,14 @@ def retrieve(
     status: Annotated[
         str | None, typer.Option("--status", help="candidate or verified only.")
     ] = None,
+    ranking: Annotated[
+        str | None,
+        typer.Option(
+            "--ranking",
+            help="lexical (default) or hybrid: by meaning too, across languages (needs the "
+            "[semantic] extra; default $DSH_RANKING).",
+        ),
+    ] = None,
 ) -> None:
     """Ranked retrieval with explanations: {"results": [{"knowledge","score","explanation"}]}."""
     from dsh_knowledge.cli_results import retrieve_output
@@ -371,6 +379,7 @@ def retrieve(
             limit=limit,
             prefer=prefer,
             status=status,
+            ranking=ranking,
         )
         emit_json(output)
     finally:
@@ -629,6 +638,45 @@ def import_command(
     mapping = parse_workspace_map(workspace_map or [])
     try:
         emit_json(import_store(_repository(), source, dry_run=dry_run, workspace_map=mapping))
+    finally:
+        _close()
+
+
+vectors_app = typer.Typer(
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="The stored sentence vectors hybrid ranking (--ranking hybrid) compares queries with.",
+    epilog="\b\nExample:\n  dsh-knowledge vectors status",
+)
+app.add_typer(vectors_app, name="vectors")
+
+
+@vectors_app.command(
+    "build", epilog="\b\nExample:\n  dsh-knowledge vectors build   # once, after an import"
+)
+def vectors_build() -> None:
+    """Encode every item that has no current vector (progress on stderr; needs the
+    [semantic] extra): {"items", "encoded", "current", "model"}."""
+    from dsh_knowledge.progress import ProgressBar
+    from dsh_knowledge.vectors import build_vectors
+
+    bar = ProgressBar("vectors", "items encoded")
+    try:
+        emit_json(build_vectors(_repository().store, progress=bar))
+    finally:
+        bar.close()
+        _close()
+
+
+@vectors_app.command("status", epilog="\b\nExample:\n  dsh-knowledge vectors status")
+def vectors_status() -> None:
+    """How many candidate and verified items have a current, missing or stale vector:
+    {"items", "current", "missing", "stale", "model", "semanticAvailable"}."""
+    from dsh_knowledge.vectors import vector_status
+
+    try:
+        emit_json(vector_status(_repository().store))
     finally:
         _close()
 

@@ -102,15 +102,28 @@ def retrieve_output(
     limit: int | None,
     prefer: Sequence[str] | None,
     status: str | None,
+    ranking: str | None = None,
 ) -> dict[str, Any]:
-    """``{"results", "total", "truncated"[, "warnings"]}`` of a ranked retrieval."""
-    from dsh_knowledge.retrieval import retrieve_relevant_knowledge  # noqa: PLC0415
+    """``{"results", "total", "truncated"[, "ranking"][, "warnings"]}`` of a ranked retrieval.
+
+    ``ranking`` is ``--ranking`` (None: ``$DSH_RANKING``, else lexical). Lexical output is
+    exactly what it always was; a hybrid request adds ``"ranking"`` (``hybrid``, or
+    ``lexical`` when it could not run here, with the reason among the warnings).
+    """
+    from dsh_common.embedding.mode import resolve_ranking  # noqa: PLC0415
+    from dsh_knowledge.retrieval import (  # noqa: PLC0415
+        effective_ranking,
+        retrieve_relevant_knowledge,
+    )
     from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS  # noqa: PLC0415
 
     scope = scope_workspace(workspace)
-    wanted = limit if limit is not None else DEFAULT_RESULT_LIMIT
+    wanted = resolve_ranking(ranking)
+    used, problem = effective_ranking(repository.store, wanted)
+    warnings: list[str] = [] if problem is None else [problem]
+    shown = limit if limit is not None else DEFAULT_RESULT_LIMIT
     # One more than asked says whether the list was cut (the library validates --limit).
-    probe = wanted + 1 if 0 < wanted < MAX_RETRIEVAL_RESULTS else limit
+    probe = shown + 1 if 0 < shown < MAX_RETRIEVAL_RESULTS else limit
     counts: dict[str, int] = {}
     results = retrieve_relevant_knowledge(
         repository,
@@ -121,18 +134,24 @@ def retrieve_output(
         preferred_types=list(prefer) if prefer is not None else None,
         status=status,
         counts=counts,
+        ranking=used,
+        warnings=warnings,
     )
     # total counts every match; truncated says more *distinct* results were ranked (a
     # near-duplicate is folded into the result it repeats, not cut off).
     output: dict[str, Any] = {
-        "results": results[:wanted],
+        "results": results[:shown],
         "total": counts.get("total", len(results)),
-        "truncated": len(results) > wanted,
+        "truncated": len(results) > shown,
     }
+    if wanted == "hybrid":
+        output["ranking"] = used
     if not results:
         from dsh_knowledge.bulk import scope_higher_up_warning  # noqa: PLC0415
 
         warning = scope_higher_up_warning(repository, scope)
         if warning is not None:
-            output["warnings"] = [warning]
+            warnings.append(warning)
+    if warnings:
+        output["warnings"] = warnings
     return output

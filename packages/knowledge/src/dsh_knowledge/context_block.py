@@ -105,8 +105,9 @@ def select_for_context(
     workspace: str,
     project: str | None = None,
     exclude_ids: Collection[str] = (),
+    ranking: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The (at most 4) items to inject, in display order."""
+    """The (at most 4) items to inject, in display order (``ranking``: as retrieval's)."""
     text = query[:MAX_QUERY_CHARACTERS]
     if not text.strip():
         return []
@@ -115,7 +116,7 @@ def select_for_context(
     # gives the same 4 items while scoring far fewer rows (the hook runs on every prompt).
     limit = min(RETRIEVAL_LIMIT, MAX_INJECTED_KNOWLEDGE_ITEMS + len(exclude_ids))
     results = retrieve_relevant_knowledge(
-        repository, text, workspace=workspace, project=project, limit=limit
+        repository, text, workspace=workspace, project=project, limit=limit, ranking=ranking
     )
     fresh = [r["knowledge"] for r in results if r["knowledge"]["id"] not in exclude_ids]
     chosen = fresh[:MAX_INJECTED_KNOWLEDGE_ITEMS]
@@ -134,18 +135,19 @@ def build_context(
     project: str | None = None,
     session_id: str | None = None,
     exclude_ids: Collection[str] = (),
+    ranking: str | None = None,
 ) -> tuple[str | None, list[str]]:
     """``(block, ids)`` for ``query``; ``(None, [])`` when nothing relevant is left to inject.
 
     With ``session_id``, ids already injected into that session (recorded in the store by
     :mod:`dsh_knowledge.injections`, so it works across hook processes) are skipped, and the
-    ids of this block are recorded.
+    ids of this block are recorded. ``ranking`` is retrieval's (None: ``$DSH_RANKING``).
     """
     seen = set(exclude_ids)
     if session_id:
         seen |= injected_ids(repository.store, session_id)
     items = select_for_context(
-        repository, query, workspace=workspace, project=project, exclude_ids=seen
+        repository, query, workspace=workspace, project=project, exclude_ids=seen, ranking=ranking
     )
     block, ids = render_block(items)
     if session_id and ids:

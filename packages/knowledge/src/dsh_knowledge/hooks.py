@@ -12,7 +12,8 @@ relevant, when the database does not exist (it is never created here; on Postgre
 no knowledge schema), or on any error - a PostgreSQL server that is down, unreachable
 (``HOOK_CONNECT_TIMEOUT``), read-only or refusing the password included.
 ``DSH_DEBUG=1`` writes the error to stderr, still with exit 0. This module imports neither
-typer nor the MCP SDK: the launcher routes here before either could load.
+typer nor the MCP SDK: the launcher routes here before either could load. ``DSH_RANKING``
+chooses the ranking (``hybrid``: by meaning too; numpy and the model load only then).
 
 ``hook stop`` (opt-in: ``--auto-extract`` or ``DSH_KNOWLEDGE_AUTO_EXTRACT=1``) runs automatic
 extraction on the turns of ``transcript_path`` not yet looked at (see
@@ -89,12 +90,33 @@ def user_prompt_submit(
             workspace=workspace_identity(cwd) or cwd,
             project=project,
             session_id=session if isinstance(session, str) and session.strip() else None,
+            ranking=hook_ranking(),
         )
     finally:
         store.close()
     if block is None:
         return None
     return context_document("UserPromptSubmit", block)
+
+
+def hook_ranking() -> str:
+    """``$DSH_RANKING`` for the prompt hook; a value it cannot read ranks lexically.
+
+    A command refuses an unknown ranking name (``invalid-ranking``); the hook has nobody to
+    tell and must still give the agent its context, so it falls back to the default. Hybrid
+    without the ``[semantic]`` extra also ranks lexically (retrieval's own rule).
+    """
+    from dsh_common.embedding.mode import InvalidRankingError, resolve_ranking  # noqa: PLC0415
+
+    try:
+        ranking = resolve_ranking(None)
+    except InvalidRankingError:
+        return "lexical"
+    if ranking == "hybrid":
+        # A hook encodes one query on one thread: OpenBLAS's pool would only start threads
+        # that spin for the process's short life (CPU a busy machine does not have).
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return ranking
 
 
 def _options(args: list[str]) -> AgentOptions:

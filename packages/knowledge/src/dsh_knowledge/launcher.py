@@ -50,7 +50,9 @@ def _fast(argv: list[str]) -> int | None:
     commands = {
         "search": FastCommand(common, lambda v: _run(v, "search"), "query"),
         "retrieve": FastCommand(
-            {**common, "--status": "str"}, lambda v: _run(v, "retrieve"), "query"
+            {**common, "--status": "str", "--ranking": "str"},
+            lambda v: _run(v, "retrieve"),
+            "query",
         ),
     }
     # The same rewrites as the parser (dsh_knowledge.cli.COMMAND_OPTIONS, not imported:
@@ -88,6 +90,7 @@ def _run(values: dict[str, Any], command: str) -> int:
                 limit=values.get("--limit"),
                 prefer=None,
                 status=values.get("--status"),
+                ranking=values.get("--ranking"),
             )
     finally:
         store.close()

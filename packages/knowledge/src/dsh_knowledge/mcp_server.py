@@ -22,6 +22,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 
 from dsh_common.cli import emit_error
+from dsh_common.embedding.mode import InvalidRankingError, resolve_ranking
 from dsh_common.mcp_guard import argument_problem
 from dsh_common.mcp_stdio import (
     error_result,
@@ -151,6 +152,11 @@ def open_context(options: AgentOptions) -> ToolContext:
             sys.stderr.write(f"Workspace identity ignored: {error.message}\n")
             workspace = cwd
     checkout = options.workspace if options.workspace and os.path.isdir(options.workspace) else cwd
+    try:
+        ranking = resolve_ranking(None)
+    except InvalidRankingError as error:
+        sys.stderr.write(f"DSH_RANKING ignored, ranking lexically: {error.message}\n")
+        ranking = "lexical"
     opener = _Opener(options.db)
     return ToolContext(
         repository=opener(),
@@ -159,6 +165,7 @@ def open_context(options: AgentOptions) -> ToolContext:
         session_id=options.session_id,
         checkout=checkout,
         reopen=opener,
+        ranking=ranking,
     )
 
 

@@ -39,6 +39,7 @@ from dsh_knowledge.models import (
     validate_status,
     validate_type,
 )
+from dsh_knowledge.vectors import encoded_for_write
 
 __all__ = ["UNSET", "KnowledgeRepository", "escape_like"]
 
@@ -316,12 +317,17 @@ class KnowledgeRepository:
             self._db.execute(self._INSERT, row)
             self._insert_evidence(item_id, records)
 
-        self.store.write(work)
+        with encoded_for_write(self.store, [row[2]]):
+            self.store.write(work)
         return self.require(item_id)
 
     @_storage
     def create_many(self, specs: Sequence[Mapping[str, Any]]) -> builtins.list[str]:
         """Create many items in one transaction (bulk import); returns their ids in order.
+
+        Where the store keeps vectors (hybrid ranking), up to
+        :data:`~dsh_knowledge.vectors.PREFETCH_LIMIT` texts are encoded before the
+        transaction and stored in it; a larger import leaves them to ``vectors build``.
 
         Each spec is ``{"type", "content", "scope", "evidence"?, "creationOrigin"?}``. All
         are validated before anything is written: one bad spec writes nothing.
@@ -339,7 +345,8 @@ class KnowledgeRepository:
                 ],
             )
 
-        self.store.write(work)
+        with encoded_for_write(self.store, [row[2] for _, row, _ in prepared]):
+            self.store.write(work)
         return [item_id for item_id, _, _ in prepared]
 
     def _in_replacement(self, item: Item) -> bool:
@@ -395,7 +402,11 @@ class KnowledgeRepository:
             if records is not None:
                 self._insert_evidence(item_id, records)
 
-        self.store.write(work)
+        # A new text is encoded before the transaction (hybrid ranking's stored vector).
+        # (Only a valid one: the transaction checks it, after the item's existence.)
+        text = [content] if isinstance(content, str) and content.strip() else []
+        with encoded_for_write(self.store, text):
+            self.store.write(work)
         return self.require(item_id)
 
     @_storage

@@ -12,9 +12,11 @@ same matching and scoring code (:mod:`dsh_knowledge.scoring`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from dsh_common.embedding.mode import resolve_ranking
 from dsh_knowledge._indexed_search import IndexedSearch
 from dsh_knowledge._storage_errors import translate_storage_errors
 from dsh_knowledge.errors import ValidationError
@@ -36,6 +38,9 @@ from dsh_knowledge.scoring import (
 )
 from dsh_knowledge.search_index import MAX_EXACT_SUBSTRING_TOKEN_LENGTH, token_stream
 from dsh_knowledge.tokenize import content_tokens, normalize_text
+
+if TYPE_CHECKING:
+    from dsh_knowledge._store_base import KnowledgeStore
 
 __all__ = [
     "DEFAULT_RESULT_LIMIT",
@@ -146,6 +151,8 @@ def retrieve_relevant_knowledge(
     type: str | None = None,
     use_index: bool = True,
     counts: dict[str, int] | None = None,
+    ranking: str | None = None,
+    warnings: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Ranked ``[{"knowledge", "score", "explanation"}]`` for ``query`` in one scope.
 
@@ -154,6 +161,12 @@ def retrieve_relevant_knowledge(
     ``use_index=False`` runs the plain full scan (same results, slower at scale).
     ``counts``, when given, receives ``"total"``: every eligible item the query matched,
     before ``limit`` and before near-duplicates are folded into a kept result.
+
+    ``ranking``: ``"lexical"`` (this ranking, exactly) or ``"hybrid"`` (fused with the
+    bundled sentence model, :mod:`dsh_knowledge.hybrid`: each result then also has a
+    ``hybrid`` account and ``score`` is the fused score); None means ``$DSH_RANKING``, else
+    lexical. ``warnings``, when given, receives what the caller should be told (hybrid
+    without the ``[semantic]`` extra ranks lexically and says so there).
     """
     if counts is not None:
         counts["total"] = 0
@@ -167,13 +180,107 @@ def retrieve_relevant_knowledge(
     )
     if not isinstance(query, str):
         raise ValidationError("Retrieval query must be a string.")
+    used, problem = effective_ranking(repository.store, ranking)
+    if problem is not None and warnings is not None:
+        warnings.append(problem)
+    if used == "hybrid":
+        from dsh_knowledge.hybrid import retrieve_hybrid  # noqa: PLC0415 - numpy, the model
+
+        return retrieve_hybrid(
+            repository,
+            query,
+            workspace=workspace,
+            project=project,
+            limit=limit,
+            preferred_types=preferred_types,
+            status=status,
+            type=type,
+            use_index=use_index,
+            counts=counts,
+            warnings=warnings,
+        )
     prepared = prepare_query(query)
     if not prepared.tokens:
         return []
     preferred = list(preferred_types or [])
     result_limit = min(limit if limit is not None else DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS)
+    found = rank_lexically(
+        repository,
+        prepared,
+        workspace=workspace,
+        project=project,
+        type=type,
+        status=status,
+        preferred=preferred,
+        use_index=use_index,
+        take=lambda rows: _fold(rows, result_limit),
+        count=counts is not None,
+    )
+    if counts is not None:
+        counts["total"] = found.total
+    return [_result(row, found.items[row.item_id], len(prepared.tokens)) for row in found.rows]
+
+
+def effective_ranking(store: KnowledgeStore, ranking: str | None) -> tuple[str, str | None]:
+    """The ranking a retrieval on ``store`` uses for ``ranking`` (None: ``$DSH_RANKING``,
+    else lexical), and the warning to give when hybrid was asked for but cannot run here
+    (without the ``[semantic]`` extra, it ranks lexically). An unknown name raises
+    ``invalid-ranking``."""
+    wanted = resolve_ranking(ranking)
+    if wanted == "lexical":
+        return wanted, None
+    from dsh_knowledge.vectors import hybrid_problem  # noqa: PLC0415
+
+    problem = hybrid_problem(store)
+    return ("lexical", problem) if problem is not None else ("hybrid", None)
+
+
+@dataclass
+class LexicalRanking:
+    """What :func:`rank_lexically` read: the rows ``take`` kept, their items, the number of
+    eligible matches (when counted), the newest match's time and (when asked) every
+    eligible match's id."""
+
+    rows: list[Row]
+    items: dict[str, dict[str, Any]]
+    total: int
+    newest: int | None
+    hit_ids: set[str] | None = None
+
+
+def rank_lexically(
+    repository: KnowledgeRepository,
+    prepared: Query,
+    *,
+    workspace: str,
+    project: str | None,
+    type: str | None,
+    status: str | None,
+    preferred: list[str],
+    use_index: bool,
+    take: Callable[[Iterator[Row]], list[Row]],
+    count: bool,
+    hit_ids: bool = False,
+    fetch_items: bool = True,
+) -> LexicalRanking:
+    """The lexical ranking of ``prepared`` in one scope, as scored rows in rank order.
+
+    ``take`` reads as many rows as it needs from the ranked stream (near-duplicate folding
+    and the limit for lexical retrieval; the first few hundred for hybrid retrieval), on
+    whichever candidate path applies: PostgreSQL's or SQLite's index, or the full scan.
+    ``fetch_items=False`` leaves ``items`` empty (hybrid retrieval reads only the items it
+    shows).
+    """
+
+    def fetched(rows: list[Row]) -> dict[str, dict[str, Any]]:
+        if not fetch_items:
+            return {}
+        return {i["id"]: i for i in repository.get_many([r.item_id for r in rows])}
+
     indexable = all(len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH for t in prepared.tokens)
     store = repository.store
+    total = 0
+    ids: set[str] | None = None
     if use_index and store.index_ready and indexable and store.kind == "postgresql":
         from dsh_knowledge._pg_ranked import RankedSearch  # noqa: PLC0415 - PostgreSQL only
 
@@ -182,37 +289,24 @@ def retrieve_relevant_knowledge(
         with store.read() as db:
             ranked = RankedSearch(db, prepared)
             newest, tiers, ordered = ranked.rows(where, params, project, preferred)
-            selected = _select(
-                ordered=ordered,
-                tiers=tiers,
-                query=prepared,
-                project=project,
-                preferred=preferred,
-                newest=newest,
-                limit=result_limit,
-            )
+            selected = take(_in_rank_order(ordered, tiers, prepared, project, preferred, newest))
+            if hit_ids:
+                ids = ranked.hit_ids(where, params)
             ranked.close()
-            items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
-        if counts is not None:
-            counts["total"] = ranked.total
+            items = fetched(selected)
+        total = ranked.total
     elif use_index and store.index_ready and indexable:
         store.sync_search_index()
         where, params = _eligible_where(workspace, project, type, status, "d")
         with repository.store.read():
             search = IndexedSearch(repository, prepared)
             newest, tiers, ordered = search.rows(where, params, project, preferred)
-            selected = _select(
-                ordered=ordered,
-                tiers=tiers,
-                query=prepared,
-                project=project,
-                preferred=preferred,
-                newest=newest,
-                limit=result_limit,
-            )
-            if counts is not None:
-                counts["total"] = search.eligible_hits(where, params)
-            items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
+            selected = take(_in_rank_order(ordered, tiers, prepared, project, preferred, newest))
+            if count:
+                total = search.eligible_hits(where, params)
+            if hit_ids:
+                ids = search.eligible_hit_ids(where, params)
+            items = fetched(selected)
             search.remember()
     else:
         where, params = _eligible_where(workspace, project, type, status, "k")
@@ -221,49 +315,33 @@ def retrieve_relevant_knowledge(
             row.match = match_text(prepared, row)
             if row.match[1] or row.match[2]:
                 matches.append(row)
-        if counts is not None:
-            counts["total"] = len(matches)
-        selected = _select_matches(matches, prepared, project, preferred, result_limit)
-        items = {i["id"]: i for i in repository.get_many([r.item_id for r in selected])}
-    return [_result(row, items[row.item_id], len(prepared.tokens)) for row in selected]
+        total = len(matches)
+        if hit_ids:
+            ids = {row.item_id for row in matches}
+        parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
+        newest = max((value for value in parsed if value is not None), default=None)
+        selected = take(
+            _in_rank_order(False, iter([matches]), prepared, project, preferred, newest)
+        )
+        items = fetched(selected)
+    return LexicalRanking(selected, items, total, newest, ids)
 
 
-def _select_matches(
-    matches: list[Row], query: Query, project: str | None, preferred: list[str], limit: int
-) -> list[Row]:
-    """The full scan's walk over every matching row (freshness against the newest match)."""
-    parsed = [parse_timestamp_ms(row.updated_at) for row in matches]
-    newest = max((value for value in parsed if value is not None), default=None)
-    return _select(
-        ordered=False,
-        tiers=iter([matches]),
-        query=query,
-        project=project,
-        preferred=preferred,
-        newest=newest,
-        limit=limit,
-    )
-
-
-def _select(
-    *,
+def _in_rank_order(  # noqa: PLR0917 - one call site per path
     ordered: bool,
     tiers: Any,
     query: Query,
     project: str | None,
     preferred: list[str],
     newest: int | None,
-    limit: int,
-) -> list[Row]:
-    """Score, order and walk the ranked rows with near-duplicate suppression.
+) -> Iterator[Row]:
+    """Every ranked row, scored, best first.
 
     ``tiers`` yields groups of rows in descending text order (the full scan passes one
-    group with every match); each group is ordered by the complete key before the walk,
-    unless ``ordered`` says SQLite already delivered the rows in final rank order.
-    The walk records duplicates of kept rows and stops at the first non-duplicate once
-    ``limit`` rows are kept.
+    group with every match); each group is ordered by the complete key before it is read,
+    unless ``ordered`` says the backend already delivered the rows in final rank order
+    (then only the rows actually read are scored).
     """
-    selected: list[Row] = []
     for tier in tiers:
         if not ordered:
             for row in tier:
@@ -277,27 +355,39 @@ def _select(
         for row in tier:
             if ordered:  # rows arrive in rank order; score only the ones we look at
                 score_row(query, row, project, preferred, newest)
-            # Same type and exact scope are part of the predicate (workspace is fixed here).
-            original = next(
-                (
-                    kept
-                    for kept in selected
-                    if kept.type == row.type
-                    and kept.project == row.project
-                    and duplicate_tokens(kept.tokens, row.tokens)
-                ),
-                None,
-            )
-            if original is not None:
-                original.suppressed.append(row.item_id)
-                continue
-            if len(selected) == limit:
-                return selected
-            selected.append(row)
+            yield row
+
+
+def _fold(rows: Iterator[Row], limit: int) -> list[Row]:
+    """Walk the ranked rows with near-duplicate suppression, keeping at most ``limit``.
+
+    A duplicate of a kept row is recorded in its ``suppressed`` list; the walk stops at the
+    first non-duplicate once ``limit`` rows are kept.
+    """
+    selected: list[Row] = []
+    for row in rows:
+        # Same type and exact scope are part of the predicate (workspace is fixed here).
+        original = next(
+            (
+                kept
+                for kept in selected
+                if kept.type == row.type
+                and kept.project == row.project
+                and duplicate_tokens(kept.tokens, row.tokens)
+            ),
+            None,
+        )
+        if original is not None:
+            original.suppressed.append(row.item_id)
+            continue
+        if len(selected) == limit:
+            return selected
+        selected.append(row)
     return selected
 
 
-def _result(row: Row, item: dict[str, Any], token_count: int) -> dict[str, Any]:
+def explanation(row: Row, token_count: int) -> dict[str, Any]:
+    """The ``explanation`` object of a scored row."""
     phrase, exact, partial = row.match
     coverage = math.floor((len(exact) + len(partial)) / token_count * 1000 + 0.5)
     if phrase:
@@ -306,17 +396,19 @@ def _result(row: Row, item: dict[str, Any], token_count: int) -> dict[str, Any]:
         match_type = "mixed_tokens"
     elif exact:
         match_type = "exact_tokens"
-    else:
+    elif partial:
         match_type = "partial_tokens"
+    else:  # hybrid ranking only: the item came through the semantic channel alone
+        match_type = "none"
     return {
-        "knowledge": item,
-        "score": row.score,
-        "explanation": {
-            "matchType": match_type,
-            "matchedTokens": [*exact, *partial],
-            # JSON.stringify writes 1, not 1.0: keep whole numbers integral.
-            "tokenCoverage": coverage // 1000 if coverage % 1000 == 0 else coverage / 1000,
-            "contributions": row.contributions,
-            "suppressedSimilarIds": row.suppressed,
-        },
+        "matchType": match_type,
+        "matchedTokens": [*exact, *partial],
+        # JSON.stringify writes 1, not 1.0: keep whole numbers integral.
+        "tokenCoverage": coverage // 1000 if coverage % 1000 == 0 else coverage / 1000,
+        "contributions": row.contributions,
+        "suppressedSimilarIds": row.suppressed,
     }
+
+
+def _result(row: Row, item: dict[str, Any], token_count: int) -> dict[str, Any]:
+    return {"knowledge": item, "score": row.score, "explanation": explanation(row, token_count)}

@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsh_knowledge.tokenize import content_tokens, normalize_text
+from dsh_knowledge.vectors import refresh_touched
 
 if TYPE_CHECKING:
     from dsh_knowledge.store import KnowledgeStore
@@ -141,11 +142,11 @@ def _chunks(values: Sequence[str], size: int = _CHUNK) -> Iterable[Sequence[str]
         yield values[start : start + size]
 
 
-def index_pending(connection: sqlite3.Connection) -> int:
-    """Re-index every queued id. Call inside a write transaction; returns how many ids."""
+def index_pending(connection: sqlite3.Connection) -> list[str]:
+    """Re-index every queued id. Call inside a write transaction; returns the ids."""
     pending = [row[0] for row in connection.execute("SELECT id FROM knowledge_search_pending")]
     if not pending:
-        return 0
+        return pending
     next_doc = int(
         connection.execute("SELECT coalesce(max(doc_id), 0) FROM knowledge_search_doc").fetchone()[
             0
@@ -191,7 +192,7 @@ def index_pending(connection: sqlite3.Connection) -> int:
             [(term,) for term in terms if len(term) >= 2],
         )
     connection.execute("DELETE FROM knowledge_search_pending")
-    return len(pending)
+    return pending
 
 
 def _index_exists(connection: sqlite3.Connection) -> bool:
@@ -261,7 +262,15 @@ def sync_search_index(store: KnowledgeStore) -> None:
     connection = store.connection
     if connection.execute("SELECT 1 FROM knowledge_search_pending LIMIT 1").fetchone() is None:
         return
-    store.write(lambda: index_pending(connection))
+
+    def work() -> None:
+        # Also when called while the store is still being opened (before its own writes
+        # drain the queue): the stored vectors of those items are brought in step too.
+        touched = index_pending(connection)
+        if touched:
+            refresh_touched(store, touched)
+
+    store.write(work)
 
 
 def _phrase(text: str) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dsh_common.embedding.mode import RANKINGS, InvalidRankingError, resolve_ranking
 from dsh_knowledge._tool_args import (
     MAX_ITEM_CONTENT_CHARS,
     MAX_LIST_CONTENT_CHARS,
@@ -40,7 +41,7 @@ from dsh_knowledge.privacy import ensure_no_secrets
 from dsh_knowledge.provenance import attach_git_provenance
 from dsh_knowledge.provenance_update import provenance_guidance
 from dsh_knowledge.repository import KnowledgeRepository
-from dsh_knowledge.retrieval import retrieve_relevant_knowledge
+from dsh_knowledge.retrieval import effective_ranking, retrieve_relevant_knowledge
 from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
 from dsh_knowledge.tool_schemas import (
     MAX_CONTENT_CHARS,
@@ -75,6 +76,9 @@ class ToolContext:
     #: again). A long-lived MCP server started while its database was down, locked or not
     #: yet reachable then serves the first call after the database is back.
     reopen: Callable[[], KnowledgeRepository | None] | None = None
+    #: knowledge_search's ranking when the call names none: ``lexical`` or ``hybrid``
+    #: (None: ``$DSH_RANKING`` at each call, else lexical). The MCP server sets it at start.
+    ranking: str | None = None
 
     def files(self) -> str:
         """The session's local work tree (provenance, freshness and health read it)."""
@@ -214,11 +218,16 @@ def knowledge_search(context: ToolContext, arguments: Mapping[str, Any]) -> dict
     kind = optional_enum(arguments, "type", KNOWLEDGE_TYPES)
     status = optional_enum(arguments, "status", ("candidate", "verified"))
     limit = clamp_limit(arguments.get("limit"))
+    requested = optional_enum(arguments, "ranking", RANKINGS)
+    wanted = _ranking(requested if requested is not None else context.ranking)
+    repository = context.repo()
+    used, problem = effective_ranking(repository.store, wanted)
+    warnings = [] if problem is None else [problem]
     counts: dict[str, int] = {}
     # One more than asked says whether more distinct results were ranked (a near-duplicate
     # is folded into the result it repeats, so ``total`` may exceed what is shown uncut).
     results = retrieve_relevant_knowledge(
-        context.repo(),
+        repository,
         query,
         workspace=workspace,
         project=project,
@@ -226,13 +235,35 @@ def knowledge_search(context: ToolContext, arguments: Mapping[str, Any]) -> dict
         type=kind,
         status=status,
         counts=counts,
+        ranking=used,
+        warnings=warnings,
     )
     shown = results[:limit]
-    return {
-        "items": [summarize(r["knowledge"], content_chars=MAX_LIST_CONTENT_CHARS) for r in shown],
+    items = []
+    for r in shown:
+        summary = summarize(r["knowledge"], content_chars=MAX_LIST_CONTENT_CHARS)
+        if "hybrid" in r:
+            summary["hybrid"] = r["hybrid"]
+        items.append(summary)
+    result: dict[str, Any] = {
+        "items": items,
         "total": counts.get("total", len(results)),
         "truncated": len(results) > limit,
     }
+    # Lexical answers stay exactly what they were; a hybrid request says what ran.
+    if wanted == "hybrid":
+        result["ranking"] = used
+    if warnings:
+        result["warnings"] = warnings
+    return result
+
+
+def _ranking(name: str | None) -> str:
+    """``name``, else ``$DSH_RANKING``, else lexical; a bad variable is the caller's error."""
+    try:
+        return resolve_ranking(name)
+    except InvalidRankingError as error:
+        raise ToolInputError(error.message) from None
 
 
 def knowledge_list(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:

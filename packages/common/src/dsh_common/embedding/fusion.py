@@ -1,7 +1,7 @@
 """Hybrid ranking: a product's lexical ranking and cosine similarity, fused into one order.
 
 The rule, chosen by measurement on a bilingual evaluation (``bench/bench_embedding_eval.py``
-prints the comparison; the README keeps the table):
+prints the comparison; docs/benchmarks.md keeps the table):
 
     score = z + LEXICAL_WEIGHT * lexical / best_lexical
 

@@ -17,7 +17,6 @@ from typing import Any, Final
 
 import numpy as np
 
-from dsh_common.embedding.blas import single_thread
 from dsh_common.errors import DshError
 
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
@@ -99,8 +98,12 @@ def cosine_scores(matrix: Matrix, query: Any) -> Matrix:
         )
     if matrix.shape[0] == 0:
         return np.empty(0, dtype=np.float32)
-    with single_thread():  # a matrix-vector product is too small to share out
-        scores: Matrix = np.asarray(matrix @ vector, dtype=np.float32)
+    # einsum, not the BLAS matrix-vector product: BLAS kernels take rows in blocks and
+    # finish the remainder another way, so a row's last bits would depend on where it sits
+    # in the matrix. Here they do not: a matrix completed on demand, or one whose rows
+    # another backend orders differently, gives every document the very same cosine (and
+    # so the same order among near-ties). It costs ~0.5 ms at 10,000 x 512.
+    scores: Matrix = np.einsum("ij,j->i", matrix, vector)
     return scores
 
 
