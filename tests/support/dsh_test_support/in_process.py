@@ -14,7 +14,11 @@ This is the parser path (``python -m dsh_x.cli``), not the console script's laun
 launcher's fast path ends the process with ``os._exit`` and cannot run here. Tests of the
 launcher, of exit behaviour, crashes, hooks, agents, timing, signals, resource limits,
 terminals or argv bytes use :mod:`dsh_test_support.commands`; the fast path's output is
-proven byte-identical to the parser's by ``tests/test_fast_path.py``.
+proven byte-identical to the parser's by ``tests/test_fast_path.py``, and this runner's to
+the console script's by ``tests/test_toolkit.py``. What a process keeps for its lifetime
+stays between runs here (the loaded sentence encoder, mapped recall caches, the memo of
+hashed evidence, a module's own state): a test about a first use or a cold start needs a
+process too.
 
 :func:`run` takes a product by its program name (:func:`runner` binds it once per test
 module: ``dsh_compound = in_process.runner("dsh-compound")``); :func:`run_main` any
