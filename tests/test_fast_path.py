@@ -108,6 +108,8 @@ CASES = {
         ["status", "--root", "/nonexistent"], ["search", "x", "--format", "text"],
         ["status", "--help"], ["search", "a", "--query", "b"], ["pull"], ["push"],
         ["pull", "--root", "/nonexistent"], ["push", "--format", "text"],
+        ["search", "release", "--ranking", "hybrid"], ["context", "release", "--ranking=lexical"],
+        ["search", "release", "--ranking", "nope"], ["context", "--ranking", "hybrid"],
     ],
 }  # fmt: skip
 MODULE = {"dsh-compound": "dsh_compound", "dsh-knowledge": "dsh_knowledge",

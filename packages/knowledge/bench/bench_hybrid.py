@@ -26,6 +26,7 @@ MRR >= BM25's; overhead < 15 ms a query at 10,000 items; hook < 150 ms median; b
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -42,13 +43,28 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # throw-away server
 
-from corpus import QUERIES, generate
 
 from dsh_common.text import query_terms
 from dsh_knowledge import hybrid as hybrid_module
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.retrieval import retrieve_relevant_knowledge
 from dsh_knowledge.store import KnowledgeStore
+
+
+def _sibling(name: str) -> Any:
+    """A module of this folder under a name of its own: the tests load this script in a
+    process where another package's ``bench/corpus.py`` may already be ``corpus``."""
+    spec = importlib.util.spec_from_file_location(
+        f"dsh_knowledge_bench_{name}", Path(__file__).resolve().parent / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_corpus = _sibling("corpus")
+QUERIES, generate = _corpus.QUERIES, _corpus.generate
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parents[1] / "common" / "bench" / "data" / "bilingual-retrieval-eval.json"

@@ -38,10 +38,19 @@ def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(git_config))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     # A developer's own store, scope or driver choice must not reach the tests.
-    for name in ("DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE",
-                 "DSH_KNOWLEDGE_SESSION_ID", "DSH_KNOWLEDGE_LIBPQ", "DSH_KNOWLEDGE_AUTO_EXTRACT",
-                 "PGPASSWORD", "PGPASSFILE", "PGSERVICE", "PGCONNECT_TIMEOUT",
-                 "DSH_RANKING"):  # fmt: skip
+    for name in (
+        "DSH_KNOWLEDGE_DB",
+        "DSH_KNOWLEDGE_PROJECT",
+        "DSH_KNOWLEDGE_WORKSPACE",
+        "DSH_KNOWLEDGE_SESSION_ID",
+        "DSH_KNOWLEDGE_LIBPQ",
+        "DSH_KNOWLEDGE_AUTO_EXTRACT",
+        "PGPASSWORD",
+        "PGPASSFILE",
+        "PGSERVICE",
+        "PGCONNECT_TIMEOUT",
+        "DSH_RANKING",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -55,9 +64,13 @@ def semantic_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("semantic-home")
     probe = "from dsh_common import embedding; print(embedding.warm())"
     done = subprocess.run(
-        [sys.executable, "-c", probe], env={**os.environ, "DSH_HOME": str(home)},
-        capture_output=True, text=True, timeout=600, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", probe],
+        env={**os.environ, "DSH_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     assert done.stdout.strip() in {"built", "mapped"}, done.stdout
     return home
 

@@ -76,15 +76,29 @@ class PostgresServer:
     def _run(self, *argv: str) -> None:
         done = subprocess.run(
             _as_server_user([str(self.bin / argv[0]), *argv[1:]]),
-            capture_output=True, text=True, check=False, timeout=120, cwd=self.root,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            cwd=self.root,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{argv[0]} failed: {done.stdout}{done.stderr}")
 
     def start(self) -> PostgresServer:
         if self.primary is None:
-            self._run("initdb", "-D", str(self.data), "-U", "postgres", "--locale=C.UTF-8",
-                      "-E", "UTF8", "--auth=trust", "--no-sync")  # fmt: skip
+            self._run(
+                "initdb",
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--locale=C.UTF-8",
+                "-E",
+                "UTF8",
+                "--auth=trust",
+                "--no-sync",
+            )
             (self.data / "pg_hba.conf").write_text(
                 f"local all {PASSWORD_USER} scram-sha-256\n"
                 "local all all trust\n"
@@ -94,9 +108,20 @@ class PostgresServer:
         else:
             # A hot standby: a base backup of the primary, started read-only (-R writes
             # standby.signal and the connection back to the primary).
-            self._run("pg_basebackup", "-D", str(self.data), "-h", str(self.primary.socket_dir),
-                      "-U", "postgres", "-R", "--no-sync", "-X", "stream",
-                      "--checkpoint=fast")  # fmt: skip
+            self._run(
+                "pg_basebackup",
+                "-D",
+                str(self.data),
+                "-h",
+                str(self.primary.socket_dir),
+                "-U",
+                "postgres",
+                "-R",
+                "--no-sync",
+                "-X",
+                "stream",
+                "--checkpoint=fast",
+            )
         self._start()
         return self
 
@@ -108,8 +133,19 @@ class PostgresServer:
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
             "-c max_connections=200 -c shared_buffers=32MB"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                  "-t", "60", "-o", options, "start")  # fmt: skip
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            options,
+            "start",
+        )
         self.pid = int((self.data / "postmaster.pid").read_text().split()[0])
 
     def halt(self) -> None:
@@ -159,11 +195,30 @@ class PostgresServer:
 
     def psql(self, database: str, sql: str) -> str:
         done = subprocess.run(
-            [str(self.bin / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-             "-h", str(self.socket_dir), "-p", str(self.port), "-U", "postgres",
-             "-d", database, "-c", sql],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+            [
+                str(self.bin / "psql"),
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                str(self.socket_dir),
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                database,
+                "-c",
+                sql,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"psql failed: {done.stderr}")
         return done.stdout.strip()

@@ -69,24 +69,58 @@ def _scenario(location: str, repo: Path) -> list[Any]:
     evidence = [{"type": "file", "source": "src/app.py", "timestamp": "2025-01-01T00:00:00.000Z"}]
     with KnowledgeStore(location) as store:
         r = KnowledgeRepository(store)
-        a = step("add", lambda: r.create(type="fact", content="The API listens on port 8080.",
-                                        scope={"workspace": ws}, evidence=evidence))  # fmt: skip
-        b = step("add", lambda: r.create(type="decision", content="Retries use exponential "
-                 "backoff with jitter for the payment service.", scope={"workspace": ws,
-                 "project": "pay"}))  # fmt: skip
-        c = step("add", lambda: r.create(type="decision", content="Retries use exponential "
-                 "backoff with jitter for the payment service!", scope={"workspace": ws,
-                 "project": "pay"}))  # fmt: skip
-        d = step("add", lambda: r.create(type="lesson", content="数据库连接池耗尽导致超时，"
-                 "通过限制重试次数解决。", scope={"workspace": ws}))  # fmt: skip
-        e = step("add", lambda: r.create(type="fact", content="Coverage is 100% on main_branch.",
-                                        scope={"workspace": ws}))  # fmt: skip
-        f = step("add", lambda: r.create(type="decision", content="Retries use exponential "
-                 "backoff with jitter for the payment service.", scope={"workspace": ws,
-                 "project": "pay"}))  # fmt: skip
+        a = step(
+            "add",
+            lambda: r.create(
+                type="fact",
+                content="The API listens on port 8080.",
+                scope={"workspace": ws},
+                evidence=evidence,
+            ),
+        )
+        b = step(
+            "add",
+            lambda: r.create(
+                type="decision",
+                content="Retries use exponential backoff with jitter for the payment service.",
+                scope={"workspace": ws, "project": "pay"},
+            ),
+        )
+        c = step(
+            "add",
+            lambda: r.create(
+                type="decision",
+                content="Retries use exponential backoff with jitter for the payment service!",
+                scope={"workspace": ws, "project": "pay"},
+            ),
+        )
+        d = step(
+            "add",
+            lambda: r.create(
+                type="lesson",
+                content="数据库连接池耗尽导致超时，通过限制重试次数解决。",
+                scope={"workspace": ws},
+            ),
+        )
+        e = step(
+            "add",
+            lambda: r.create(
+                type="fact", content="Coverage is 100% on main_branch.", scope={"workspace": ws}
+            ),
+        )
+        f = step(
+            "add",
+            lambda: r.create(
+                type="decision",
+                content="Retries use exponential backoff with jitter for the payment service.",
+                scope={"workspace": ws, "project": "pay"},
+            ),
+        )
         elsewhere = {"workspace": other, "project": "pay"}
-        step("add-other", lambda: r.create(type="fact", content="The API listens on 9090.",
-                                          scope=elsewhere))  # fmt: skip
+        step(
+            "add-other",
+            lambda: r.create(type="fact", content="The API listens on 9090.", scope=elsewhere),
+        )
         step("bad-type", lambda: r.create(type="rumour", content="x", scope={"workspace": ws}))
         step("blank", lambda: r.create(type="fact", content="  ", scope={"workspace": ws}))
         for item in (a, b, c, d, f):
@@ -116,34 +150,58 @@ def _scenario(location: str, repo: Path) -> list[Any]:
             ("coverage main", {"type": "fact"}),
         ):
             counts: dict[str, int] = {}
-            step("retrieve", lambda q=query, o=options, c=counts: retrieve_relevant_knowledge(
-                r, q, workspace=ws, counts=c, **o))  # fmt: skip
+            step(
+                "retrieve",
+                lambda q=query, o=options, c=counts: retrieve_relevant_knowledge(
+                    r, q, workspace=ws, counts=c, **o
+                ),
+            )
             out.append(["counts", counts])
             # Hybrid: the same fused scores, channels and order (the vectors are filled on
             # demand by the first query, in item id order on both backends).
             counts, warnings = {}, []
-            step("retrieve-hybrid", lambda q=query, o=options, c=counts, w=warnings:
-                 retrieve_relevant_knowledge(r, q, workspace=ws, counts=c, ranking="hybrid",
-                                             warnings=w, **o))  # fmt: skip
+            step(
+                "retrieve-hybrid",
+                lambda q=query, o=options, c=counts, w=warnings: retrieve_relevant_knowledge(
+                    r, q, workspace=ws, counts=c, ranking="hybrid", warnings=w, **o
+                ),
+            )
             out.append(["counts", counts, warnings])
-        step("retrieve-cross-lingual", lambda: retrieve_relevant_knowledge(
-            r, "database pool ran out and requests timed out", workspace=ws,
-            ranking="hybrid"))  # fmt: skip
+        step(
+            "retrieve-cross-lingual",
+            lambda: retrieve_relevant_knowledge(
+                r, "database pool ran out and requests timed out", workspace=ws, ranking="hybrid"
+            ),
+        )
         step("review", lambda: review_candidates(r, workspace=ws, repo_dir=repo))
         redis = "We decided to use Redis for the session cache."
         # One admitted candidate per call: two in one call could share a millisecond, and
         # equal timestamps order by the (random) ids - differently in each run.
         for seq, text in ((1, redis), (2, "The backend must never log bodies.")):
-            step("extract", lambda q=seq, t=text: extract_candidates(
-                r, [[UserMessage(q, t)]], session_id="s-1", workspace=ws).to_json())  # fmt: skip
-        step("extract-again", lambda: extract_candidates(
-            r, [[UserMessage(3, redis)]], session_id="s-1", workspace=ws).to_json())  # fmt: skip
+            step(
+                "extract",
+                lambda q=seq, t=text: extract_candidates(
+                    r, [[UserMessage(q, t)]], session_id="s-1", workspace=ws
+                ).to_json(),
+            )
+        step(
+            "extract-again",
+            lambda: extract_candidates(
+                r, [[UserMessage(3, redis)]], session_id="s-1", workspace=ws
+            ).to_json(),
+        )
         step("set-status", lambda: set_status(r, [d["id"], "missing"], "archived"))
         step("health", lambda: check_health([r.require(a["id"])], repo, include_guidance=True))
         context = ToolContext(repository=r, workspace=ws, project="pay", session_id="mcp-1")
         for name, arguments in (
-            ("knowledge_add", {"type": "fact", "content": "Webhooks are signed with HMAC.",
-                               "evidence": [{"type": "file", "source": "src/app.py"}]}),
+            (
+                "knowledge_add",
+                {
+                    "type": "fact",
+                    "content": "Webhooks are signed with HMAC.",
+                    "evidence": [{"type": "file", "source": "src/app.py"}],
+                },
+            ),
             ("knowledge_search", {"query": "webhooks signed", "limit": 1}),
             ("knowledge_search", {"query": "payment", "project": None}),
             ("knowledge_search", {"query": "how do retries back off", "ranking": "hybrid"}),
@@ -155,15 +213,30 @@ def _scenario(location: str, repo: Path) -> list[Any]:
             ("knowledge_archive", {"id": e["id"]}),
             ("knowledge_add", {"type": "fact", "content": "password=hunter2secret99"}),
             ("knowledge_search", {"query": "q" * 300}),
-        ):  # fmt: skip
+        ):
             step(name, lambda n=name, a_=arguments: call_tool(context, n, a_))
         for session in ("hook-1", "hook-1", "hook-2"):
-            step("context", lambda s=session: build_context(
-                "payment retries and the api port", repository=r, workspace=ws, project="pay",
-                session_id=s))  # fmt: skip
-        step("context-hybrid", lambda: build_context(
-            "what did we learn about the database pool", repository=r, workspace=ws,
-            project="pay", session_id="hook-3", ranking="hybrid"))  # fmt: skip
+            step(
+                "context",
+                lambda s=session: build_context(
+                    "payment retries and the api port",
+                    repository=r,
+                    workspace=ws,
+                    project="pay",
+                    session_id=s,
+                ),
+            )
+        step(
+            "context-hybrid",
+            lambda: build_context(
+                "what did we learn about the database pool",
+                repository=r,
+                workspace=ws,
+                project="pay",
+                session_id="hook-3",
+                ranking="hybrid",
+            ),
+        )
     return out
 
 
@@ -176,16 +249,28 @@ def test_one_scripted_session_gives_the_same_json_on_both_backends(
     assert _normalise(sqlite_run) == _normalise(postgres_run)
     # The transcript exercised what it claims to: refusals, folding, Chinese, the hook.
     text = _normalise(sqlite_run)
-    for needle in ("invalid-supersede", "invalid-transition", "scope-change-forbidden",
-                   "not-found", "invalid-input", '"suppressedSimilarIds": ["<id', "数据库",
-                   "<dsh-knowledge>", "privacy", '"truncated": true', '"channels": ["semantic"]',
-                   '"channels": ["lexical", "semantic"]', '"ranking": "hybrid"'):  # fmt: skip
+    for needle in (
+        "invalid-supersede",
+        "invalid-transition",
+        "scope-change-forbidden",
+        "not-found",
+        "invalid-input",
+        '"suppressedSimilarIds": ["<id',
+        "数据库",
+        "<dsh-knowledge>",
+        "privacy",
+        '"truncated": true',
+        '"channels": ["semantic"]',
+        '"channels": ["lexical", "semantic"]',
+        '"ranking": "hybrid"',
+    ):
         assert needle in text, needle
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([command(), *args], capture_output=True, text=True, check=False,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [command(), *args], capture_output=True, text=True, check=False, timeout=120
+    )
 
 
 def test_command_line_errors_and_codes_are_the_same_on_both_backends(
@@ -238,9 +323,12 @@ def test_random_corpora_rank_identically_on_postgres(  # noqa: PLR0917 - one per
 
     source = tmp_path_factory.mktemp("parity") / "k.sqlite"
     options: dict[str, Any] = {
-        "workspace": "/w", "project": project, "limit": limit, "status": status,
+        "workspace": "/w",
+        "project": project,
+        "limit": limit,
+        "status": status,
         "preferred_types": preferred,
-    }  # fmt: skip
+    }
     with KnowledgeStore(source) as lite:
         _corpus(lite, items, legacy_stamps=True)
         lite_counts: dict[str, int] = {}

@@ -65,15 +65,43 @@ def test_blank_dsh_home_falls_back_to_home_dot_dsh(
 
 
 def test_add_rejects_bad_evidence_json(db: str) -> None:
-    assert error("add", "--workspace", "/w", "--type", "fact", "--content", "x",
-                 "--evidence", "{nope", db=db)["code"] == "invalid-json"  # fmt: skip
-    assert error("add", "--workspace", "/w", "--type", "fact", "--content", "x",
-                 "--evidence", "[1]", db=db)["code"] == "invalid-input"  # fmt: skip
+    assert (
+        error(
+            "add",
+            "--workspace",
+            "/w",
+            "--type",
+            "fact",
+            "--content",
+            "x",
+            "--evidence",
+            "{nope",
+            db=db,
+        )["code"]
+        == "invalid-json"
+    )
+    assert (
+        error(
+            "add",
+            "--workspace",
+            "/w",
+            "--type",
+            "fact",
+            "--content",
+            "x",
+            "--evidence",
+            "[1]",
+            db=db,
+        )["code"]
+        == "invalid-input"
+    )
 
 
 def test_add_rejects_an_invalid_type_without_writing(db: str) -> None:
-    assert error("add", "--workspace", "/w", "--type", "opinion", "--content", "x",
-                 db=db)["code"] == "invalid-input"  # fmt: skip
+    assert (
+        error("add", "--workspace", "/w", "--type", "opinion", "--content", "x", db=db)["code"]
+        == "invalid-input"
+    )
     assert ok("list", db=db)["items"] == []
 
 
@@ -137,8 +165,19 @@ def test_retrieve_ranks_with_explanations(db: str) -> None:
     item = add(db, "连接池耗尽导致超时")
     add(db, "unrelated text")
     ok("verify", item["id"], db=db)
-    result = ok("retrieve", "数据库连接池", "--workspace", "/w", "--prefer", "fact",
-                "--status", "verified", "--limit", "5", db=db)  # fmt: skip
+    result = ok(
+        "retrieve",
+        "数据库连接池",
+        "--workspace",
+        "/w",
+        "--prefer",
+        "fact",
+        "--status",
+        "verified",
+        "--limit",
+        "5",
+        db=db,
+    )
     [ranked] = result["results"]
     assert ranked["knowledge"]["id"] == item["id"]
     assert ranked["explanation"]["matchedTokens"] == ["连接", "接池"]
@@ -254,9 +293,19 @@ def test_newer_database_is_refused_by_every_command(db: str, backend: str) -> No
 
 @pytest.mark.parametrize(
     "command",
-    ["add", "get", "verify", "archive", "supersede", "list", "search", "retrieve", "freshness",
-     "health"],
-)  # fmt: skip
+    [
+        "add",
+        "get",
+        "verify",
+        "archive",
+        "supersede",
+        "list",
+        "search",
+        "retrieve",
+        "freshness",
+        "health",
+    ],
+)
 def test_every_command_has_help(command: str) -> None:
     result = run(command, "--help")
     assert result.returncode == 0

@@ -20,8 +20,13 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dsh_knowledge.cli", *args, "--db", str(db)],  # --db after
-        capture_output=True, text=True, cwd=cwd, input=data, env=os.environ.copy(), timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        input=data,
+        env=os.environ.copy(),
+        timeout=120,
+    )
 
 
 def ok(*args: str, db: str | Path, cwd: Path | None = None, data: str | None = None) -> Any:
@@ -51,8 +56,17 @@ def project(tmp_path: Path) -> Path:
 def test_workspace_dot_is_stored_canonical_and_matched_any_spelling(
     db: Path, project: Path
 ) -> None:
-    item = ok("add", "--workspace", ".", "--type", "fact", "--content", "port is 8080",
-              db=db, cwd=project / "src")  # fmt: skip
+    item = ok(
+        "add",
+        "--workspace",
+        ".",
+        "--type",
+        "fact",
+        "--content",
+        "port is 8080",
+        db=db,
+        cwd=project / "src",
+    )
     assert item["scope"]["workspace"] == str((project / "src").resolve())
     for spelling in (str(project / "src") + "/", str(project / "src" / ".." / "src")):
         found = ok("retrieve", "port", "--workspace", spelling, db=db)
@@ -66,8 +80,17 @@ def test_workspace_dot_is_stored_canonical_and_matched_any_spelling(
 
 def test_workspace_and_repo_default_to_the_git_top_level(db: str, project: Path) -> None:
     evidence = json.dumps({"type": "file", "source": "app.py"})
-    item = ok("add", "--type", "fact", "--content", "the port is 8080", "--evidence", evidence,
-              db=db, cwd=project / "src")  # fmt: skip
+    item = ok(
+        "add",
+        "--type",
+        "fact",
+        "--content",
+        "the port is 8080",
+        "--evidence",
+        evidence,
+        db=db,
+        cwd=project / "src",
+    )
     assert item["scope"]["workspace"] == str(project.resolve())
     # --repo defaulted to the workspace: provenance was captured from HEAD.
     assert item["evidence"][0]["gitProvenance"]["path"] == "app.py"
@@ -140,8 +163,12 @@ def test_add_jsonl_is_one_transaction(db: str, project: Path, tmp_path: Path) ->
     assert report["created"] == 50 and len(set(report["ids"])) == 50
     assert len(ok("list", "--workspace", str(project), db=db)["items"]) == 50
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"type": "fact", "content": "fine"}) + "\n"
-                   + json.dumps({"type": "rumour", "content": "bad"}) + "\n")  # fmt: skip
+    bad.write_text(
+        json.dumps({"type": "fact", "content": "fine"})
+        + "\n"
+        + json.dumps({"type": "rumour", "content": "bad"})
+        + "\n"
+    )
     assert error("add", "--workspace", str(project), "--jsonl", str(bad), db=db)["code"] == (
         "invalid-input"
     )
@@ -150,8 +177,15 @@ def test_add_jsonl_is_one_transaction(db: str, project: Path, tmp_path: Path) ->
     unknown.write_text(json.dumps({"type": "fact", "content": "x", "tags": []}) + "\n")
     message = error("add", "--workspace", str(project), "--jsonl", str(unknown), db=db)
     assert "line 1" in message["message"] and "tags" in message["message"]
-    piped = ok("add", "--workspace", str(project), "--jsonl", "-", db=db,
-               data=json.dumps({"type": "lesson", "content": "from stdin"}))  # fmt: skip
+    piped = ok(
+        "add",
+        "--workspace",
+        str(project),
+        "--jsonl",
+        "-",
+        db=db,
+        data=json.dumps({"type": "lesson", "content": "from stdin"}),
+    )
     assert piped["created"] == 1
 
 
@@ -163,8 +197,9 @@ def test_health_all_in_batches_with_progress(db: str, project: Path) -> None:
     report = json.loads(done.stdout)
     assert report["total"] == 20 and len(report["results"]) == 20
     assert done.stderr.splitlines() == [
-        "health: 16/20 items checked", "health: 20/20 items checked",
-    ]  # fmt: skip
+        "health: 16/20 items checked",
+        "health: 20/20 items checked",
+    ]
     assert error("health", db=db)["code"] == "invalid-arguments"
 
 
@@ -186,13 +221,29 @@ def test_supersede_refusal_speaks_cli(db: str, project: Path) -> None:
 def test_version_bare_and_examples(db_path: Path) -> None:
     db = db_path
     assert ok("--version", db=db) == {"name": "dsh-knowledge", "version": "0.1.0"}
-    bare = subprocess.run([sys.executable, "-m", "dsh_knowledge.cli"], capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    bare = subprocess.run(
+        [sys.executable, "-m", "dsh_knowledge.cli"], capture_output=True, text=True, timeout=60
+    )
     assert bare.returncode == 0 and bare.stdout.startswith("Usage: dsh-knowledge")
-    for command in ("add", "get", "verify", "archive", "supersede", "update", "list",
-                    "search", "retrieve", "freshness", "health"):  # fmt: skip
-        helped = subprocess.run([sys.executable, "-m", "dsh_knowledge.cli", command, "--help"],
-                                capture_output=True, text=True, timeout=60)  # fmt: skip
+    for command in (
+        "add",
+        "get",
+        "verify",
+        "archive",
+        "supersede",
+        "update",
+        "list",
+        "search",
+        "retrieve",
+        "freshness",
+        "health",
+    ):
+        helped = subprocess.run(
+            [sys.executable, "-m", "dsh_knowledge.cli", command, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert "Example" in helped.stdout, command
 
 

@@ -286,10 +286,21 @@ def test_extract_stores_a_directory_workspace_canonically(tmp_path: Path, db: st
     project.mkdir()
     transcript = write_lines(tmp_path / "t.jsonl", claude_lines("/work/app"))
     done = subprocess.run(
-        [command(), "--db", str(db), "extract", "--transcript", str(transcript),
-         "--workspace", "."],
-        capture_output=True, text=True, check=False, cwd=project,
-    )  # fmt: skip
+        [
+            command(),
+            "--db",
+            str(db),
+            "extract",
+            "--transcript",
+            str(transcript),
+            "--workspace",
+            ".",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=project,
+    )
     assert done.returncode == 0, done.stderr
     admitted = json.loads(done.stdout)["admitted"]
     assert admitted
@@ -316,8 +327,10 @@ def test_a_line_nested_too_deep_is_skipped_and_counted(tmp_path: Path, db: str) 
         handle.write(level * 170 + '"x"' + "]}}" * 170 + "\n")
     done = subprocess.run(
         [command(), "--db", db, "extract", "--transcript", str(transcript)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["turns"] == 2 and len(report["admitted"]) == 2

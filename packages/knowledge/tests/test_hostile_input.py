@@ -80,9 +80,18 @@ def test_commit_of_39_hex_and_a_newline_is_invalid_provenance(seeded: str) -> No
     evidence = {"type": "file", "source": "a.py", "gitProvenance": {"commit": "a" * 39 + "\n"}}
     evidence["gitProvenance"]["path"] = "a.py"
     error = fails(
-        "--db", str(seeded), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
-        "--evidence", json.dumps(evidence),
-    )  # fmt: skip
+        "--db",
+        str(seeded),
+        "add",
+        "--workspace",
+        "/w",
+        "--type",
+        "fact",
+        "--content",
+        "x",
+        "--evidence",
+        json.dumps(evidence),
+    )
     assert error["code"] == "invalid-git-provenance"
     assert len(ok("--db", str(seeded), "list")["items"]) == 1
 
@@ -95,9 +104,18 @@ def test_timestamp_with_trailing_newline_or_non_ascii_digits_is_invalid(
 ) -> None:
     evidence = json.dumps({"type": "session", "source": "s-1", "timestamp": timestamp})
     error = fails(
-        "--db", str(seeded), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
-        "--evidence", evidence,
-    )  # fmt: skip
+        "--db",
+        str(seeded),
+        "add",
+        "--workspace",
+        "/w",
+        "--type",
+        "fact",
+        "--content",
+        "x",
+        "--evidence",
+        evidence,
+    )
     assert error["code"] == "invalid-input"
     assert len(ok("--db", str(seeded), "list")["items"]) == 1
 
@@ -118,22 +136,51 @@ def _tree(root: Path) -> list[tuple[str, str]]:
         ([b"--db", b"@/\xffx", b"list"], "invalid-path", "--db '@/\\xffx'"),
         ([b"--db=@/\xffx", b"list"], "invalid-path", "--db '@/\\xffx'"),
         (
-            [b"--db", b"@db", b"add", b"--workspace", b"/srv/\xffnope", b"--type", b"fact",
-             b"--content", b"x"],
+            [
+                b"--db",
+                b"@db",
+                b"add",
+                b"--workspace",
+                b"/srv/\xffnope",
+                b"--type",
+                b"fact",
+                b"--content",
+                b"x",
+            ],
             "invalid-path",
             "--workspace '/srv/\\xffnope'",
         ),
         (
-            [b"--db", b"@db", b"add", b"--workspace", b"/w", b"--type", b"fact", b"--content",
-             b"x", b"--repo", b"@/\xffrepo"],
+            [
+                b"--db",
+                b"@db",
+                b"add",
+                b"--workspace",
+                b"/w",
+                b"--type",
+                b"fact",
+                b"--content",
+                b"x",
+                b"--repo",
+                b"@/\xffrepo",
+            ],
             "invalid-path",
             "--repo '@/\\xffrepo'",
         ),
         ([b"--db", b"@db", b"freshness", b"k", b"--repo", b"@/\xffr"], "invalid-path", "--repo"),
         ([b"--db", b"@db", b"health", b"k", b"--repo=@/\xffr"], "invalid-path", "--repo"),
         (
-            [b"--db", b"@db", b"add", b"--workspace", b"/w", b"--type", b"fact", b"--content",
-             b"caf\xe9"],
+            [
+                b"--db",
+                b"@db",
+                b"add",
+                b"--workspace",
+                b"/w",
+                b"--type",
+                b"fact",
+                b"--content",
+                b"caf\xe9",
+            ],
             "invalid-arguments",
             "'caf\\xe9'",
         ),
@@ -141,14 +188,15 @@ def _tree(root: Path) -> list[tuple[str, str]]:
         ([b"--db", b"@db", b"list", b"--workspace", b"\xff"], "invalid-path", "--workspace"),
         ([b"--db", b"@db", b"get", b"id-\x80"], "invalid-arguments", "'id-\\x80'"),
     ],
-)  # fmt: skip
+)
 def test_undecodable_arguments_are_refused_with_bytes_escaped_and_nothing_changes(
     seeded: str, tmp_path: Path, argv: list[bytes], code: str, shown: str
 ) -> None:
     base = os.fsencode(tmp_path)
     # "@db" is the store (a path or a URL, which may hold "@" itself), any other "@" tmp_path.
-    real = [os.fsencode(seeded).join(a.replace(b"@", base) for a in arg.split(b"@db"))
-            for arg in argv]  # fmt: skip
+    real = [
+        os.fsencode(seeded).join(a.replace(b"@", base) for a in arg.split(b"@db")) for arg in argv
+    ]
     before = _tree(tmp_path), ok("--db", seeded, "list")
     error = fails(*real)
     assert error["code"] == code
@@ -265,9 +313,13 @@ def test_add_on_a_read_only_database_is_storage_error_and_reads_still_work(
         # The prompt hook still injects: only its per-session bookkeeping is skipped.
         payload = json.dumps({"session_id": "s1", "cwd": "/w", "prompt": "the seed item"})
         hook = subprocess.run(
-            [*CLI, "hook", "user-prompt-submit", "--db", str(seeded_file)], input=payload,
-            capture_output=True, text=True, check=False, timeout=120,
-        )  # fmt: skip
+            [*CLI, "hook", "user-prompt-submit", "--db", str(seeded_file)],
+            input=payload,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
         assert (hook.returncode, hook.stderr) == (0, "")
         assert "The seed item." in hook.stdout
         assert digest(seeded_file) == before
@@ -310,10 +362,26 @@ def test_a_full_disk_is_storage_error_saying_disk_full_and_nothing_changes(
     driver.write_text(_DISK_FULL_DRIVER)
     script = 'mount -t tmpfs -o size=512k tmpfs "$1" && shift && exec "$@"'
     done = subprocess.run(
-        [unshare, "--map-root-user", "--mount", "sh", "-c", script, "sh", str(mount),
-         sys.executable, str(driver), str(mount), str(room), *CLI],
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+        [
+            unshare,
+            "--map-root-user",
+            "--mount",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(mount),
+            sys.executable,
+            str(driver),
+            str(mount),
+            str(room),
+            *CLI,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     if done.returncode != 0 and "mount" in done.stderr and not done.stdout:
         pytest.skip(f"cannot mount a tmpfs in a private namespace here: {done.stderr.strip()}")
     assert done.returncode == 0, done.stderr

@@ -85,10 +85,12 @@ def test_a_semantic_hit_never_crosses_scope_status_origin_or_type(
         "archived": add(repository, POOL + "（旧）"),
         "superseded": add(repository, "连接池耗尽会让请求超时，应限制连接数。"),
         "automatic": repository.create(
-            type="lesson", content="连接池被耗尽时请求会超时。", scope={"workspace": WS},
+            type="lesson",
+            content="连接池被耗尽时请求会超时。",
+            scope={"workspace": WS},
             creation_origin="automatic",
         )["id"],
-    }  # fmt: skip
+    }
     visible = add(repository, POOL, project="payments")
     wide = add(repository, DEADLOCK)
     repository.archive(hidden["archived"])
@@ -98,9 +100,14 @@ def test_a_semantic_hit_never_crosses_scope_status_origin_or_type(
     repository.supersede(hidden["superseded"], replacement)
     counts: dict[str, int] = {}
     results = retrieve_relevant_knowledge(
-        repository, QUESTION, workspace=WS, project="payments", ranking="hybrid",
-        limit=100, counts=counts,
-    )  # fmt: skip
+        repository,
+        QUESTION,
+        workspace=WS,
+        project="payments",
+        ranking="hybrid",
+        limit=100,
+        counts=counts,
+    )
     shown = set(ids(results))
     assert not shown & set(hidden.values()), shown & set(hidden.values())
     assert visible in shown and ids(results)[0] == visible
@@ -109,13 +116,31 @@ def test_a_semantic_hit_never_crosses_scope_status_origin_or_type(
     assert visible not in ids(
         retrieve_relevant_knowledge(repository, QUESTION, workspace=WS, ranking="hybrid")
     )
-    assert ids(retrieve_relevant_knowledge(
-        repository, QUESTION, workspace=WS, project="payments", ranking="hybrid", type="fact"
-    )) == []  # fmt: skip
-    assert set(ids(retrieve_relevant_knowledge(
-        repository, QUESTION, workspace=WS, project="payments", ranking="hybrid",
-        status="verified",
-    ))) <= {replacement}  # fmt: skip
+    assert (
+        ids(
+            retrieve_relevant_knowledge(
+                repository,
+                QUESTION,
+                workspace=WS,
+                project="payments",
+                ranking="hybrid",
+                type="fact",
+            )
+        )
+        == []
+    )
+    assert set(
+        ids(
+            retrieve_relevant_knowledge(
+                repository,
+                QUESTION,
+                workspace=WS,
+                project="payments",
+                ranking="hybrid",
+                status="verified",
+            )
+        )
+    ) <= {replacement}
 
 
 def test_the_first_k_of_a_longer_answer_are_the_answer_for_k_every_time(
@@ -153,11 +178,14 @@ def test_missing_vectors_are_filled_on_demand_or_counted(
     assert ids(results)[0] == first and warnings == []
     assert vectors.vector_status(repository.store)["current"] == 2  # stored for next time
     for n in range(3):  # written by something that stores no vectors
-        repository.store.write(lambda n=n: repository.store.connection.execute(
-            "INSERT INTO knowledge (id, type, content, workspace, status, created_at, "
-            "updated_at, creation_origin) VALUES (?, 'fact', ?, ?, 'verified', "
-            "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'explicit')",
-            (f"n{n}", f"Note {n}: deploys happen on Fridays.", WS)))  # fmt: skip
+        repository.store.write(
+            lambda n=n: repository.store.connection.execute(
+                "INSERT INTO knowledge (id, type, content, workspace, status, created_at, "
+                "updated_at, creation_origin) VALUES (?, 'fact', ?, ?, 'verified', "
+                "'2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 'explicit')",
+                (f"n{n}", f"Note {n}: deploys happen on Fridays.", WS),
+            )
+        )
     warnings.clear()
     results = retrieve_relevant_knowledge(
         repository, QUESTION, workspace=WS, ranking="hybrid", warnings=warnings
@@ -196,6 +224,7 @@ def test_a_long_lived_store_sees_what_another_process_committed(
     external_write(db, ("UPDATE knowledge SET status = 'archived' WHERE id = ?", (pool,)))
     again = retrieve_relevant_knowledge(repository, QUESTION, workspace=WS, ranking="hybrid")
     assert pool not in ids(again)
-    external_write(db, ("UPDATE knowledge SET workspace = '/elsewhere' WHERE status <> ?",
-                        ("archived",)))  # fmt: skip
+    external_write(
+        db, ("UPDATE knowledge SET workspace = '/elsewhere' WHERE status <> ?", ("archived",))
+    )
     assert retrieve_relevant_knowledge(repository, QUESTION, workspace=WS, ranking="hybrid") == []

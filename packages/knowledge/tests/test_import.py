@@ -27,8 +27,9 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([command(), *args], capture_output=True, text=True, check=False,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [command(), *args], capture_output=True, text=True, check=False, timeout=120
+    )
 
 
 def ok(*args: str) -> Any:
@@ -50,14 +51,20 @@ def _seed(location: str) -> dict[str, Any]:
         repository = KnowledgeRepository(store)
         scope = {"workspace": "/srv/app", "project": "api"}
         first = repository.create(
-            type="decision", content="The API listens on port 8080.", scope=scope,
+            type="decision",
+            content="The API listens on port 8080.",
+            scope=scope,
             evidence=[
-                {"type": "file", "source": "src/app.py", "locator": "L3",
-                 "timestamp": "2025-01-02T03:04:05.678Z",
-                 "gitProvenance": {"commit": COMMIT, "path": "src/app.py"}},
+                {
+                    "type": "file",
+                    "source": "src/app.py",
+                    "locator": "L3",
+                    "timestamp": "2025-01-02T03:04:05.678Z",
+                    "gitProvenance": {"commit": COMMIT, "path": "src/app.py"},
+                },
                 {"type": "session", "source": "s-1", "timestamp": "2025-01-02T03:04:05Z"},
             ],
-        )  # fmt: skip
+        )
         second = repository.create(type="decision", content="The API listens on 9090.", scope=scope)
         third = repository.create(type="decision", content="The API listens on 443.", scope=scope)
         for item in (first, second, third):
@@ -67,14 +74,20 @@ def _seed(location: str) -> dict[str, Any]:
         archived = repository.create(type="fact", content="Old note.", scope={"workspace": "/x"})
         repository.archive(archived["id"])
         repository.create(
-            type="lesson", content="自动提取的经验：缓存五分钟。", scope={"workspace": "/srv/app"},
+            type="lesson",
+            content="自动提取的经验：缓存五分钟。",
+            scope={"workspace": "/srv/app"},
             creation_origin="automatic",
-        )  # fmt: skip
+        )
         return {item["id"]: item for item in repository.list()}
 
 
-DIRECTIONS = [("sqlite", "postgres"), ("postgres", "sqlite"), ("sqlite", "sqlite"),
-              ("postgres", "postgres")]  # fmt: skip
+DIRECTIONS = [
+    ("sqlite", "postgres"),
+    ("postgres", "sqlite"),
+    ("sqlite", "sqlite"),
+    ("postgres", "postgres"),
+]
 
 
 @pytest.mark.parametrize(("source_kind", "target_kind"), DIRECTIONS)
@@ -100,8 +113,16 @@ def test_import_copies_every_item_exactly_and_skips_what_is_there(
     for item_id, item in original.items():
         assert copied[item_id] == item  # id, evidence, status, links, origin, timestamps
     # The copy is searchable and ranked at once (the index was built in the same transaction).
-    found = ok("--db", target, "retrieve", "which port does the API listen on",
-               "--workspace", "/srv/app", "--project", "api")  # fmt: skip
+    found = ok(
+        "--db",
+        target,
+        "retrieve",
+        "which port does the API listen on",
+        "--workspace",
+        "/srv/app",
+        "--project",
+        "api",
+    )
     assert [r["knowledge"]["content"] for r in found["results"]] == ["The API listens on 443."]
 
     again = ok("--db", target, "import", "--from", source)
@@ -156,18 +177,32 @@ def test_concurrent_imports_of_the_same_items_copy_each_once(tmp_path: Path, db:
     source = str(tmp_path / "source.sqlite")
     with KnowledgeStore(source) as store:
         KnowledgeRepository(store).create_many(
-            [{"type": "fact", "content": f"Note {n} on the payment queue.",
-              "scope": {"workspace": "/srv/app"},
-              "evidence": [{"type": "session", "source": f"s-{n}",
-                            "timestamp": "2025-01-02T03:04:05.678Z"}]}
-             for n in range(300)]
-        )  # fmt: skip
+            [
+                {
+                    "type": "fact",
+                    "content": f"Note {n} on the payment queue.",
+                    "scope": {"workspace": "/srv/app"},
+                    "evidence": [
+                        {
+                            "type": "session",
+                            "source": f"s-{n}",
+                            "timestamp": "2025-01-02T03:04:05.678Z",
+                        }
+                    ],
+                }
+                for n in range(300)
+            ]
+        )
     KnowledgeStore(db).close()  # the schema in place: the race is on the items alone
     processes = [
-        subprocess.Popen([command(), "--db", db, "import", "--from", source],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [command(), "--db", db, "import", "--from", source],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(3)
-    ]  # fmt: skip
+    ]
     reports = []
     for process in processes:
         out, err = process.communicate(timeout=120)
@@ -189,9 +224,11 @@ def test_an_import_refused_by_the_server_prints_only_our_error(
     source = str(tmp_path / "source.sqlite")
     with KnowledgeStore(source) as store:  # enough rows that the driver pipelines them
         KnowledgeRepository(store).create_many(
-            [{"type": "fact", "content": f"Note {n}.", "scope": {"workspace": "/srv/app"}}
-             for n in range(300)]
-        )  # fmt: skip
+            [
+                {"type": "fact", "content": f"Note {n}.", "scope": {"workspace": "/srv/app"}}
+                for n in range(300)
+            ]
+        )
     target = postgres_databases.create()
     KnowledgeStore(target).close()
     from psycopg.conninfo import conninfo_to_dict
@@ -210,13 +247,19 @@ def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(tmp_path: Pat
     # Alice's items were made before the team named its workspace: scoped to her checkout's
     # path (and a subfolder, where her MCP server was started), invisible to everyone else.
     alice = str(tmp_path / "alice.sqlite")
-    for workspace, content in (("/home/alice/payments", "Refunds go through the ledger."),
-                               ("/home/alice/payments/api", "The API retries twice."),
-                               ("/home/alice/payments-old", "Unrelated checkout."),
-                               ("/home/alice/notes", "Private note.")):  # fmt: skip
+    for workspace, content in (
+        ("/home/alice/payments", "Refunds go through the ledger."),
+        ("/home/alice/payments/api", "The API retries twice."),
+        ("/home/alice/payments-old", "Unrelated checkout."),
+        ("/home/alice/notes", "Private note."),
+    ):
         ok("--db", alice, "add", "--workspace", workspace, "--type", "fact", "--content", content)
-    mapping = ["--workspace-map", "/home/alice/payments/=acme/payments",
-               "--workspace-map", "/home/alice/notes=alice-notes"]  # fmt: skip
+    mapping = [
+        "--workspace-map",
+        "/home/alice/payments/=acme/payments",
+        "--workspace-map",
+        "/home/alice/notes=alice-notes",
+    ]
     dry = ok("--db", db, "import", "--from", alice, "--dry-run", *mapping)
     assert dry["workspaces"] == [
         {"source": "/home/alice/notes", "target": "alice-notes", "items": 1},
@@ -240,7 +283,8 @@ def test_a_workspace_map_rescopes_path_workspaces_to_the_team_name(tmp_path: Pat
     assert ok("--db", alice, "list", "--workspace", "acme/payments")["total"] == 0
 
     for bad in (["no-equals"], ["=new"], ["/old="], ["/a=x", "/a/=y"], ["/a=\x01"]):
-        done = cli("--db", db, "import", "--from", alice,
-                   *(f"--workspace-map={pair}" for pair in bad))  # fmt: skip
+        done = cli(
+            "--db", db, "import", "--from", alice, *(f"--workspace-map={pair}" for pair in bad)
+        )
         assert done.returncode == 1, bad
         assert json.loads(done.stderr)["error"]["code"] == "invalid-input"

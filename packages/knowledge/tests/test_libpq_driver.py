@@ -56,9 +56,15 @@ def pg(postgres_databases: DatabaseFactory) -> str:
                 type=("fact", "decision", "lesson")[number % 3],
                 content=content,
                 scope={"workspace": WS, "project": "shop" if number % 2 else None},
-                evidence=[{"type": "file", "source": f"src/m{number}.py",
-                           "timestamp": "2025-01-01T00:00:00.000Z"}] * (number % 3),
-            )  # fmt: skip
+                evidence=[
+                    {
+                        "type": "file",
+                        "source": f"src/m{number}.py",
+                        "timestamp": "2025-01-01T00:00:00.000Z",
+                    }
+                ]
+                * (number % 3),
+            )
             if number % 2 == 0:
                 repository.verify(item["id"])
     return url
@@ -69,8 +75,13 @@ def _hook(url: str, prompt: str, session: str, *, libpq: bool) -> subprocess.Com
     env = {**os.environ, "DSH_KNOWLEDGE_LIBPQ": "1" if libpq else "0", "DSH_DEBUG": "1"}
     return subprocess.run(
         [command(), "hook", "user-prompt-submit", "--db", url, "--project", "shop"],
-        input=payload, capture_output=True, text=True, check=False, env=env, timeout=120,
-    )  # fmt: skip
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_the_hook_prints_the_same_bytes_through_libpq_and_psycopg(pg: str) -> None:

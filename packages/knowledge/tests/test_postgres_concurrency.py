@@ -167,10 +167,15 @@ def _race(url: str, actions: list[tuple[str, ...]]) -> list[Any]:
     """Run each ``(method, *ids)`` of the repository in a process of its own, connected
     first and then released together; its item, or :class:`Refused`."""
     processes = [
-        subprocess.Popen([sys.executable, "-c", RACER, url, *action], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, url, *action],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for action in actions
-    ]  # fmt: skip
+    ]
     for process in processes:
         assert process.stdout is not None
         assert process.stdout.readline().strip() == "ready"

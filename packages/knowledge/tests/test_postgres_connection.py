@@ -40,9 +40,14 @@ def server() -> Iterator[PostgresServer]:
 
 def run(*args: str, env: dict[str, str] | None = None, data: str | None = None) -> Any:
     return subprocess.run(
-        [command(), *args], capture_output=True, text=True, check=False, timeout=120,
-        input=data, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+        [command(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        input=data,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def hook(db: str, prompt: str, env: dict[str, str] | None = None) -> Any:
@@ -51,10 +56,24 @@ def hook(db: str, prompt: str, env: dict[str, str] | None = None) -> Any:
 
 
 def test_pghost_pguser_and_pgdatabase_fill_a_bare_url(server: PostgresServer) -> None:
-    env = {"PGHOST": str(server.socket_dir), "PGPORT": str(server.port), "PGUSER": "postgres",
-           "PGDATABASE": "kb"}  # fmt: skip
-    added = run("--db", "postgresql://", "add", "--workspace", "/w", "--type", "fact",
-                "--content", "The ledger closes at midnight.", env=env)  # fmt: skip
+    env = {
+        "PGHOST": str(server.socket_dir),
+        "PGPORT": str(server.port),
+        "PGUSER": "postgres",
+        "PGDATABASE": "kb",
+    }
+    added = run(
+        "--db",
+        "postgresql://",
+        "add",
+        "--workspace",
+        "/w",
+        "--type",
+        "fact",
+        "--content",
+        "The ledger closes at midnight.",
+        env=env,
+    )
     assert added.returncode == 0, added.stderr
     listed = json.loads(run("--db", server.url("kb"), "list").stdout)
     assert [item["content"] for item in listed["items"]] == ["The ledger closes at midnight."]

@@ -52,9 +52,14 @@ def fresh_database(server: PostgresServer, owner: str = "postgres") -> str:
 
 def cli(*args: str, env: dict[str, str] | None = None, data: str | None = None) -> Any:
     return subprocess.run(
-        [command(), *args], capture_output=True, text=True, check=False, timeout=120,
-        input=data, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+        [command(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        input=data,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def ok(*args: str, env: dict[str, str] | None = None) -> Any:
@@ -77,9 +82,13 @@ def add(url: str, content: str) -> dict[str, Any]:
 def hook(url: str, prompt: str, session: str = "s1") -> subprocess.CompletedProcess[str]:
     payload = json.dumps({"session_id": session, "cwd": "/w", "prompt": prompt})
     return subprocess.run(
-        [command(), "hook", "user-prompt-submit", "--db", url], input=payload,
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+        [command(), "hook", "user-prompt-submit", "--db", url],
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 # --- unreachable, down, wrong password ------------------------------------------------------
@@ -87,8 +96,12 @@ def hook(url: str, prompt: str, session: str = "s1") -> subprocess.CompletedProc
 
 def test_an_unreachable_server_is_storage_unavailable_naming_host_and_port() -> None:
     url = "postgresql://team:s3cret-pw@127.0.0.1:1/knowledge"
-    for args in (["list"], ["search", "x"], ["retrieve", "x"], ["add", "--workspace", "/w",
-                 "--type", "fact", "--content", "x"]):  # fmt: skip
+    for args in (
+        ["list"],
+        ["search", "x"],
+        ["retrieve", "x"],
+        ["add", "--workspace", "/w", "--type", "fact", "--content", "x"],
+    ):
         error = failure("--db", url, *args)
         assert error["code"] == "storage-unavailable", error
         assert "host 127.0.0.1, port 1" in error["message"]
@@ -189,8 +202,14 @@ def test_a_missing_driver_names_the_extra(tmp_path: Path) -> None:
     error = failure("--db", "postgresql://team@db.internal/kb", "list", env=env)
     assert error["code"] == "postgres-unavailable"
     assert "pip install 'dsh-knowledge[postgres]'" in error["message"]
-    done = cli("hook", "user-prompt-submit", "--db", "postgresql://team@db.internal/kb",
-               env=env, data=json.dumps({"cwd": "/w", "prompt": "anything"}))  # fmt: skip
+    done = cli(
+        "hook",
+        "user-prompt-submit",
+        "--db",
+        "postgresql://team@db.internal/kb",
+        env=env,
+        data=json.dumps({"cwd": "/w", "prompt": "anything"}),
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 

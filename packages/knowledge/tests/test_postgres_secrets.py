@@ -38,9 +38,14 @@ UNREACHABLE = {
 
 def run(*args: str, data: str | None = None, env: dict[str, str] | None = None) -> Any:
     return subprocess.run(
-        [command(), *args], capture_output=True, text=True, check=False, timeout=120,
-        input=data, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+        [command(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        input=data,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def printed_by_every_front_end(url: str, tmp_path: Path) -> str:

@@ -74,9 +74,13 @@ def test_a_database_that_is_not_utf8_is_refused_with_the_reason(
 def test_the_hook_never_creates_a_schema(pg: str) -> None:
     payload = json.dumps({"session_id": "s", "cwd": WS, "prompt": "anything at all"})
     done = subprocess.run(
-        [command(), "hook", "user-prompt-submit", "--db", pg], input=payload,
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+        [command(), "hook", "user-prompt-submit", "--db", pg],
+        input=payload,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
     with pytest.raises(StorageError, match="has no knowledge schema yet"):
         KnowledgeStore(pg, create=False)
@@ -157,13 +161,34 @@ def test_under_a_c_character_type_chinese_results_stay_the_same(
     # ...and health says why such a database is slow for Chinese, while a UTF-8 one is quiet.
     reports = {}
     for url in (pg, plain):
-        item = json.loads(subprocess.run(
-            [command(), "--db", url, "add", "--workspace", WS, "--type", "fact", "--content", "x"],
-            capture_output=True, text=True, check=True, timeout=120,
-        ).stdout)  # fmt: skip
+        item = json.loads(
+            subprocess.run(
+                [
+                    command(),
+                    "--db",
+                    url,
+                    "add",
+                    "--workspace",
+                    WS,
+                    "--type",
+                    "fact",
+                    "--content",
+                    "x",
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+            ).stdout
+        )
         for args in ([item["id"]], ["--all", "--workspace", WS]):
-            done = subprocess.run([command(), "--db", url, "health", *args], capture_output=True,
-                                  text=True, check=True, timeout=120)  # fmt: skip
+            done = subprocess.run(
+                [command(), "--db", url, "health", *args],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+            )
             reports[(url, args[0])] = json.loads(done.stdout)
     assert [report.get("warnings") for (url, _), report in reports.items() if url == pg] == [
         None,
@@ -215,8 +240,9 @@ def test_missing_pg_trgm_rights_explain_what_to_run(postgres_databases: Database
     name = f"{postgres_databases.prefix}_{uuid.uuid4().hex[:8]}"
     admin = postgres_databases.admin
     admin.execute(f'CREATE ROLE "{role}" LOGIN')
-    admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0 ENCODING \'UTF8\''
-                  + postgres_databases.locale)  # fmt: skip
+    admin.execute(
+        f"CREATE DATABASE \"{name}\" TEMPLATE template0 ENCODING 'UTF8'" + postgres_databases.locale
+    )
     postgres_databases.created.append(name)
     # The role may use the public schema but not create extensions in this database.
     admin_url = postgres_databases.url_for(name)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +29,13 @@ def test_importing_the_package_loads_no_storage_or_git_code() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert output.strip() == "['dsh_knowledge.errors']"
+
+
+def test_only_the_command_line_imports_typer() -> None:
+    source = Path(dsh_knowledge.__file__).parent
+    importers = sorted(
+        path.relative_to(source).as_posix()
+        for path in source.rglob("*.py")
+        if re.search(r"^\s*(import typer|from typer\b)", path.read_text(), re.MULTILINE)
+    )
+    assert importers and all(name.startswith("cli/") for name in importers), importers

@@ -48,9 +48,16 @@ def test_create_assigns_uuid_timestamps_and_candidate_status(
     assert item["createdAt"] == item["updatedAt"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", item["createdAt"])
     assert list(item) == [
-        "id", "type", "content", "scope", "status", "creationOrigin", "evidence", "createdAt",
+        "id",
+        "type",
+        "content",
+        "scope",
+        "status",
+        "creationOrigin",
+        "evidence",
+        "createdAt",
         "updatedAt",
-    ]  # fmt: skip
+    ]
     assert item["evidence"] == [{"type": "session", "source": "s-1", "timestamp": NOW}]
 
 
@@ -68,17 +75,25 @@ def test_create_omits_project_for_workspace_wide_scope(repository: KnowledgeRepo
         ({"scope": {"workspace": "w", "project": " "}}, "Project scope must be a non-empty"),
         ({"type": "opinion"}, "Invalid knowledge type: opinion"),
         ({"creation_origin": "robot"}, "Invalid creation origin"),
-        ({"evidence": [{"type": "file", "source": "a", "timestamp": "yesterday"}]},
-         "Evidence timestamp must be an ISO timestamp: yesterday"),
-        ({"evidence": [{"type": "file", "source": "a", "timestamp": "2025-02-30T00:00:00Z"}]},
-         "Evidence timestamp must be an ISO timestamp"),
-        ({"evidence": [{"type": "file", "source": "a", "locator": "", "timestamp": NOW}]},
-         "Evidence locator must not be empty"),
+        (
+            {"evidence": [{"type": "file", "source": "a", "timestamp": "yesterday"}]},
+            "Evidence timestamp must be an ISO timestamp: yesterday",
+        ),
+        (
+            {"evidence": [{"type": "file", "source": "a", "timestamp": "2025-02-30T00:00:00Z"}]},
+            "Evidence timestamp must be an ISO timestamp",
+        ),
+        (
+            {"evidence": [{"type": "file", "source": "a", "locator": "", "timestamp": NOW}]},
+            "Evidence locator must not be empty",
+        ),
         ({"evidence": [{"type": "web", "source": "a", "timestamp": NOW}]}, "Invalid evidence type"),
-        ({"evidence": [{"type": "file", "source": " ", "timestamp": NOW}]},
-         "Evidence source must not be empty"),
+        (
+            {"evidence": [{"type": "file", "source": " ", "timestamp": NOW}]},
+            "Evidence source must not be empty",
+        ),
     ],
-)  # fmt: skip
+)
 def test_invalid_create_input_is_rejected_and_writes_nothing(
     repository: KnowledgeRepository, kwargs: dict[str, Any], message: str
 ) -> None:
@@ -91,11 +106,15 @@ def test_invalid_create_input_is_rejected_and_writes_nothing(
 def test_git_provenance_is_normalised(repository: KnowledgeRepository) -> None:
     item = _add(
         repository,
-        evidence=[{
-            "type": "file", "source": "src/a.py", "timestamp": NOW,
-            "gitProvenance": {"commit": "ABCDEF0123" * 4, "path": "./src\\\\sub//a.py"},
-        }],
-    )  # fmt: skip
+        evidence=[
+            {
+                "type": "file",
+                "source": "src/a.py",
+                "timestamp": NOW,
+                "gitProvenance": {"commit": "ABCDEF0123" * 4, "path": "./src\\\\sub//a.py"},
+            }
+        ],
+    )
     assert item["evidence"][0]["gitProvenance"] == {
         "commit": "abcdef0123" * 4,
         "path": "src/sub/a.py",
@@ -144,11 +163,15 @@ def test_git_provenance_only_on_file_evidence(repository: KnowledgeRepository) -
     with pytest.raises(GitProvenanceError, match="only be attached to file evidence"):
         _add(
             repository,
-            evidence=[{
-                "type": "session", "source": "s", "timestamp": NOW,
-                "gitProvenance": {"commit": "a" * 40, "path": "a.py"},
-            }],
-        )  # fmt: skip
+            evidence=[
+                {
+                    "type": "session",
+                    "source": "s",
+                    "timestamp": NOW,
+                    "gitProvenance": {"commit": "a" * 40, "path": "a.py"},
+                }
+            ],
+        )
 
 
 def test_get_returns_none_and_require_raises_not_found(repository: KnowledgeRepository) -> None:
@@ -184,11 +207,14 @@ def test_list_filters_by_scope_type_status_origin_and_limit(
     auto = _add(repository, "auto", creation_origin="automatic")
     _add(repository, "elsewhere", scope={"workspace": "/other"})
     assert {i["id"] for i in repository.list(workspace=WS["workspace"])} == {
-        wide["id"], scoped["id"], auto["id"]
-    }  # fmt: skip
+        wide["id"],
+        scoped["id"],
+        auto["id"],
+    }
     assert {i["id"] for i in repository.list(workspace=WS["workspace"], project=None)} == {
-        wide["id"], auto["id"]
-    }  # fmt: skip
+        wide["id"],
+        auto["id"],
+    }
     assert [i["id"] for i in repository.list(project="payments")] == [scoped["id"]]
     assert [i["id"] for i in repository.list(type="decision")] == [scoped["id"]]
     assert [i["id"] for i in repository.list(creation_origin="automatic")] == [auto["id"]]
@@ -238,9 +264,11 @@ def _item_with_status(repository: KnowledgeRepository, status: str) -> dict[str,
 
 
 ALLOWED = {
-    ("candidate", "verified"), ("candidate", "archived"), ("verified", "archived"),
+    ("candidate", "verified"),
+    ("candidate", "archived"),
+    ("verified", "archived"),
     ("superseded", "archived"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("current", KNOWLEDGE_STATUSES)

@@ -62,8 +62,13 @@ def test_scoring_constants_are_the_earlier_tools(repository: KnowledgeRepository
 
 
 def test_explanation_of_an_exact_phrase_match(repository: KnowledgeRepository) -> None:
-    item = _add(repository, "Provider selection must use ResponseRouter.", project="payments",
-                verified=True, evidence=5)  # fmt: skip
+    item = _add(
+        repository,
+        "Provider selection must use ResponseRouter.",
+        project="payments",
+        verified=True,
+        evidence=5,
+    )
     [result] = _retrieve(repository, "ResponseRouter", project="payments")
     assert result["knowledge"]["id"] == item
     assert result["explanation"] == {
@@ -71,11 +76,19 @@ def test_explanation_of_an_exact_phrase_match(repository: KnowledgeRepository) -
         "matchedTokens": ["responserouter"],
         "tokenCoverage": 1,
         "contributions": {
-            "exactPhrase": 1000, "exactTokens": 100, "partialTokens": 0, "tokenCoverage": 400,
-            "text": 1500, "scope": 1000, "status": 100, "type": 0, "evidence": 3, "freshness": 4,
+            "exactPhrase": 1000,
+            "exactTokens": 100,
+            "partialTokens": 0,
+            "tokenCoverage": 400,
+            "text": 1500,
+            "scope": 1000,
+            "status": 100,
+            "type": 0,
+            "evidence": 3,
+            "freshness": 4,
         },
         "suppressedSimilarIds": [],
-    }  # fmt: skip
+    }
     assert result["score"] == 1500 * 10000 + 1000 + 100 + 3 + 4
 
 
@@ -129,8 +142,12 @@ def test_without_project_only_workspace_wide_items_are_candidates(
 
 def test_verified_outranks_candidate(repository: KnowledgeRepository) -> None:
     candidate = _add(repository, "retry budget is three", updated_at="2025-01-02T00:00:00.000Z")
-    verified = _add(repository, "retry budget is set to three", verified=True,
-                    updated_at="2025-01-01T00:00:00.000Z")  # fmt: skip
+    verified = _add(
+        repository,
+        "retry budget is set to three",
+        verified=True,
+        updated_at="2025-01-01T00:00:00.000Z",
+    )
     assert _ids(_retrieve(repository, "retry budget")) == [verified, candidate]
 
 
@@ -197,9 +214,11 @@ def test_limit_defaults_to_twenty_and_caps_at_one_hundred(
     repository: KnowledgeRepository,
 ) -> None:
     repository.create_many(
-        [{"type": "fact", "content": f"bulk item {n} alpha{n}", "scope": {"workspace": WS}}
-         for n in range(105)]
-    )  # fmt: skip
+        [
+            {"type": "fact", "content": f"bulk item {n} alpha{n}", "scope": {"workspace": WS}}
+            for n in range(105)
+        ]
+    )
     assert len(_retrieve(repository, "bulk")) == 20
     assert len(_retrieve(repository, "bulk", limit=500)) == 100
 

@@ -21,13 +21,49 @@ WS = "/w"
 # Words chosen to collide: shared prefixes/infixes (partial matches both ways), 2- and
 # 3-letter tokens, stopwords, contrast words, Chinese with shared bigrams, full-width forms.
 WORDS = [
-    "route", "router", "routing", "rout", "reroute", "db", "dbs", "ui", "api", "apis",
-    "cache", "caches", "cached", "the", "and", "not", "never", "must", "pool", "pooling",
-    "连接池", "数据库", "连接", "池", "耗尽", "超时", "数据库连接池", "api接口",
-    "ＤＢ", "Ｒｏｕｔｅ",
-    "timeout", "timeouts", "out", "backoff", "back", "off", "x", "v2", "café", "cafe",
-    "verylongtokenwithmanycharactersinsideitforfallback", "inside",
-]  # fmt: skip
+    "route",
+    "router",
+    "routing",
+    "rout",
+    "reroute",
+    "db",
+    "dbs",
+    "ui",
+    "api",
+    "apis",
+    "cache",
+    "caches",
+    "cached",
+    "the",
+    "and",
+    "not",
+    "never",
+    "must",
+    "pool",
+    "pooling",
+    "连接池",
+    "数据库",
+    "连接",
+    "池",
+    "耗尽",
+    "超时",
+    "数据库连接池",
+    "api接口",
+    "ＤＢ",
+    "Ｒｏｕｔｅ",
+    "timeout",
+    "timeouts",
+    "out",
+    "backoff",
+    "back",
+    "off",
+    "x",
+    "v2",
+    "café",
+    "cafe",
+    "verylongtokenwithmanycharactersinsideitforfallback",
+    "inside",
+]
 PUNCT = [" ", " ", " ", ", ", ". ", "-", "_", "/", "::", "!"]
 
 
@@ -109,9 +145,12 @@ def test_indexed_retrieval_equals_full_scan(  # noqa: PLR0917 - one parameter pe
         _corpus(store, items, legacy_stamps)
         repository = KnowledgeRepository(store)
         options: dict[str, Any] = {
-            "workspace": WS, "project": project, "limit": limit, "status": status,
+            "workspace": WS,
+            "project": project,
+            "limit": limit,
+            "status": status,
             "preferred_types": preferred,
-        }  # fmt: skip
+        }
         indexed_counts: dict[str, int] = {}
         scanned_counts: dict[str, int] = {}
         indexed = retrieve_relevant_knowledge(repository, query, counts=indexed_counts, **options)
@@ -195,10 +234,13 @@ def test_indexed_retrieval_equals_full_scan_with_thousands_of_hits(
 ) -> None:
     # Enough hits to take the "walk newest-first" branch for the freshness anchor.
     specs = [
-        {"type": "fact", "content": f"cache layer note {n} router{n % 7}",
-         "scope": {"workspace": WS, "project": "p" if n % 2 else None}}
+        {
+            "type": "fact",
+            "content": f"cache layer note {n} router{n % 7}",
+            "scope": {"workspace": WS, "project": "p" if n % 2 else None},
+        }
         for n in range(2600)
-    ]  # fmt: skip
+    ]
     repository.create_many(specs)
     for query in ("cache router3", "cache", "note 17", "layer routers"):
         for project in (None, "p"):

@@ -48,8 +48,14 @@ def test_ordinary_text_is_accepted(text: str) -> None:
 
 
 def _cli(db: str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([command(), "--db", db, *args], capture_output=True, text=True,
-                          input=stdin, check=False, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [command(), "--db", db, *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        check=False,
+        timeout=120,
+    )
 
 
 def _refused(done: subprocess.CompletedProcess[str]) -> None:
@@ -66,9 +72,12 @@ def _nothing_stored(db: str) -> None:
         import psycopg
 
         with psycopg.connect(db) as connection:
-            tables = [row[0] for row in connection.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
-            )]  # fmt: skip
+            tables = [
+                row[0]
+                for row in connection.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+                )
+            ]
             assert "knowledge" in tables
             for table in tables:
                 rows = connection.execute(f'SELECT t::text FROM "{table}" t').fetchall()  # noqa: S608 - catalog names
@@ -97,24 +106,46 @@ REPORTED = [
 
 
 def test_the_cli_refuses_secrets_in_add_jsonl_and_update(tmp_path: Path, db: str) -> None:
-    stored = _cli(db, "add", "--workspace", WORKSPACE, "--type", "fact",
-                  "--content", "The API runs on port 8080.")  # fmt: skip
+    stored = _cli(
+        db,
+        "add",
+        "--workspace",
+        WORKSPACE,
+        "--type",
+        "fact",
+        "--content",
+        "The API runs on port 8080.",
+    )
     assert stored.returncode == 0, stored.stderr
     item = json.loads(stored.stdout)["id"]
     for text in REPORTED:
         for content in (text, "数据库配置" + text + "请勿外传"):
-            _refused(_cli(db, "add", "--workspace", WORKSPACE, "--type", "fact",
-                          "--content", content))  # fmt: skip
+            _refused(
+                _cli(db, "add", "--workspace", WORKSPACE, "--type", "fact", "--content", content)
+            )
     evidence = json.dumps({"type": "file", "source": "cfg/.env", "locator": REPORTED[0]})
-    _refused(_cli(db, "add", "--workspace", WORKSPACE, "--type", "fact",
-                  "--content", "The app reads its password from the environment.",
-                  "--evidence", evidence))  # fmt: skip
+    _refused(
+        _cli(
+            db,
+            "add",
+            "--workspace",
+            WORKSPACE,
+            "--type",
+            "fact",
+            "--content",
+            "The app reads its password from the environment.",
+            "--evidence",
+            evidence,
+        )
+    )
     _refused(_cli(db, "update", item, "--content", "密钥是" + REPORTED[2]))
     lines = [json.dumps({"type": "fact", "content": "Plain fact one."})]
-    lines += [json.dumps({"type": "fact", "content": text}, ensure_ascii=False)
-              for _, _, text in CASES]  # fmt: skip
-    _refused(_cli(db, "add", "--workspace", WORKSPACE, "--jsonl", "-",
-                  stdin="\n".join(lines) + "\n"))  # fmt: skip
+    lines += [
+        json.dumps({"type": "fact", "content": text}, ensure_ascii=False) for _, _, text in CASES
+    ]
+    _refused(
+        _cli(db, "add", "--workspace", WORKSPACE, "--jsonl", "-", stdin="\n".join(lines) + "\n")
+    )
     listed = json.loads(_cli(db, "list", "--workspace", WORKSPACE).stdout)
     assert [i["content"] for i in listed["items"]] == ["The API runs on port 8080."]
     _nothing_stored(db)
@@ -124,10 +155,14 @@ def test_extract_skips_every_secret_bearing_message(tmp_path: Path, db: str) -> 
     messages = ["We decided to use Redis for the cache."]
     messages += [f"We decided to use {text}" for _, _, text in CASES]
     lines = [
-        {"type": "user", "sessionId": "s-secrets", "cwd": WORKSPACE,
-         "message": {"role": "user", "content": text}}
+        {
+            "type": "user",
+            "sessionId": "s-secrets",
+            "cwd": WORKSPACE,
+            "message": {"role": "user", "content": text},
+        }
         for text in messages
-    ]  # fmt: skip
+    ]
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
     done = _cli(db, "extract", "--transcript", str(transcript))
@@ -144,9 +179,10 @@ def test_knowledge_add_over_mcp_refuses_every_case(tmp_path: Path, db: str) -> N
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=command(), args=["mcp", "--db", db, "--workspace", WORKSPACE],
+        command=command(),
+        args=["mcp", "--db", db, "--workspace", WORKSPACE],
         env={**os.environ, "DSH_KNOWLEDGE_SESSION_ID": "mcp-secrets"},
-    )  # fmt: skip
+    )
     refused: list[str] = []
 
     async def main() -> None:
@@ -162,8 +198,12 @@ def test_knowledge_add_over_mcp_refuses_every_case(tmp_path: Path, db: str) -> N
                 for case, _, text in CASES:
                     variants: list[dict[str, Any]] = [{"content": text}]
                     if len(text) <= MAX_LOCATOR:  # a longer one is refused by its bound
-                        variants.append({"content": "Plain.", "evidence": [
-                            {"type": "file", "source": "a.py", "locator": text}]})  # fmt: skip
+                        variants.append(
+                            {
+                                "content": "Plain.",
+                                "evidence": [{"type": "file", "source": "a.py", "locator": text}],
+                            }
+                        )
                     for arguments in variants:
                         result = await client.call_tool(
                             "knowledge_add", {"type": "fact", **arguments}

@@ -121,13 +121,17 @@ def test_v1_database_migrates_with_data_and_evidence_order(
         "status": "verified",
         "creationOrigin": "explicit",
         "evidence": [
-            {"type": "file", "source": "src/store.ts", "locator": "transaction",
-             "timestamp": LEGACY_TIME},
+            {
+                "type": "file",
+                "source": "src/store.ts",
+                "locator": "transaction",
+                "timestamp": LEGACY_TIME,
+            },
             {"type": "session", "source": "session-1", "timestamp": "2025-01-02T00:00:00.000Z"},
         ],
         "createdAt": LEGACY_TIME,
         "updatedAt": "2025-01-02T00:00:00.000Z",
-    }  # fmt: skip
+    }
 
 
 def test_v2_database_migrates_keeping_git_provenance(

@@ -27,9 +27,15 @@ def cli(
     *args: str, env: dict[str, str], cwd: Path, data: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [command(), *args], capture_output=True, text=True, cwd=cwd, input=data,
-        env={**os.environ, **env}, timeout=120, check=False,
-    )  # fmt: skip
+        [command(), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        input=data,
+        env={**os.environ, **env},
+        timeout=120,
+        check=False,
+    )
 
 
 def ok(*args: str, env: dict[str, str], cwd: Path) -> Any:
@@ -71,8 +77,17 @@ def test_add_on_the_command_line_reaches_every_reader_of_dsh_knowledge_db(
         db = str(tmp_path / "team" / "shared.sqlite")
     env = {"DSH_KNOWLEDGE_DB": db}
     content = "Provider calls go through ResponseRouter."
-    item = ok("add", "--workspace", str(workspace), "--type", "decision", "--content", content,
-              env=env, cwd=workspace)  # fmt: skip
+    item = ok(
+        "add",
+        "--workspace",
+        str(workspace),
+        "--type",
+        "decision",
+        "--content",
+        content,
+        env=env,
+        cwd=workspace,
+    )
     ok("verify", item["id"], env=env, cwd=workspace)
     assert backend != "sqlite" or Path(db).is_file()
     # Nothing went to the default location: there is one store, not two.
@@ -84,13 +99,26 @@ def test_add_on_the_command_line_reaches_every_reader_of_dsh_knowledge_db(
     got = ok("retrieve", "provider calls", "--workspace", str(workspace), env=env, cwd=tmp_path)
     assert [r["knowledge"]["id"] for r in got["results"]] == [item["id"]]
     # ...and so does the parser path (an option the fast path leaves to typer).
-    got = ok("retrieve", "provider", "--workspace", str(workspace), "--prefer", "decision",
-             env=env, cwd=tmp_path)  # fmt: skip
+    got = ok(
+        "retrieve",
+        "provider",
+        "--workspace",
+        str(workspace),
+        "--prefer",
+        "decision",
+        env=env,
+        cwd=tmp_path,
+    )
     assert [r["knowledge"]["id"] for r in got["results"]] == [item["id"]]
 
     # The prompt hook, started by the agent host in the workspace with the same environment.
-    hook = cli("hook", "user-prompt-submit", env=env, cwd=workspace,
-               data=hook_payload(workspace, "How are provider calls routed?"))  # fmt: skip
+    hook = cli(
+        "hook",
+        "user-prompt-submit",
+        env=env,
+        cwd=workspace,
+        data=hook_payload(workspace, "How are provider calls routed?"),
+    )
     assert hook.returncode == 0 and hook.stderr == ""
     assert "ResponseRouter" in json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
 
@@ -120,8 +148,19 @@ def test_a_relative_path_and_the_option_resolve_alike(
 def test_the_option_wins_over_the_environment(tmp_path: Path) -> None:
     env = {"DSH_KNOWLEDGE_DB": str(tmp_path / "env.sqlite")}
     explicit = tmp_path / "explicit.sqlite"
-    ok("--db", str(explicit), "add", "--workspace", "/w", "--type", "fact", "--content", "x",
-       env=env, cwd=tmp_path)  # fmt: skip
+    ok(
+        "--db",
+        str(explicit),
+        "add",
+        "--workspace",
+        "/w",
+        "--type",
+        "fact",
+        "--content",
+        "x",
+        env=env,
+        cwd=tmp_path,
+    )
     assert explicit.is_file() and not (tmp_path / "env.sqlite").exists()
     found = ok("search", "x", "--db", str(explicit), env=env, cwd=tmp_path)
     assert len(found["items"]) == 1
@@ -138,23 +177,46 @@ def test_setup_writes_the_resolved_database_into_the_agent_configs(
         db = str(project / "kb" / "team.sqlite")
     else:
         env = {"DSH_KNOWLEDGE_DB": db}  # a URL without a password (setup refuses those)
-    ok("setup", "claude-code", "--scope", "project", "--project-dir", str(project),
-       env=env, cwd=project)  # fmt: skip
+    ok(
+        "setup",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
+        env=env,
+        cwd=project,
+    )
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
     assert server["args"] == ["mcp", "--db", db]
     settings = json.loads((project / ".claude" / "settings.json").read_text())
     hook_line = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     assert shlex.split(hook_line)[1:] == ["hook", "user-prompt-submit", "--db", db]
 
-    item = ok("add", "--workspace", str(project), "--type", "fact",
-              "--content", "The billing export runs nightly.", env=env, cwd=project)  # fmt: skip
+    item = ok(
+        "add",
+        "--workspace",
+        str(project),
+        "--type",
+        "fact",
+        "--content",
+        "The billing export runs nightly.",
+        env=env,
+        cwd=project,
+    )
     ok("verify", item["id"], env=env, cwd=project)
     # The host runs the hook line somewhere else, without the user's shell environment.
     clean = {k: v for k, v in os.environ.items() if k != "DSH_KNOWLEDGE_DB"}
     done = subprocess.run(
-        shlex.split(hook_line), input=hook_payload(project, "when does billing export run"),
-        capture_output=True, text=True, cwd=tmp_path, env=clean, timeout=60, check=False,
-    )  # fmt: skip
+        shlex.split(hook_line),
+        input=hook_payload(project, "when does billing export run"),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=clean,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0 and done.stderr == ""
     assert "billing export" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
 
@@ -168,8 +230,16 @@ def test_setup_writes_the_resolved_database_into_the_agent_configs(
 def test_setup_with_the_default_database_writes_no_db_option(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
-    ok("setup", "claude-code", "--scope", "project", "--project-dir", str(project),
-       env={}, cwd=project)  # fmt: skip
+    ok(
+        "setup",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
+        env={},
+        cwd=project,
+    )
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
     assert server["args"] == ["mcp"]
 
@@ -199,8 +269,16 @@ def test_setup_writes_a_url_but_never_a_password(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     project.mkdir()
     url = "postgresql://team@db.internal/kb?sslmode=require"
-    ok("setup", "claude-code", "--scope", "project", "--project-dir", str(project),
-       env={"DSH_KNOWLEDGE_DB": url}, cwd=project)  # fmt: skip
+    ok(
+        "setup",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
+        env={"DSH_KNOWLEDGE_DB": url},
+        cwd=project,
+    )
     server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["dsh-knowledge"]
     assert server["args"] == ["mcp", "--db", url]
 
@@ -208,8 +286,18 @@ def test_setup_writes_a_url_but_never_a_password(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     for env, args in (({"DSH_KNOWLEDGE_DB": secret}, []), ({}, ["--db", secret])):
-        done = cli(*args, "setup", "claude-code", "--scope", "project", "--project-dir",
-                   str(other), "--dry-run", env=env, cwd=other)  # fmt: skip
+        done = cli(
+            *args,
+            "setup",
+            "claude-code",
+            "--scope",
+            "project",
+            "--project-dir",
+            str(other),
+            "--dry-run",
+            env=env,
+            cwd=other,
+        )
         assert done.returncode == 1 and done.stdout == ""
         error = json.loads(done.stderr)["error"]
         assert error["code"] == "invalid-input" and "~/.pgpass" in error["message"]
@@ -221,8 +309,12 @@ def test_setup_writes_a_url_but_never_a_password(tmp_path: Path) -> None:
 def test_an_undecodable_url_is_refused_without_echoing_its_password(tmp_path: Path) -> None:
     done = subprocess.run(
         [command(), "--db", os.fsdecode(b"postgresql://me:hunter2@db/kb\xff"), "list"],
-        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=60,
+    )
     assert done.returncode == 1 and "hunter2" not in done.stdout + done.stderr
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "invalid-path"

@@ -18,14 +18,19 @@ def test_normalisation_is_nfkc_lowercase_and_punctuation_to_single_spaces() -> N
 
 def test_latin_tokens_are_the_space_separated_words() -> None:
     assert tokenize(normalize_text("Provider selection must use ResponseRouter.")) == [
-        "provider", "selection", "must", "use", "responserouter",
-    ]  # fmt: skip
+        "provider",
+        "selection",
+        "must",
+        "use",
+        "responserouter",
+    ]
 
 
 def test_query_tokens_drop_stopwords_short_tokens_and_duplicates() -> None:
     assert query_tokens(normalize_text("How do we use the DB? x db Router router")) == [
-        "db", "router",
-    ]  # fmt: skip
+        "db",
+        "router",
+    ]
 
 
 def test_query_tokens_keep_only_the_first_sixteen() -> None:

@@ -64,8 +64,9 @@ def test_a_stale_file_is_ignored_and_rewritten(filled: str) -> None:
     fresh_index(filled)
     with KnowledgeStore(filled) as store:
         before = _vector_table.signature(store)
-        KnowledgeRepository(store).create(type="fact", content="Use ISO dates.",
-                                          scope={"workspace": WS})  # fmt: skip
+        KnowledgeRepository(store).create(
+            type="fact", content="Use ISO dates.", scope={"workspace": WS}
+        )
         assert _vector_table.signature(store) != before
     index = fresh_index(filled)
     assert not mapped(index) and len(index) == 4  # read from the store, file rewritten

@@ -62,9 +62,15 @@ def test_with_hybrid_ranking_each_write_stores_its_items_vector(
     # The very vector a fresh encode of the text gives, bit for bit.
     assert stored[3] == embedding.vector_to_bytes(embedding.encode([POOL])[0])
     [a, b] = repository.create_many(
-        [{"type": "fact", "content": PORT, "scope": {"workspace": WS}},
-         {"type": "fact", "content": "Refunds go through the ledger.", "scope": {"workspace": WS}}]
-    )  # fmt: skip
+        [
+            {"type": "fact", "content": PORT, "scope": {"workspace": WS}},
+            {
+                "type": "fact",
+                "content": "Refunds go through the ledger.",
+                "scope": {"workspace": WS},
+            },
+        ]
+    )
     assert {a, b} <= set(rows(store)) and rows(store)[a][2] == "en"
     before = rows(store)[a]
     repository.verify(a)  # a status change keeps the vector as it is
@@ -114,8 +120,14 @@ def test_vectors_build_encodes_what_is_missing_once(
     repository.create(type="fact", content=PORT, scope={"workspace": WS})
     store = repository.store
     status = vectors.vector_status(store)
-    assert status == {"items": 2, "current": 0, "missing": 2, "stale": 0,
-                      "model": embedding.model_id(), "semanticAvailable": True}  # fmt: skip
+    assert status == {
+        "items": 2,
+        "current": 0,
+        "missing": 2,
+        "stale": 0,
+        "model": embedding.model_id(),
+        "semanticAvailable": True,
+    }
     seen: list[tuple[int, int]] = []
     built = vectors.build_vectors(store, progress=lambda done, total: seen.append((done, total)))
     assert built == {"items": 2, "encoded": 2, "current": 0, "model": embedding.model_id()}
@@ -143,8 +155,10 @@ def test_a_large_bulk_write_leaves_its_vectors_to_the_build(
 ) -> None:
     monkeypatch.setenv("DSH_RANKING", "hybrid")
     monkeypatch.setattr(vectors, "PREFETCH_LIMIT", 2)
-    specs = [{"type": "fact", "content": f"Fact number {n}.", "scope": {"workspace": WS}}
-             for n in range(3)]  # fmt: skip
+    specs = [
+        {"type": "fact", "content": f"Fact number {n}.", "scope": {"workspace": WS}}
+        for n in range(3)
+    ]
     repository.create_many(specs)
     assert rows(repository.store) == {}
     repository.create_many(specs[:2])

@@ -26,9 +26,15 @@ FILES = {"src/app.py": "PORT = 8080\n", "README.md": "payments\n"}
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, data: str | None = None) -> Any:
     return subprocess.run(
-        [command(), *args], capture_output=True, text=True, check=False, cwd=cwd, input=data,
-        env={**os.environ, **(env or {})}, timeout=120,
-    )  # fmt: skip
+        [command(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        input=data,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
 
 
 def ok(*args: str, cwd: Path, env: dict[str, str] | None = None) -> Any:
@@ -64,8 +70,18 @@ def test_a_committed_workspace_name_is_one_scope_for_every_member(
 ) -> None:
     alice, bob = clones
     evidence = json.dumps({"type": "file", "source": "src/app.py"})
-    item = ok("--db", db, "add", "--type", "fact", "--content", "The payments API listens on 8080.",
-              "--evidence", evidence, cwd=alice / "src")  # fmt: skip
+    item = ok(
+        "--db",
+        db,
+        "add",
+        "--type",
+        "fact",
+        "--content",
+        "The payments API listens on 8080.",
+        "--evidence",
+        evidence,
+        cwd=alice / "src",
+    )
     assert item["scope"] == {"workspace": "acme/payments"}
     # Provenance came from Alice's local checkout, as always.
     assert item["provenanceCapture"]["captured"] == 1
@@ -82,8 +98,10 @@ def test_a_committed_workspace_name_is_one_scope_for_every_member(
     (bob / "src" / "app.py").write_text("PORT = 9090\n")
     assert ok("--db", db, "freshness", item["id"], cwd=bob)["status"] != "current"
     # An explicit --workspace still wins; the path scope is another workspace.
-    assert ok("--db", db, "retrieve", "payments api port", "--workspace", str(bob),
-              cwd=bob)["results"] == []  # fmt: skip
+    assert (
+        ok("--db", db, "retrieve", "payments api port", "--workspace", str(bob), cwd=bob)["results"]
+        == []
+    )
 
 
 def test_the_mcp_server_uses_the_identity_and_reads_the_local_checkout(
@@ -93,8 +111,16 @@ def test_the_mcp_server_uses_the_identity_and_reads_the_local_checkout(
     from .test_mcp_server import session
 
     alice, bob = clones
-    ok("--db", db, "add", "--type", "fact", "--content", "Refunds go through the ledger.",
-       cwd=alice)  # fmt: skip
+    ok(
+        "--db",
+        db,
+        "add",
+        "--type",
+        "fact",
+        "--content",
+        "Refunds go through the ledger.",
+        cwd=alice,
+    )
     seen: dict[str, Any] = {}
 
     async def body(client: Any) -> None:
@@ -103,9 +129,12 @@ def test_the_mcp_server_uses_the_identity_and_reads_the_local_checkout(
         seen["items"] = found.structured_content["items"]
         added = await client.call_tool(
             "knowledge_add",
-            {"type": "fact", "content": "The app module holds the port.",
-             "evidence": [{"type": "file", "source": "src/app.py"}]},
-        )  # fmt: skip
+            {
+                "type": "fact",
+                "content": "The app module holds the port.",
+                "evidence": [{"type": "file", "source": "src/app.py"}],
+            },
+        )
         assert added.is_error is False, added.content
         seen["added"] = added.structured_content
 
@@ -123,12 +152,15 @@ def test_the_mcp_server_uses_the_identity_and_reads_the_local_checkout(
 def test_the_identity_can_come_from_the_remote_url(db: str, tmp_path: Path) -> None:
     alice = make_repo(tmp_path / "alice", FILES)
     bob = make_repo(tmp_path / "bob", FILES)
-    for clone, url in ((alice, "https://alice:ghp_secret123@GitHub.com/Acme/Payments.git"),
-                       (bob, "git@github.com:Acme/Payments")):  # fmt: skip
+    for clone, url in (
+        (alice, "https://alice:ghp_secret123@GitHub.com/Acme/Payments.git"),
+        (bob, "git@github.com:Acme/Payments"),
+    ):
         git(clone, "remote", "add", "origin", url)
         (clone / ".dsh-knowledge.toml").write_text('workspace-from-remote = "origin"\n')
-    item = ok("--db", db, "add", "--type", "fact", "--content", "Settlement runs at noon.",
-              cwd=alice)  # fmt: skip
+    item = ok(
+        "--db", db, "add", "--type", "fact", "--content", "Settlement runs at noon.", cwd=alice
+    )
     assert item["scope"]["workspace"] == "github.com/Acme/Payments"  # no credentials kept
     found = ok("--db", db, "retrieve", "when does settlement run", cwd=bob)
     assert [r["knowledge"]["id"] for r in found["results"]] == [item["id"]]
@@ -139,12 +171,25 @@ def test_the_environment_names_the_workspace_and_scope_rules_stay(
 ) -> None:
     alice, bob = clones
     env = {"DSH_KNOWLEDGE_WORKSPACE": "acme/billing"}
-    billing = ok("--db", db, "add", "--type", "fact", "--project", "api",
-                 "--content", "Invoices are numbered per year.", cwd=alice, env=env)  # fmt: skip
+    billing = ok(
+        "--db",
+        db,
+        "add",
+        "--type",
+        "fact",
+        "--project",
+        "api",
+        "--content",
+        "Invoices are numbered per year.",
+        cwd=alice,
+        env=env,
+    )
     assert billing["scope"] == {"workspace": "acme/billing", "project": "api"}
     # Same project name in another workspace: isolated, as the scope rules say.
-    assert ok("--db", db, "retrieve", "invoices numbered", "--project", "api",
-              cwd=bob)["results"] == []  # fmt: skip
+    assert (
+        ok("--db", db, "retrieve", "invoices numbered", "--project", "api", cwd=bob)["results"]
+        == []
+    )
     found = ok("--db", db, "retrieve", "invoices numbered", "--project", "api", cwd=bob, env=env)
     assert [r["knowledge"]["id"] for r in found["results"]] == [billing["id"]]
 
@@ -181,16 +226,21 @@ def test_a_symlinked_config_file_is_not_followed(tmp_path: Path) -> None:
     secret = tmp_path / "elsewhere.toml"
     secret.write_text('workspace = "leaked"\n')
     (repo / ".dsh-knowledge.toml").symlink_to(secret)
-    done = cli("--db", str(tmp_path / "k.sqlite"), "add", "--type", "fact", "--content", "x",
-               cwd=repo)  # fmt: skip
+    done = cli(
+        "--db", str(tmp_path / "k.sqlite"), "add", "--type", "fact", "--content", "x", cwd=repo
+    )
     assert done.returncode == 1
     assert "symbolic link" in json.loads(done.stderr)["error"]["message"]
 
 
 def test_setup_carries_the_workspace_variable_to_codex(tmp_path: Path) -> None:
     codex_home = tmp_path / "codex-home"
-    ok("setup", "codex", cwd=tmp_path,
-       env={"CODEX_HOME": str(codex_home), "DSH_KNOWLEDGE_WORKSPACE": "acme/payments"})  # fmt: skip
+    ok(
+        "setup",
+        "codex",
+        cwd=tmp_path,
+        env={"CODEX_HOME": str(codex_home), "DSH_KNOWLEDGE_WORKSPACE": "acme/payments"},
+    )
     assert 'DSH_KNOWLEDGE_WORKSPACE = "acme/payments"' in (codex_home / "config.toml").read_text()
 
 

@@ -1,36 +1,47 @@
-"""Index size and query time on dense Chinese memories up to 100,000 records.
+"""Index size and query time on dense Chinese memories, each figure beside its baselines.
 
-Issue: an earlier index grew to ~10x the payload on dense Chinese text and a 1,000-character
-Chinese query over 100k records took 25 s. For each size this writes records of dense
-Chinese prose (characters drawn with a Zipf law from 3,000 ideographs, so common bigrams are
-everywhere, as in real text), builds the index once (time and peak RSS of this process
-reported), commits the records to git (a real memory root is a git repository, which
-gives the index its cheap freshness key), then times a short query and a 1,000-character
-Chinese query through ``search`` (median of RUNS, index fresh), and the freshness check
-alone (part of every search, whatever the query).
+Dense Chinese is the hardest case for the index's size: every character is three UTF-8
+bytes and nearly every bigram a term of its own. For each size this writes records of
+dense Chinese prose (characters drawn with a Zipf law from 3,000 ideographs, so common
+bigrams are everywhere, as in real text), commits them to git, builds the index once (time
+and peak RSS of this process), and prints where the index's bytes go (SQLite's ``dbstat``:
+the term table, the records table, the stored listing, the rest).
 
-    uv run python packages/memory-repo/bench/bench_index_scale.py [sizes ...]
+Then, at rest and with one core busy (:mod:`baselines`), it times the freshness check
+alone, a 3-character query, a 1,000-character Chinese query, a query of one common
+character, and a search right after one record was edited, beside the baselines: the cold
+scan of the 3-character query (no index) and BM25 in pure Python (in memory) for the short
+and the long query. Cells are ``median (p90)`` milliseconds over ``--runs`` runs.
+
+    uv run python packages/memory-repo/bench/bench_index_scale.py [--runs N] [sizes ...]
+    uv run python packages/memory-repo/bench/bench_index_scale.py --large   # adds 100,000
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import resource
-import statistics
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+from baselines import CONDITIONS, Bm25Index, cell, condition, load, timed
+
 from dsh_memory import search_index
+from dsh_memory.records import load_record, walk_payload
 from dsh_memory.search import search
 
-RUNS = 3
 CHARACTERS = [chr(0x4E00 + index * 7) for index in range(3000)]
 WEIGHTS = [1 / (rank + 1) for rank in range(len(CHARACTERS))]
 PUNCTUATION = "，。、；："
+GIT_IDENTITY = ["-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
 
 
 def chinese(rng: random.Random, length: int) -> str:
@@ -59,9 +70,6 @@ def write_memory(root: Path, count: int, seed: int = 5) -> int:
     return total
 
 
-GIT_IDENTITY = ["-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
-
-
 def commit(root: Path) -> None:
     for args in (
         ["init", "-q", "-b", "main"],
@@ -71,53 +79,122 @@ def commit(root: Path) -> None:
         subprocess.run(["git", "-C", str(root), *args], check=True)
 
 
-def freshness_ms(root: Path) -> float:
-    samples = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        assert search_index.refresh_index(root) == "fresh"
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+def where_bytes_go(path: Path) -> dict[str, int]:
+    """Bytes per part of the index file: the term table (all its FTS5 shadow tables), the
+    records table, the stored listing, everything else (schema, meta, free pages)."""
+    connection = sqlite3.connect(path)
+    try:
+        parts = {"terms": 0, "records": 0, "listing": 0, "other": 0}
+        for name, size in connection.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+            part = name.split("_")[0] if name.split("_")[0] in parts else "other"
+            parts[part] += size
+        parts["other"] += os.path.getsize(path) - sum(parts.values())
+        return parts
+    finally:
+        connection.close()
 
 
-def median_ms(query: str, root: Path) -> float:
-    samples = []
-    for _ in range(RUNS):
+class Edits:
+    def __init__(self, root: Path) -> None:
+        self.records = sorted((root / "handbook").rglob("*.md"))
+        self.serial = 0
+
+    def search_after_one(self, root: Path, query: str) -> float:
+        self.serial += 1
+        target = self.records[self.serial]
+        target.write_text(target.read_text(encoding="utf-8") + f"编辑{self.serial}\n", "utf-8")
         start = time.perf_counter()
         value = search(root, query, 20, "all")
-        samples.append((time.perf_counter() - start) * 1000)
-        assert value["retrieval"] == {"mode": "index", "indexState": "fresh"}, value["retrieval"]
-    return statistics.median(samples)
+        assert value["retrieval"] == {"mode": "index", "indexState": "rebuilt"}, value
+        return (time.perf_counter() - start) * 1000
+
+
+def fresh_search(root: Path, query: str) -> None:
+    value = search(root, query, 20, "all")
+    assert value["retrieval"] == {"mode": "index", "indexState": "fresh"}, value["retrieval"]
+
+
+def measure(root: Path, bm25: Bm25Index, edits: Edits, runs: int) -> dict[str, list[float]]:
+    short = CHARACTERS[40] + CHARACTERS[41] + CHARACTERS[300]
+    long = chinese(random.Random(99), 1000)
+    common = CHARACTERS[3]
+    return {
+        "freshness check alone": timed(lambda: search_index.refresh_index(root), runs),
+        "3-character query": timed(lambda: fresh_search(root, short), runs),
+        "1,000-character query": timed(lambda: fresh_search(root, long), runs),
+        "one common character": timed(lambda: fresh_search(root, common), runs),
+        "3-character query after editing 1 record": [
+            edits.search_after_one(root, short) for _ in range(runs)
+        ],
+        "baseline: cold scan, 3-character query": timed(
+            lambda: search(root, short, 20, "all", use_index=False), max(1, runs // 3)
+        ),
+        "baseline: BM25 in pure Python, 3-character query": timed(lambda: bm25.top(short), runs),
+        "baseline: BM25 in pure Python, 1,000-character query": timed(lambda: bm25.top(long), runs),
+    }
+
+
+def bench_size(count: int, runs: int) -> tuple[str, list[str]]:
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory) / "memory"
+        payload = write_memory(root, count)
+        commit(root)
+        start = time.perf_counter()
+        search_index.update_index(root)
+        build = time.perf_counter() - start
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        path = search_index.index_path(root)
+        size = path.stat().st_size
+        parts = where_bytes_go(path)
+        size_row = (
+            f"| {count:,} | {payload / 2**20:.1f} | {size / 2**20:.1f} | {size / payload:.2f}x |"
+            + "".join(f" {parts[name] / payload:.2f}x |" for name in parts)
+            + f" {build:.1f} | {rss:.0f} |"
+        )
+        loaded = (load_record(root, entry) for entry in walk_payload(root))
+        records = [record for record in loaded if record is not None]
+        bm25 = Bm25Index([r.path for r in records], (r.searchable() for r in records))
+        del records
+        edits = Edits(root)
+        results: dict[str, dict[str, list[float]]] = {}
+        for name in CONDITIONS:
+            with condition(name):
+                print(f"<!-- {count:,} records, {name}: {load()} -->", flush=True)
+                for operation, samples in measure(root, bm25, edits, runs).items():
+                    results.setdefault(operation, {})[name] = samples
+        timing_rows = [
+            f"| {count:,} | {operation} | {cell(found['at rest'])} |"
+            f" {cell(found['one core busy'])} |"
+            for operation, found in results.items()
+        ]
+        return size_row, timing_rows
 
 
 def main() -> int:
-    sizes = [int(arg) for arg in sys.argv[1:]] or [1000, 10000, 100000]
-    print(
-        "| records | payload MiB | index MiB | index/payload | build s | peak RSS MiB |"
-        " freshness check ms | short query ms | 1,000-char zh query ms |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    rng = random.Random(99)
-    long_query = chinese(rng, 1000)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[1000, 10000])
+    parser.add_argument("--large", action="store_true", help="add 100,000 records (slow)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per figure (default 5)")
+    options = parser.parse_args()
+    sizes = options.sizes + ([100_000] if options.large else [])
+    print(f"<!-- {load()}, {os.cpu_count()} CPUs -->", flush=True)
+    size_rows, timing_rows = [], []
     for count in sizes:
-        with tempfile.TemporaryDirectory() as directory:
-            root = Path(directory) / "memory"
-            payload = write_memory(root, count)
-            commit(root)
-            start = time.perf_counter()
-            search_index.update_index(root)
-            build = time.perf_counter() - start
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            index_bytes = os.path.getsize(search_index.index_path(root))
-            fresh = freshness_ms(root)
-            short = median_ms(CHARACTERS[40] + CHARACTERS[41] + CHARACTERS[300], root)
-            long = median_ms(long_query, root)
-            print(
-                f"| {count:,} | {payload / 2**20:.1f} | {index_bytes / 2**20:.1f} |"
-                f" {index_bytes / payload:.2f}x | {build:.1f} | {rss:.0f} | {fresh:.1f} |"
-                f" {short:.1f} | {long:.1f} |",
-                flush=True,
-            )
+        size_row, rows = bench_size(count, options.runs)
+        size_rows.append(size_row)
+        timing_rows += rows
+        print(size_row, flush=True)
+    print()
+    print(
+        "| records | payload MiB | index MiB | index/payload | terms | records table | listing"
+        " | other | build s | peak RSS MiB |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(size_rows))
+    print()
+    print("| records | operation | at rest ms, median (p90) | one core busy ms, median (p90) |")
+    print("|---:|---|---:|---:|")
+    print("\n".join(timing_rows))
     return 0
 
 

@@ -25,9 +25,22 @@ from pathlib import Path
 from dsh_memory.service import MemoryService
 
 WORDS_EN = (
-    "cache", "retry", "deploy", "schema", "index", "queue", "token", "budget",
-    "rollback", "latency", "codegen", "pipeline", "review", "lint", "migration",
-)  # fmt: skip
+    "cache",
+    "retry",
+    "deploy",
+    "schema",
+    "index",
+    "queue",
+    "token",
+    "budget",
+    "rollback",
+    "latency",
+    "codegen",
+    "pipeline",
+    "review",
+    "lint",
+    "migration",
+)
 WORDS_ZH = ("缓存", "雪崩", "部署", "索引", "队列", "回滚", "延迟", "流水线", "审查", "迁移")
 
 
@@ -68,8 +81,13 @@ def _fresh(template: Path, scratch: Path) -> Path:
     return target
 
 
-def _time(template: Path, scratch: Path, runs: int, prepare: Callable[[Path], None] | None,
-          action: Callable[[Path], None]) -> list[float]:  # fmt: skip
+def _time(
+    template: Path,
+    scratch: Path,
+    runs: int,
+    prepare: Callable[[Path], None] | None,
+    action: Callable[[Path], None],
+) -> list[float]:
     samples: list[float] = []
     for _ in range(runs):
         root = _fresh(template, scratch)
@@ -135,15 +153,18 @@ def main() -> None:
             for name, prepare, action, baseline in cases:
                 ours = _time(template, base, args.runs, prepare, action)
                 naive = _time(template, base, args.runs, prepare, baseline)
-                rows.append((name, size, statistics.median(ours), _p95(ours),
-                             statistics.median(naive)))  # fmt: skip
+                rows.append(
+                    (name, size, statistics.median(ours), _p95(ours), statistics.median(naive))
+                )
     print(f"runs per cell: {args.runs}; baseline = porcelain `git add -A`/`git rm` + `git commit`")
     print()
     print("| operation | records | median ms | p95 ms | baseline median ms | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, size, median, p95, base_median in rows:
-        print(f"| {name} | {size:,} | {median:.1f} | {p95:.1f} | {base_median:.1f} "
-              f"| {median / base_median:.2f}x |")  # fmt: skip
+        print(
+            f"| {name} | {size:,} | {median:.1f} | {p95:.1f} | {base_median:.1f} "
+            f"| {median / base_median:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -137,12 +137,14 @@ def one_round(template: Path, scratch: Path, records: int, timed: Timer) -> None
     remote = str(work / "remote.git")
     service = MemoryService(work / "b")
     timed("pull (merge)", lambda: _ok(service, service.pull()))
-    timed("git pull (merge)", lambda: _git(baseline, *GIT_PULL, remote, "main"))  # fmt: skip
+    timed("git pull (merge)", lambda: _git(baseline, *GIT_PULL, remote, "main"))
     timed("pull (up-to-date)", lambda: _ok(service, service.pull()))
     command = [str(Path(sys.executable).parent / "dsh-memory"), "--root", str(work / "b"), "pull"]
-    timed("dsh-memory pull (up-to-date)", lambda: subprocess.run(command, check=True,
-                                                                 capture_output=True))  # fmt: skip
-    timed("git pull (up-to-date)", lambda: _git(baseline, *GIT_PULL, remote, "main"))  # fmt: skip
+    timed(
+        "dsh-memory pull (up-to-date)",
+        lambda: subprocess.run(command, check=True, capture_output=True),
+    )
+    timed("git pull (up-to-date)", lambda: _git(baseline, *GIT_PULL, remote, "main"))
     work = _copy(template, scratch / "work")
     _diverge(work, records, 100)
     service = MemoryService(work / "b")
@@ -173,18 +175,32 @@ def main() -> None:
         template = build_templates(base, args.records)
         for _ in range(args.runs):
             one_round(template, base, args.records, timed)
-    goals = {"pull (merge)": 3000.0, "pull (merge, 100 conflicts)": 3000.0,
-             "pull (up-to-date)": 300.0, "dsh-memory pull (up-to-date)": 300.0}  # fmt: skip
-    baselines = {"pull (merge)": "git pull (merge)", "pull (up-to-date)": "git pull (up-to-date)",
-                 "pull (merge, 100 conflicts)": "git pull (merge)",
-                 "dsh-memory pull (up-to-date)": "git pull (up-to-date)"}  # fmt: skip
-    print(f"{args.records} changed records on each side ({2 * args.records} in the memory),"
-          f" {args.runs} runs each\n")  # fmt: skip
+    goals = {
+        "pull (merge)": 3000.0,
+        "pull (merge, 100 conflicts)": 3000.0,
+        "pull (up-to-date)": 300.0,
+        "dsh-memory pull (up-to-date)": 300.0,
+    }
+    baselines = {
+        "pull (merge)": "git pull (merge)",
+        "pull (up-to-date)": "git pull (up-to-date)",
+        "pull (merge, 100 conflicts)": "git pull (merge)",
+        "dsh-memory pull (up-to-date)": "git pull (up-to-date)",
+    }
+    print(
+        f"{args.records} changed records on each side ({2 * args.records} in the memory),"
+        f" {args.runs} runs each\n"
+    )
     print("| operation | median ms | max ms | baseline | baseline median ms | ratio | goal |")
     print("|---|---:|---:|---|---:|---:|---|")
-    for name in ("pull (merge)", "pull (merge, 100 conflicts)", "pull (up-to-date)",
-                 "dsh-memory pull (up-to-date)", "git pull (merge)",
-                 "git pull (up-to-date)"):  # fmt: skip
+    for name in (
+        "pull (merge)",
+        "pull (merge, 100 conflicts)",
+        "pull (up-to-date)",
+        "dsh-memory pull (up-to-date)",
+        "git pull (merge)",
+        "git pull (up-to-date)",
+    ):
         median = statistics.median(times[name])
         base_name = baselines.get(name, name)
         base_median = statistics.median(times[base_name])
@@ -192,8 +208,10 @@ def main() -> None:
         verdict = (
             "—" if goal is None else ("met" if median < goal else "MISSED") + f" (< {goal:g} ms)"
         )
-        print(f"| {name} | {median:.1f} | {max(times[name]):.1f} | {base_name} |"
-              f" {base_median:.1f} | {median / base_median:.2f}x | {verdict} |")  # fmt: skip
+        print(
+            f"| {name} | {median:.1f} | {max(times[name]):.1f} | {base_name} |"
+            f" {base_median:.1f} | {median / base_median:.2f}x | {verdict} |"
+        )
 
 
 if __name__ == "__main__":

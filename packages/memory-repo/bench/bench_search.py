@@ -1,30 +1,32 @@
-"""Search and context at 100, 1,000 and 10,000 records: the FTS5 index beside the scan.
+"""Search and context at 100, 1,000 and 10,000 records, each figure beside its baselines.
 
 For each size a mixed Chinese/English corpus is generated (bench/corpus.py) and committed
-to a git repository (as a real memory root is), the index is built once (its build time is
-reported), then every query in ``corpus.QUERIES`` is run
-``RUNS`` times through ``search`` with the index and with the scan fallback, and
-``context`` with a query and without one. Medians and p95 are over all runs of all queries
-(milliseconds); the ratio is scan / index. Results are checked identical on every query.
+to a git repository (as a real memory root is), the index is built once (its build time and
+size are reported), and the indexed results are checked identical to the scan's for every
+query. Then, at rest and again with one core busy (:mod:`baselines`), it times:
 
-The baseline row, measured in the same run, is one ``lstat`` of every record file from
-Python (``os.stat`` relative to an open directory, nothing else): what any exact freshness
-check of the files costs when done before the query. Its last column is search / baseline.
-From 3,000 records on, the index is also built a second time, in a copy of the root, by a
-child process whose PATH has no ``find`` (so it stores the stat key); the two are then
-searched alternately, query by query (the "A/B" rows): the listing key against the stat key
-under the same load, results asserted identical. The build row names the freshness key the
-index stores (``listing`` when a GNU ``find`` runs beside the query, ``stat`` without one,
-``walk`` below 3,000 records).
+- ``search`` and ``context`` (with and without a query) through the library, every query of
+  ``corpus.QUERIES`` ``--runs`` times;
+- a search right after one record was edited, one added and one removed (the index is
+  updated for what changed), each a typical query;
+- the whole ``dsh-memory search`` process (the console script's fast path);
+- from 3,000 records on, a search of a twin root whose index holds the stat key (built by a
+  child without ``find`` on its PATH): the listing key against the stat key;
 
-    uv run python packages/memory-repo/bench/bench_search.py [sizes...]
+and, in the same conditions, the baselines: the cold scan (the same search without the
+index), BM25 in pure Python over an in-memory inverted index, one ``lstat`` of every record
+file, and ``python -c pass``. Cells are ``median (p90)`` milliseconds; the last column is
+the figure at rest over its baseline at rest (the cold scan for the library's operations,
+``python -c pass`` for the process).
+
+    uv run python packages/memory-repo/bench/bench_search.py [--runs N] [sizes ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,15 +36,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from baselines import (
+    CONDITIONS,
+    Bm25Index,
+    cell,
+    condition,
+    load,
+    median,
+    python_pass,
+    timed,
+)
 from corpus import QUERIES, write_corpus
 
 from dsh_memory import search_index
 from dsh_memory.context import context
+from dsh_memory.records import load_record, walk_payload
 from dsh_memory.search import search
 
-RUNS = 5
-SCAN_RUNS = 2
 GIT_IDENTITY = ["-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
+CLI = Path(sys.executable).parent / "dsh-memory"
+CLI_QUERIES = QUERIES[:3]
 
 
 def _commit(root: Path) -> None:
@@ -55,22 +68,121 @@ def _commit(root: Path) -> None:
         subprocess.run(["git", "-C", str(root), *args], check=True)
 
 
-def timed(call: Callable[[], object], runs: int = RUNS) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
+def over_queries(call: Callable[[str], object], runs: int) -> list[float]:
+    samples: list[float] = []
+    for query in QUERIES:
+        samples += timed(lambda q=query: call(q), runs)
     return samples
 
 
-def p95(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+def after_change(root: Path, change: Callable[[int], None], runs: int) -> list[float]:
+    """A typical query right after ``change(run)`` altered one record."""
+    samples = []
+    for run in range(runs):
+        change(run)
+        query = QUERIES[run % len(QUERIES)]
+        start = time.perf_counter()
+        value = search(root, query, 20, "all")
+        samples.append((time.perf_counter() - start) * 1000)
+        assert value["retrieval"] == {"mode": "index", "indexState": "rebuilt"}, value
+    return samples
 
 
-def bench_size(count: int) -> list[str]:
-    rows = []
+class Changes:
+    """One record edited, added or removed per run, never the same one removed twice."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.records = sorted(p for p in root.glob("*/**/*.md") if p.parts[-2] != "added")
+        self.serial = 0
+
+    def edit(self, _run: int) -> None:
+        self.serial += 1
+        target = self.records[self.serial % len(self.records)]
+        text = target.read_text(encoding="utf-8") + f"edited {self.serial}\n"
+        target.write_text(text, encoding="utf-8")
+
+    def add(self, run: int) -> None:
+        self.serial += 1
+        target = self.root / "handbook" / "added" / f"n{self.serial}.md"
+        target.parent.mkdir(exist_ok=True)
+        text = f"---\nschema_version: 1\nid: added/n{self.serial}\n---\ncache 缓存 {run}\n"
+        target.write_text(text, encoding="utf-8")
+
+    def remove(self, _run: int) -> None:
+        self.records.pop().unlink()
+
+
+def _stat_key_twin(root: Path, directory: Path) -> Path:
+    """A copy of ``root`` whose index a child without ``find`` on its PATH built."""
+    twin = directory / "twin"
+    shutil.copytree(root, twin, symlinks=True, ignore=shutil.ignore_patterns("*.sqlite*"))
+    no_find = directory / "no-find"
+    no_find.mkdir()
+    build = "import sys; from pathlib import Path; from dsh_memory import search_index as s;"
+    build += " s.update_index(Path(sys.argv[1]))"
+    environment = {**os.environ, "PATH": str(no_find)}
+    subprocess.run([sys.executable, "-c", build, str(twin)], check=True, env=environment)
+    meta = search_index._index_meta(search_index.index_path(twin)) or {}
+    assert "stat_key" in meta, meta
+    return twin
+
+
+def _lstat_every_record(root: Path, groups: dict[str, list[str]]) -> None:
+    for directory, names in groups.items():
+        descriptor = os.open(root / directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in names:
+                os.stat(name, dir_fd=descriptor, follow_symlinks=False)
+        finally:
+            os.close(descriptor)
+
+
+def _cli_search(root: Path, query: str) -> None:
+    subprocess.run(
+        [str(CLI), "--root", str(root), "search", query], check=True, capture_output=True
+    )
+
+
+def measure(root: Path, twin: Path | None, changes: Changes, runs: int) -> dict[str, list[float]]:
+    """Every operation and baseline once, under the current condition."""
+    records = [
+        r for r in (load_record(root, e) for e in walk_payload(root)) if r is not None and r.valid
+    ]
+    bm25 = Bm25Index([r.path for r in records], (r.searchable() for r in records))
+    found: dict[str, list[float]] = {
+        "search": over_queries(lambda q: search(root, q, 20, "all"), runs),
+        "context (query)": over_queries(lambda q: context(root, q, 10, "all"), runs),
+        "context (no query)": timed(lambda: context(root, None, 10, "all"), runs * 3),
+    }
+    if twin is not None:
+        found["search, stat key (no find)"] = over_queries(
+            lambda q: search(twin, q, 20, "all"), runs
+        )
+    found["search after editing 1 record"] = after_change(root, changes.edit, runs * 2)
+    found["search after adding 1 record"] = after_change(root, changes.add, runs * 2)
+    found["search after removing 1 record"] = after_change(root, changes.remove, runs * 2)
+    found["process: dsh-memory search"] = [
+        sample
+        for query in CLI_QUERIES
+        for sample in timed(lambda q=query: _cli_search(root, q), runs)
+    ]
+    found["baseline: cold scan (search without the index)"] = over_queries(
+        lambda q: search(root, q, 20, "all", use_index=False), max(1, runs // 3)
+    )
+    found["baseline: BM25 in pure Python, in memory"] = over_queries(bm25.top, runs)
+    groups: dict[str, list[str]] = {}
+    for path in sorted(root.glob("*/**/*.md")):
+        relative = path.relative_to(root)
+        groups.setdefault(str(relative.parent), []).append(relative.name)
+    found["baseline: lstat of every record"] = timed(
+        lambda: _lstat_every_record(root, groups), runs * 3
+    )
+    found["baseline: python -c pass"] = python_pass(runs * 2)
+    return found
+
+
+def bench_size(count: int, runs: int) -> list[str]:
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory) / "memory"
         write_corpus(root, count)
@@ -85,143 +197,48 @@ def bench_size(count: int) -> list[str]:
             assert indexed["retrieval"]["mode"] == "index", indexed["retrieval"]
             assert indexed["results"] == scanned["results"], query
             assert indexed["count"] == scanned["count"], query
-        operations: list[tuple[str, Callable[[str], object], Callable[[str], object]]] = [
-            (
-                "search",
-                lambda q: search(root, q, 20, "all"),
-                lambda q: search(root, q, 20, "all", use_index=False),
-            ),
-            (
-                "context (query)",
-                lambda q: context(root, q, 10, "all"),
-                lambda q: context(root, q, 10, "all", use_index=False),
-            ),
-        ]
-        for name, with_index, with_scan in operations:
-            index_samples: list[float] = []
-            scan_samples: list[float] = []
-            for query in QUERIES:
-                index_samples += timed(lambda q=query, call=with_index: call(q))
-                scan_samples += timed(lambda q=query, call=with_scan: call(q), runs=SCAN_RUNS)
-            rows.append(_row(count, name, index_samples, scan_samples))
-        no_query_index = timed(lambda: context(root, None, 10, "all"))
-        no_query_scan = timed(lambda: context(root, None, 10, "all", use_index=False), runs=3)
-        rows.append(_row(count, "context (no query)", no_query_index, no_query_scan))
-        search_median = statistics.median(
-            [
-                sample
-                for query in QUERIES
-                for sample in timed(lambda q=query: search(root, q, 20, "all"))
-            ]
-        )
-        rows.append(_baseline_row(root, count, search_median))
+        twin = None
         if count >= search_index.FAST_KEY_MIN_RECORDS:
-            rows += _key_rows(root, _stat_key_twin(root, Path(directory)), count)
-        rows.append(_refresh_row(root, count))
+            twin = _stat_key_twin(root, Path(directory))
+        results: dict[str, dict[str, list[float]]] = {}
+        changes = Changes(root)
+        for name in CONDITIONS:
+            with condition(name):
+                print(f"<!-- {count:,} records, {name}: {load()} -->", flush=True)
+                for operation, samples in measure(root, twin, changes, runs).items():
+                    results.setdefault(operation, {})[name] = samples
+        rows = []
+        cold = median(results["baseline: cold scan (search without the index)"]["at rest"])
+        bare = median(results["baseline: python -c pass"]["at rest"])
+        for operation, by_condition in results.items():
+            rest, busy = by_condition["at rest"], by_condition["one core busy"]
+            if operation.startswith("baseline"):
+                ratio = "-"
+            else:
+                base = bare if operation.startswith("process") else cold
+                name = "pass" if operation.startswith("process") else "scan"
+                ratio = f"{median(rest) / base:.3f}x {name}"
+            rows.append(f"| {count:,} | {operation} | {cell(rest)} | {cell(busy)} | {ratio} |")
         rows.append(
-            f"| {count:,} | index build (first search, {_key_kind(root)} key) | {build_ms:.1f}"
-            f" | - | - | - | {index_bytes / 1024 / 1024:.1f} MiB |"
+            f"| {count:,} | index build (first search) | {build_ms:.0f} | - |"
+            f" {index_bytes / 2**20:.1f} MiB |"
         )
     return rows
 
 
-def _stat_key_twin(root: Path, directory: Path) -> Path:
-    """A copy of ``root`` whose index a child without ``find`` on its PATH built."""
-    twin = directory / "twin"
-    shutil.copytree(root, twin, symlinks=True, ignore=shutil.ignore_patterns("*.sqlite"))
-    no_find = directory / "no-find"
-    no_find.mkdir()
-    build = "import sys; from pathlib import Path; from dsh_memory import search_index as s;"
-    build += " s.update_index(Path(sys.argv[1]))"
-    environment = {**os.environ, "PATH": str(no_find)}
-    subprocess.run([sys.executable, "-c", build, str(twin)], check=True, env=environment)
-    assert _key_kind(twin) == "stat", _key_kind(twin)
-    return twin
-
-
-def _key_rows(root: Path, twin: Path, count: int) -> list[str]:
-    samples: dict[Path, list[float]] = {root: [], twin: []}
-    for query in QUERIES:
-        answers = {}
-        for _run in range(RUNS):
-            for where in (root, twin):
-                start = time.perf_counter()
-                answers[where] = search(where, query, 20, "all")
-                samples[where].append((time.perf_counter() - start) * 1000)
-                assert answers[where]["retrieval"]["indexState"] == "fresh"
-        assert answers[root]["results"] == answers[twin]["results"], query
-    listing, stat_only = (statistics.median(samples[where]) for where in (root, twin))
-    return [
-        f"| {count:,} | search (A/B: {_key_kind(root)} key) | {listing:.1f} |"
-        f" {p95(samples[root]):.1f} | - | - | - |",
-        f"| {count:,} | search (A/B: stat key, no find) | {stat_only:.1f} |"
-        f" {p95(samples[twin]):.1f} | - | - | stat/listing {stat_only / listing:.2f}x |",
-    ]
-
-
-def _key_kind(root: Path) -> str:
-    meta = search_index._index_meta(search_index.index_path(root)) or {}
-    return "listing" if "listing_key" in meta else "stat" if "stat_key" in meta else "walk"
-
-
-def _lstat_every_record(root: Path, groups: dict[str, list[str]]) -> None:
-    for directory, names in groups.items():
-        descriptor = os.open(root / directory, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            for name in names:
-                os.stat(name, dir_fd=descriptor, follow_symlinks=False)
-        finally:
-            os.close(descriptor)
-
-
-def _baseline_row(root: Path, count: int, search_median: float) -> str:
-    groups: dict[str, list[str]] = {}
-    for path in sorted(root.glob("*/**/*.md")):
-        relative = path.relative_to(root)
-        groups.setdefault(str(relative.parent), []).append(relative.name)
-    samples = timed(lambda: _lstat_every_record(root, groups), runs=RUNS * len(QUERIES))
-    median = statistics.median(samples)
-    name = "baseline: lstat of every record"
-    return (
-        f"| {count:,} | {name} | {median:.1f} | {p95(samples):.1f} | - | - |"
-        f" search {search_median / median:.2f}x |"
-    )
-
-
-def _refresh_row(root: Path, count: int) -> str:
-    """A search right after one record was edited: the incremental index update."""
-    target = sorted((root / "handbook").rglob("*.md"))[0]
-    original = target.read_text(encoding="utf-8")
-    samples = []
-    for run in range(RUNS):
-        target.write_text(original + f"edited {run}\n", encoding="utf-8")
-        start = time.perf_counter()
-        value = search(root, "edited", 20, "all")
-        samples.append((time.perf_counter() - start) * 1000)
-        assert value["retrieval"]["indexState"] == "rebuilt", value["retrieval"]
-    median = statistics.median(samples)
-    name = "search after editing 1 record"
-    return f"| {count:,} | {name} | {median:.1f} | {p95(samples):.1f} | - | - | - |"
-
-
-def _row(count: int, name: str, index_samples: list[float], scan_samples: list[float]) -> str:
-    index_median = statistics.median(index_samples)
-    scan_median = statistics.median(scan_samples)
-    return (
-        f"| {count:,} | {name} | {index_median:.1f} | {p95(index_samples):.1f} |"
-        f" {scan_median:.1f} | {p95(scan_samples):.1f} | {scan_median / index_median:.1f}x |"
-    )
-
-
 def main() -> int:
-    sizes = [int(arg) for arg in sys.argv[1:]] or [100, 1000, 10000]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[100, 1000, 10000])
+    parser.add_argument("--runs", type=int, default=5, help="runs per query (default 5)")
+    options = parser.parse_args()
+    print(f"<!-- {load()}, {os.cpu_count()} CPUs -->")
     print(
-        "| records | operation | index median ms | index p95 ms | scan median ms |"
-        " scan p95 ms | scan/index |"
+        "| records | operation | at rest ms, median (p90) | one core busy ms, median (p90) |"
+        " at rest / baseline |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|")
-    for count in sizes:
-        for row in bench_size(count):
+    print("|---:|---|---:|---:|---:|")
+    for count in options.sizes:
+        for row in bench_size(count, options.runs):
             print(row, flush=True)
     return 0
 

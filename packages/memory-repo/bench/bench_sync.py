@@ -70,8 +70,14 @@ def _session(base: Path) -> SessionSources:
 
 def _options(root: Path, sources: SessionSources, **kwargs: object) -> SyncOptions:
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(AGENT))}"
-    return SyncOptions(root=root, sources=sources, env=dict(os.environ), agent="command",
-                       agent_command=command, **kwargs)  # type: ignore[arg-type]  # fmt: skip
+    return SyncOptions(
+        root=root,
+        sources=sources,
+        env=dict(os.environ),
+        agent="command",
+        agent_command=command,
+        **kwargs,  # type: ignore[arg-type]
+    )
 
 
 def _copy(template: Path, work: Path) -> Path:
@@ -100,8 +106,10 @@ def _one_round(template: Path, work: Path, sources: SessionSources, run: int, ti
     assert isinstance(applied, dict) and applied["ok"], applied
     plain = _copy(template, work)
     subprocess.run([sys.executable, str(AGENT)], cwd=plain, check=True)
-    timed("baseline", lambda: (_git(plain, "add", "-A"),
-                               _git(plain, "commit", "-q", "-m", "porcelain")))  # fmt: skip
+    timed(
+        "baseline",
+        lambda: (_git(plain, "add", "-A"), _git(plain, "commit", "-q", "-m", "porcelain")),
+    )
 
 
 def measure(

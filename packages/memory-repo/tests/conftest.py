@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from dsh_memory import index_key, index_listing
+
 IDENTITY = "[user]\n\tname = Memory Test\n\temail = memory-test@example.com\n"
 
 
@@ -34,6 +36,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.delenv("DSH_MEMORY_ROOT", raising=False)
     monkeypatch.delenv("DSH_DEBUG", raising=False)
+    monkeypatch.delenv("DSH_RANKING", raising=False)
     return home
 
 
@@ -143,9 +146,11 @@ class SessionLogs:
             {"type": "session", "id": name, "cwd": "/home/alice/project", "agentPreset": "x"},
             {"type": "turn/start", "data": {"turn": 1}},
             {"type": "user/message", "data": {"content": [{"type": "text", "text": text}]}},
-            {"type": "tool/call", "data": {"name": "shell",
-                                           "arguments": '{"cmd": "ls", "token": "t0ps3cret"}'}},
-        ]  # fmt: skip
+            {
+                "type": "tool/call",
+                "data": {"name": "shell", "arguments": '{"cmd": "ls", "token": "t0ps3cret"}'},
+            },
+        ]
         raw = self._lines(events)
         folder = self.dsh_sessions / name
         folder.mkdir(parents=True, exist_ok=True)
@@ -161,12 +166,24 @@ class SessionLogs:
 
     def claude(self, name: str, text: str, *, age: float = TWO_HOURS_AGO) -> Path:
         events: list[dict[str, object]] = [
-            {"type": "user", "sessionId": name, "cwd": "/home/alice/p",
-             "message": {"role": "user", "content": text}},
-            {"type": "assistant", "sessionId": name, "message": {"role": "assistant", "content": [
-                {"type": "text", "text": "ok"},
-                {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}}]}},
-        ]  # fmt: skip
+            {
+                "type": "user",
+                "sessionId": name,
+                "cwd": "/home/alice/p",
+                "message": {"role": "user", "content": text},
+            },
+            {
+                "type": "assistant",
+                "sessionId": name,
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "ok"},
+                        {"type": "tool_use", "name": "Bash", "input": {"command": "echo hi"}},
+                    ],
+                },
+            },
+        ]
         path = self.claude_projects / "-home-alice-p" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self._lines(events))
@@ -175,11 +192,24 @@ class SessionLogs:
     def codex(self, name: str, text: str, *, age: float = TWO_HOURS_AGO) -> Path:
         events: list[dict[str, object]] = [
             {"type": "session_meta", "payload": {"id": name, "cwd": "/home/alice/p"}},
-            {"type": "response_item", "payload": {"type": "message", "role": "user",
-             "content": [{"type": "input_text", "text": text}]}},
-            {"type": "response_item", "payload": {"type": "function_call",
-             "name": "exec_command", "arguments": '{"cmd": "ls"}', "call_id": "c1"}},
-        ]  # fmt: skip
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": text}],
+                },
+            },
+            {
+                "type": "response_item",
+                "payload": {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": '{"cmd": "ls"}',
+                    "call_id": "c1",
+                },
+            },
+        ]
         path = self.codex_sessions / "2026" / "12" / "01" / f"rollout-{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self._lines(events))
@@ -326,8 +356,18 @@ class Machine:
 
     def committed(self, revision: str = "HEAD") -> dict[str, str]:
         """The payload ``revision`` holds."""
-        names = git(self.root, "ls-tree", "-r", "--name-only", revision, "--", "summary.md",
-                    "handbook", "rollouts", "archive").split("\n")  # fmt: skip
+        names = git(
+            self.root,
+            "ls-tree",
+            "-r",
+            "--name-only",
+            revision,
+            "--",
+            "summary.md",
+            "handbook",
+            "rollouts",
+            "archive",
+        ).split("\n")
         return {n: git(self.root, "show", f"{revision}:{n}") for n in names if n}
 
     def runs(self) -> list[dict[str, Any]]:
@@ -362,3 +402,32 @@ def machines(tmp_path: Path, remote_repo: Path) -> Callable[..., Machine]:
         return machine
 
     return make
+
+
+# -- the search index's freshness keys -------------------------------------------------------
+# Small payloads are keyed by a walk; this fixture moves the bound so that a search-index
+# test of a few records runs each key.
+
+
+@pytest.fixture(params=["walk", "listing", "stat"])
+def key_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each freshness key on a small payload: the fast keys from the first record on."""
+    if request.param != "walk":
+        monkeypatch.setattr(index_key, "FAST_KEY_MIN_RECORDS", 0)
+    if request.param == "stat":
+        monkeypatch.setattr(index_listing, "_find_program", lambda _root: None)
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def weight_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A DSH_HOME whose model weight cache is built once, for the hybrid ranking tests that
+    run ``dsh-memory`` as a process (each would otherwise build its own: ~1.5 s, 88 MB)."""
+    home = tmp_path_factory.mktemp("weights") / "dsh"
+    warm = "from dsh_common import embedding; print(embedding.warm())"
+    environment = {**os.environ, "DSH_HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-c", warm], env=environment, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() in {"built", "mapped"}, done.stdout + done.stderr
+    return home

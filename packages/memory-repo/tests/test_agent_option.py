@@ -21,8 +21,13 @@ from dsh_memory.service import MemoryService
 
 
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["dsh-memory-sync", "--root", str(root), "--json", *args],
-                          capture_output=True, text=True, check=False, timeout=120)  # fmt: skip
+    return subprocess.run(
+        ["dsh-memory-sync", "--root", str(root), "--json", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_agent_command_alone_runs_that_program(

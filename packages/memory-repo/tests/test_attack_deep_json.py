@@ -51,9 +51,18 @@ def test_a_sync_skips_and_counts_a_deeply_nested_line(
     _append(log, DEEP_ARRAY, DEEP_EVENT, DEEP_ARGUMENTS, json.dumps(after))
     watermark = (sync_root / ".last-sync").stat().st_mtime_ns
     result = subprocess.run(
-        ["dsh-memory-sync", "--root", str(sync_root), "--agent-command",
-         agent_command("transcripts")], capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+        [
+            "dsh-memory-sync",
+            "--root",
+            str(sync_root),
+            "--agent-command",
+            agent_command("transcripts"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     value = json.loads(result.stdout)
     assert value["status"] == "applied"
@@ -70,8 +79,13 @@ def test_the_filter_script_reads_the_same_log(memory_root: Path, session_logs: A
     log = session_logs.dsh("d1", "we deploy with uv", zstd=False)
     _append(log, DEEP_ARRAY, DEEP_EVENT, DEEP_ARGUMENTS)
     script = memory_root / "scripts" / "filter_session.py"
-    done = subprocess.run([sys.executable, str(script), str(log)], capture_output=True,
-                          text=True, check=False, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script), str(log)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "we deploy with uv" in done.stdout
     assert done.stdout == redaction.render(redaction.parse_lines(log.read_bytes())) + "\n"

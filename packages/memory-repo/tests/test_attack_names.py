@@ -32,15 +32,24 @@ TITLE = "缓存雪崩的预防与热点键永不过期策略" * 5  # 85 characte
 
 
 def memory(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["dsh-memory", "--root", str(root), *args], input=stdin,
-                          capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    return subprocess.run(
+        ["dsh-memory", "--root", str(root), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
 
 
 def sync(root: Path, agent: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["dsh-memory-sync", "--root", str(root), "--json", "--agent-command", agent, *args],
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def error(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -50,8 +59,9 @@ def error(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                          check=True).stdout  # fmt: skip
+    return subprocess.run(
+        ["git", *args], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
 
 
 def head(root: Path) -> str:
@@ -85,8 +95,9 @@ def test_the_longest_name_that_fits_is_written_and_kept(memory_root: Path) -> No
     written = memory(root, "write", name, "-", stdin=RECORD.format(id="x/long", body="Kept."))
     assert written.returncode == 0, written.stderr
     assert (root / name).read_text().endswith("Kept.\n")
-    other = memory(root, "write", "handbook/other.md", "-",
-                   stdin=RECORD.format(id="x/other", body="O"))  # fmt: skip
+    other = memory(
+        root, "write", "handbook/other.md", "-", stdin=RECORD.format(id="x/other", body="O")
+    )
     assert other.returncode == 0, other.stderr
     assert name in git(root, "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only", "HEAD")
     assert git(root, "status", "--porcelain") == ""
@@ -104,8 +115,10 @@ def test_a_sync_agent_naming_a_record_after_a_long_title_is_refused_and_journale
     assert "243 bytes" in failure["message"]
     record = last_run(root)
     assert (record["operation"], record["status"], record["error_code"]) == (
-        "sync", "failed", "staging-invalid",
-    )  # fmt: skip
+        "sync",
+        "failed",
+        "staging-invalid",
+    )
     assert git(root, "ls-tree", "-r", "HEAD", "--", "handbook") == payload_before
     assert (root / ".last-sync").stat().st_mtime_ns == watermark  # read again next time
     # A preview is refused the same way, and no preview is stored.
@@ -153,8 +166,9 @@ def test_rollback_refuses_to_restore_a_file_the_work_tree_cannot_hold(
     assert removed.returncode == 0, removed.stderr
     run_id = json.loads(removed.stdout)["value"]["runId"]
     before = head(root)
-    failure = error(memory(root, "rollback", "--run-id", run_id, "--confirmation",
-                           "ROLLBACK_MEMORY"))  # fmt: skip
+    failure = error(
+        memory(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
+    )
     assert failure["code"] == "rollback-failed"
     assert "cannot be written" in failure["message"]
     assert (
@@ -197,8 +211,15 @@ def _escaped(folder: str) -> str:
 def test_write_refuses_a_path_git_would_leave_out(memory_root: Path, folder: str) -> None:
     before = head(memory_root)
     listing = sorted(p.name for p in (memory_root / "handbook").iterdir())
-    failure = error(memory(memory_root, "write", f"{folder}/x.md", "-",
-                           stdin=RECORD.format(id="x/hidden", body="H")))  # fmt: skip
+    failure = error(
+        memory(
+            memory_root,
+            "write",
+            f"{folder}/x.md",
+            "-",
+            stdin=RECORD.format(id="x/hidden", body="H"),
+        )
+    )
     assert failure["code"] == "edit-invalid-request"
     if "\\" not in folder:  # a backslash is no payload path at all: refused before this rule
         assert "Git reserves" in failure["message"]
@@ -217,8 +238,9 @@ def test_a_sync_agent_or_a_preview_under_any_spelling_of_dot_git_is_refused(
     assert failure["code"] == "staging-invalid"
     assert "Git reserves" in failure["message"]
     assert (last_run(root)["status"], last_run(root)["error_code"]) == (
-        "failed", "staging-invalid",
-    )  # fmt: skip
+        "failed",
+        "staging-invalid",
+    )
     assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "handbook") == ""
     # A stored preview whose staging copy gained such a folder on disk is refused too.
     preview_id = "20261201T120000Z-0a1b2c3d"
@@ -238,12 +260,25 @@ def test_a_sync_agent_or_a_preview_under_any_spelling_of_dot_git_is_refused(
 def _git_refuses(root: Path, path: str, oid: str) -> bool:
     """Whether Git itself, guarding HFS+ and NTFS, refuses ``path`` into an index."""
     done = subprocess.run(
-        ["git", "-c", "core.protectHFS=true", "-c", "core.protectNTFS=true", "update-index",
-         "--add", "--cacheinfo", f"100644,{oid},{path}"],
-        cwd=root, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    subprocess.run(["git", "rm", "-q", "--cached", "--", path], cwd=root, capture_output=True,
-                   check=False)  # fmt: skip
+        [
+            "git",
+            "-c",
+            "core.protectHFS=true",
+            "-c",
+            "core.protectNTFS=true",
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            f"100644,{oid},{path}",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    subprocess.run(
+        ["git", "rm", "-q", "--cached", "--", path], cwd=root, capture_output=True, check=False
+    )
     return done.returncode != 0
 
 
@@ -252,8 +287,14 @@ def test_the_rule_refuses_whatever_git_refuses_and_more_only_for_invisible_chara
 ) -> None:
     from dsh_memory.payload_names import HFS_IGNORABLE, name_problem
 
-    oid = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=memory_root, input="x",
-                         capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    oid = subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=memory_root,
+        input="x",
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     bases = [".git", ".GiT", "git~1", "Git~1", ".gitx", "git~2", ".gi", "x.git", "gitx~1"]
     suffixes = ["", ".", " ", ". .", ":", "::$INDEX_ALLOCATION", ":x:$DATA", "x", ".md"]
     names = {base + suffix for base in bases for suffix in suffixes}
@@ -298,8 +339,10 @@ def test_the_pipeline_refuses_a_commit_git_left_a_path_out_of(memory_root: Path)
     tx = GitTransactions(inspect_layout(memory_root))
     before = tx.require_head()
     oid = tx.write_blobs([RECORD.format(id="x/hidden", body="H").encode()])[0]
-    changes: dict[str, Blob | None] = {"handbook/.git/x.md": Blob(FILE_MODE, oid),
-                                       "handbook/kept.md": Blob(FILE_MODE, oid)}  # fmt: skip
+    changes: dict[str, Blob | None] = {
+        "handbook/.git/x.md": Blob(FILE_MODE, oid),
+        "handbook/kept.md": Blob(FILE_MODE, oid),
+    }
     assert tx.tree_mismatches(tx.build_tree(before, changes), changes) == ["handbook/.git/x.md"]
     with (
         writer_run(tx, "edit", "20261201T120000Z-edit-1") as run,
@@ -307,8 +350,13 @@ def test_the_pipeline_refuses_a_commit_git_left_a_path_out_of(memory_root: Path)
             CommitFailedError, match=re.escape("left handbook/.git/x.md out of the commit")
         ),
     ):
-        commit_run(tx, run, journal.RunClock(), head=before,
-                   propose=lambda _r: Proposal(changes=changes, message="m"))  # fmt: skip
+        commit_run(
+            tx,
+            run,
+            journal.RunClock(),
+            head=before,
+            propose=lambda _r: Proposal(changes=changes, message="m"),
+        )
     assert tx.git.rev_parse("HEAD") != before  # only the failed run's journal commit
     assert git(memory_root, "ls-tree", "-r", "--name-only", "HEAD", "--", "handbook") == ""
     assert last_run(memory_root)["error_code"] == "commit-failed"
@@ -326,8 +374,10 @@ def test_a_staged_name_that_is_not_utf8_is_journaled_as_failed(
     assert "not valid UTF-8" in failure["message"]
     record = last_run(root)
     assert (record["operation"], record["status"], record["error_code"]) == (
-        "sync", "failed", "staging-invalid",
-    )  # fmt: skip
+        "sync",
+        "failed",
+        "staging-invalid",
+    )
 
 
 def test_a_live_name_that_is_not_utf8_is_left_alone_by_a_sync(

@@ -21,8 +21,10 @@ BAD_EXPIRY = "---\nschema_version: 1\nid: bad-expiry\nexpires_at: 0000-12-31\n--
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def ok(root: Path, *args: str) -> Any:
@@ -61,9 +63,11 @@ def test_invalid_metadata_is_counted_and_skipped(bad_root: Path) -> None:
     assert status["validMetadataCount"] == 1
     invalid = {entry["path"]: entry["code"] for entry in status["invalidMetadata"]}
     assert set(invalid) == {
-        "handbook/year-zero.md", "handbook/huge.md", "handbook/huge-tag.md",
+        "handbook/year-zero.md",
+        "handbook/huge.md",
+        "handbook/huge-tag.md",
         "handbook/bad-expiry.md",
-    }  # fmt: skip
+    }
     assert set(invalid.values()) == {"invalid-metadata"}
     assert ok(bad_root, "health")["dataFileCount"] == 6
     found = ok(bad_root, "search", "--query", "pnpm")
@@ -79,8 +83,9 @@ def test_a_name_that_is_not_utf8_is_reported_and_skipped(bad_root: Path) -> None
     assert {"path": "handbook/caf\\xe9.md", "code": "invalid-name"} in status["invalidMetadata"]
     assert ok(bad_root, "health")["payloadDirty"] is True
     assert {r["path"] for r in ok(bad_root, "search", "--query", "pnpm")["results"]} == {
-        "handbook/good.md", "handbook/legacy.md",
-    }  # fmt: skip
+        "handbook/good.md",
+        "handbook/legacy.md",
+    }
     assert ok(bad_root, "context", "--query", "pnpm")["count"] == 2
     legacy = ok(bad_root, "legacy-records")
     assert legacy["count"] == 1
@@ -128,8 +133,9 @@ def test_every_record_a_reader_skips_is_counted_by_status(memory_root: Path) -> 
         (memory_root / path).write_text(text)
 
     def installed(*args: str) -> Any:
-        done = subprocess.run(["dsh-memory", *args], capture_output=True, text=True,
-                              timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["dsh-memory", *args], capture_output=True, text=True, timeout=60, check=False
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)["value"]
 
@@ -148,12 +154,15 @@ def test_every_record_a_reader_skips_is_counted_by_status(memory_root: Path) -> 
 
 def test_a_limit_of_4301_digits_is_the_methods_invalid_request(memory_root: Path) -> None:
     huge = "9" * 4301
-    for command, code in (("search", "search-invalid-request"),
-                          ("context", "context-invalid-request"),
-                          ("runs", "runs-invalid-request")):  # fmt: skip
+    for command, code in (
+        ("search", "search-invalid-request"),
+        ("context", "context-invalid-request"),
+        ("runs", "runs-invalid-request"),
+    ):
         args = [command, "--limit", huge] + (["--query", "pnpm"] if command != "runs" else [])
-        done = subprocess.run(["dsh-memory", *args], capture_output=True, text=True,
-                              timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["dsh-memory", *args], capture_output=True, text=True, timeout=60, check=False
+        )
         assert done.returncode == 1
         assert json.loads(done.stderr)["error"]["code"] == code, done.stderr
 
@@ -175,9 +184,13 @@ ECHOED = {
 def test_a_refusal_echoes_a_bounded_part_of_the_value(memory_root: Path, case: str) -> None:
     code, front_matter = ECHOED[case]
     done = subprocess.run(
-        ["dsh-memory", "write", "handbook/echo.md", "-"], input=front_matter + "body\n",
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        ["dsh-memory", "write", "handbook/echo.md", "-"],
+        input=front_matter + "body\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 1, done.stdout
     error = json.loads(done.stderr)["error"]
     assert error["code"] == code
@@ -193,8 +206,9 @@ def test_no_message_echoes_an_argument_whole(memory_root: Path, tmp_path: Path) 
         (["dsh-memory-sync", "--json", "--agent", "x" * 5000], "sync-invalid-request"),
     ]
     for argv, code in cases:
-        done = subprocess.run(argv, input=GOOD, capture_output=True, text=True, timeout=60,
-                              check=False)  # fmt: skip
+        done = subprocess.run(
+            argv, input=GOOD, capture_output=True, text=True, timeout=60, check=False
+        )
         assert done.returncode == 1, (argv[:2], done.stdout)
         error = json.loads(done.stderr)["error"]
         assert error["code"] == code, error

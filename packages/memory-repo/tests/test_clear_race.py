@@ -45,10 +45,20 @@ def test_clear_racing_a_folder_rename_never_reports_false_success(
         racer = subprocess.Popen([sys.executable, "-c", RACER, str(handbook), str(stop)])
         try:
             result = subprocess.run(
-                [sys.executable, "-m", "dsh_memory.cli", "--root", str(memory_root), "clear",
-                 "--confirmation", "DELETE_MEMORY"],
-                capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "dsh_memory.cli",
+                    "--root",
+                    str(memory_root),
+                    "clear",
+                    "--confirmation",
+                    "DELETE_MEMORY",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
         finally:
             stop.write_text("")
             racer.wait(timeout=30)

@@ -13,9 +13,11 @@ import pytest
 
 def dsh_memory(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", *args], capture_output=True, text=True,
+        [sys.executable, "-m", "dsh_memory.cli", *args],
+        capture_output=True,
+        text=True,
         timeout=60,
-    )  # fmt: skip
+    )
 
 
 def ok(*args: str) -> Any:
@@ -153,9 +155,21 @@ def test_cli_unknown_option_is_json_usage_error() -> None:
 
 
 def test_cli_every_command_has_help() -> None:
-    for command in ("init", "get-settings", "set-enabled", "status", "health", "clear",
-                    "legacy-records", "migrate-legacy", "runs", "rollback", "search",
-                    "context", "prompt-section"):  # fmt: skip
+    for command in (
+        "init",
+        "get-settings",
+        "set-enabled",
+        "status",
+        "health",
+        "clear",
+        "legacy-records",
+        "migrate-legacy",
+        "runs",
+        "rollback",
+        "search",
+        "context",
+        "prompt-section",
+    ):
         result = dsh_memory(command, "--help")
         assert result.returncode == 0
         assert "Usage" in result.stdout

@@ -176,8 +176,13 @@ def test_the_installed_command_says_how_many_matched_before_its_limit(memory_roo
     record(memory_root, "archive/old.md", "cache kept for reference\n", "old")
 
     def run(*args: str) -> dict[str, object]:
-        done = subprocess.run(["dsh-memory", "context", *args], capture_output=True, text=True,
-                              check=False, timeout=120)  # fmt: skip
+        done = subprocess.run(
+            ["dsh-memory", "context", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         envelope = json.loads(done.stdout)
         assert envelope["ok"] is True

@@ -48,8 +48,10 @@ POINTS = {
 
 
 def _payload(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): p.read_text()
-            for p in sorted((root / "handbook").rglob("*.md"))}  # fmt: skip
+    return {
+        p.relative_to(root).as_posix(): p.read_text()
+        for p in sorted((root / "handbook").rglob("*.md"))
+    }
 
 
 def _sync(env: dict[str, str], command: str, kill_at: str | None = None) -> Any:
@@ -58,15 +60,24 @@ def _sync(env: dict[str, str], command: str, kill_at: str | None = None) -> Any:
         run_env["DSH_MEMORY_TEST_KILL_AT"] = kill_at
     return subprocess.run(
         ["dsh-memory-sync", "--json", "--agent", "command", "--agent-command", command],
-        capture_output=True, text=True, env=run_env, check=False, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=run_env,
+        check=False,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("point", list(POINTS))
 def test_a_sync_killed_at_each_phase_recovers_to_the_right_content(
-    point: str, sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
-    run_git: Callable[..., str], write_file: Callable[..., Path], cli_env: dict[str, str],
-) -> None:  # fmt: skip
+    point: str,
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    run_git: Callable[..., str],
+    write_file: Callable[..., Path],
+    cli_env: dict[str, str],
+) -> None:
     for path, text in OLD.items():
         write_file(sync_root, path, text)
     run_git(sync_root, "add", "-A")
@@ -107,9 +118,13 @@ def test_a_sync_killed_at_each_phase_recovers_to_the_right_content(
 
 
 def test_a_run_kept_by_recover_can_be_rolled_back(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
-    run_git: Callable[..., str], write_file: Callable[..., Path], cli_env: dict[str, str],
-) -> None:  # fmt: skip
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    run_git: Callable[..., str],
+    write_file: Callable[..., Path],
+    cli_env: dict[str, str],
+) -> None:
     for path, text in OLD.items():
         write_file(sync_root, path, text)
     run_git(sync_root, "add", "-A")
@@ -127,16 +142,21 @@ def test_recover_needs_its_confirmation_and_is_quiet_when_nothing_is_wrong(
     memory_root: Path,
 ) -> None:
     assert MemoryService().recover("yes") == {
-        "ok": False, "error": {"code": "recover-invalid-confirmation"},
-    }  # fmt: skip
+        "ok": False,
+        "error": {"code": "recover-invalid-confirmation"},
+    }
     value = MemoryService().recover("RECOVER_MEMORY")["value"]
     assert value["status"] == "nothing-to-recover"
 
 
 def test_recover_keeps_hand_edits_made_before_the_crash(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
-    run_git: Callable[..., str], write_file: Callable[..., Path], cli_env: dict[str, str],
-) -> None:  # fmt: skip
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    run_git: Callable[..., str],
+    write_file: Callable[..., Path],
+    cli_env: dict[str, str],
+) -> None:
     for path, text in OLD.items():
         write_file(sync_root, path, text)
     run_git(sync_root, "add", "-A")

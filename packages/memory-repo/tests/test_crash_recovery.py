@@ -27,9 +27,12 @@ def dsh_memory(
     if kill_at is not None:
         env["DSH_MEMORY_TEST_KILL_AT"] = kill_at
     return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args], env=env,
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def ok(root: Path, *args: str) -> Any:

@@ -38,8 +38,9 @@ SYNC_RUN = "20261204T030000Z-0a1b2c3d"
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["dsh-memory", *args], input=stdin, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        ["dsh-memory", *args], input=stdin, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def ok(*args: str, stdin: str | None = None) -> Any:
@@ -82,13 +83,29 @@ def pretty(value: dict[str, Any]) -> str:
 
 def earlier_sync_holds_the_lock(root: Path, started: dt.datetime) -> None:
     """A sync of the earlier tool between ``acquire-lock`` and its apply: exact bytes."""
-    (root / ".sync" / "operation.lock").write_text(compact(
-        {"operation": "sync", "pid": dead_pid(), "runId": SYNC_RUN, "startedAt": seconds(started)}
-    ))  # fmt: skip
-    (root / ".sync" / "active-run.json").write_text(compact({
-        "schema_version": 1, "run_id": SYNC_RUN, "operation": "sync", "status": "running",
-        "phase": "staging", "pid": dead_pid(), "started_at": seconds(started),
-    }))  # fmt: skip
+    (root / ".sync" / "operation.lock").write_text(
+        compact(
+            {
+                "operation": "sync",
+                "pid": dead_pid(),
+                "runId": SYNC_RUN,
+                "startedAt": seconds(started),
+            }
+        )
+    )
+    (root / ".sync" / "active-run.json").write_text(
+        compact(
+            {
+                "schema_version": 1,
+                "run_id": SYNC_RUN,
+                "operation": "sync",
+                "status": "running",
+                "phase": "staging",
+                "pid": dead_pid(),
+                "started_at": seconds(started),
+            }
+        )
+    )
 
 
 def snapshot(root: Path, run_git: Callable[..., str]) -> dict[str, Any]:
@@ -98,14 +115,20 @@ def snapshot(root: Path, run_git: Callable[..., str]) -> dict[str, Any]:
         for path in sorted(root.rglob("*"))
         if path.is_file() and ".git" not in path.relative_to(root).parts
     }
-    return {"head": run_git(root, "rev-parse", "HEAD"), "index": run_git(root, "ls-files", "-s"),
-            "files": files}  # fmt: skip
+    return {
+        "head": run_git(root, "rev-parse", "HEAD"),
+        "index": run_git(root, "ls-files", "-s"),
+        "files": files,
+    }
 
 
 def test_a_live_earlier_sync_is_in_progress_for_every_writer_and_nothing_changes(
-    memory_root: Path, run_git: Callable[..., str], tmp_path: Path,
-    session_logs: Any, agent_command: Callable[[str], str],
-) -> None:  # fmt: skip
+    memory_root: Path,
+    run_git: Callable[..., str],
+    tmp_path: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+) -> None:
     ok("write", "handbook/pref.md", "-", stdin=RECORD)
     run_id = ok("runs")["runs"][0]["run_id"]
     earlier_sync_holds_the_lock(memory_root, dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
@@ -135,9 +158,20 @@ def test_a_live_earlier_sync_is_in_progress_for_every_writer_and_nothing_changes
         error = error_of(cli(*args, stdin=OTHER))
         assert error["code"] == "operation-in-progress", (args, error)
         assert "seriousz158/dsh-memory" in error["message"]
-    synced = subprocess.run(["dsh-memory-sync", "--json", "--agent", "command",
-                             "--agent-command", agent_command("add")],
-                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    synced = subprocess.run(
+        [
+            "dsh-memory-sync",
+            "--json",
+            "--agent",
+            "command",
+            "--agent-command",
+            agent_command("add"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert error_of(synced)["code"] == "operation-in-progress"
     assert snapshot(memory_root, run_git) == before  # no journal record, no take-over
     # Its sync ends (clear-active, release-lock): ours writes again.
@@ -165,9 +199,11 @@ def test_the_earlier_hosts_lock_with_milliseconds_and_a_live_pid_is_held(
     # Its host process (DSH) runs a rollback: pretty JSON, toISOString, the host's own pid.
     now = dt.datetime.now(dt.UTC)
     run_id = f"{now:%Y%m%dT%H%M%SZ}-rollback-{os.getpid()}"
-    (memory_root / ".sync" / "operation.lock").write_text(pretty(
-        {"operation": "rollback", "pid": os.getpid(), "runId": run_id, "startedAt": millis(now)}
-    ))  # fmt: skip
+    (memory_root / ".sync" / "operation.lock").write_text(
+        pretty(
+            {"operation": "rollback", "pid": os.getpid(), "runId": run_id, "startedAt": millis(now)}
+        )
+    )
     before = snapshot(memory_root, run_git)
     assert error_of(cli("write", "handbook/x.md", "-", stdin=OTHER))["code"] == (
         "operation-in-progress"
@@ -186,23 +222,49 @@ def _earlier_rollback_litter(root: Path, run_git: Callable[..., str], pid: int) 
     run_git(root, "commit", "-q", "-m", f"DPSK memory rollback: {target}")
     rollback_commit = run_git(root, "rev-parse", "HEAD").strip()
     record = {
-        "schema_version": 1, "run_id": f"{started:%Y%m%dT%H%M%SZ}-rollback",
-        "operation": "rollback", "status": "rolled_back", "started_at": millis(started),
-        "finished_at": millis(started), "candidate_sessions": 0, "processed_sessions": 0,
-        "skipped_sessions": 0, "changed_paths": [], "recovery_commit": pre,
-        "apply_commit": rollback_commit, "error_code": None,
-    }  # fmt: skip
+        "schema_version": 1,
+        "run_id": f"{started:%Y%m%dT%H%M%SZ}-rollback",
+        "operation": "rollback",
+        "status": "rolled_back",
+        "started_at": millis(started),
+        "finished_at": millis(started),
+        "candidate_sessions": 0,
+        "processed_sessions": 0,
+        "skipped_sessions": 0,
+        "changed_paths": [],
+        "recovery_commit": pre,
+        "apply_commit": rollback_commit,
+        "error_code": None,
+    }
     (root / ".sync" / "runs" / f"{record['run_id']}.json").write_text(pretty(record))
-    fields = ("run_id", "operation", "status", "started_at", "finished_at", "changed_paths",
-              "recovery_commit", "apply_commit", "error_code")  # fmt: skip
+    fields = (
+        "run_id",
+        "operation",
+        "status",
+        "started_at",
+        "finished_at",
+        "changed_paths",
+        "recovery_commit",
+        "apply_commit",
+        "error_code",
+    )
     last = {key: record[key] for key in fields}
     (root / ".sync" / "last-run.json").write_text(pretty(last))
     run_git(root, "add", "--", ".sync")
     run_git(root, "commit", "-q", "-m", f"DPSK memory journal: {record['run_id']}", "--", ".sync")
-    (root / ".sync" / "active-run.json").write_text(pretty({
-        "schema_version": 1, "run_id": active_id, "operation": "rollback", "status": "running",
-        "phase": "finalizing", "pid": pid, "started_at": millis(started),
-    }))  # fmt: skip
+    (root / ".sync" / "active-run.json").write_text(
+        pretty(
+            {
+                "schema_version": 1,
+                "run_id": active_id,
+                "operation": "rollback",
+                "status": "running",
+                "phase": "finalizing",
+                "pid": pid,
+                "started_at": millis(started),
+            }
+        )
+    )
     return active_id
 
 
@@ -229,10 +291,19 @@ def _earlier_clear(root: Path, run_git: Callable[..., str]) -> tuple[str, str, s
     recovery = run_git(root, "rev-parse", "HEAD").strip()
     run_git(root, "rm", "-q", "handbook/pref.md")
     run_git(root, "commit", "-q", "-m", "DPSK memory cleared")
-    (root / ".sync" / "active-run.json").write_text(pretty({
-        "schema_version": 1, "run_id": active_id, "operation": "clear", "status": "running",
-        "phase": "finalizing", "pid": pid, "started_at": millis(started),
-    }))  # fmt: skip
+    (root / ".sync" / "active-run.json").write_text(
+        pretty(
+            {
+                "schema_version": 1,
+                "run_id": active_id,
+                "operation": "clear",
+                "status": "running",
+                "phase": "finalizing",
+                "pid": pid,
+                "started_at": millis(started),
+            }
+        )
+    )
     return active_id, recovery, run_git(root, "rev-parse", "HEAD").strip()
 
 
@@ -282,8 +353,11 @@ def test_recover_journals_the_earlier_clis_apply_preview_so_health_and_rollback_
     assert journaled.endswith("-preview")
     (run,) = ok("runs", "--operation", "preview")["runs"]
     assert (run["run_id"], run["status"], run["recovery_commit"], run["apply_commit"]) == (
-        journaled, "applied", recovery, applied,
-    )  # fmt: skip
+        journaled,
+        "applied",
+        recovery,
+        applied,
+    )
     assert ok("health")["needsManualRecovery"] is False
     ok("rollback", "--run-id", journaled, "--confirmation", "ROLLBACK_MEMORY")
     assert not (memory_root / "handbook" / "pref.md").exists()
@@ -295,9 +369,14 @@ def test_recover_keeps_our_own_clear_killed_after_its_compare_and_swap(
     # The same class on our side: a landed clear was called "nothing-landed" (only a
     # "sync applied" subject counted) and its files were left as uncommitted changes.
     ok("write", "handbook/pref.md", "-", stdin=RECORD)
-    killed = subprocess.run(["dsh-memory", "clear", "--confirmation", "DELETE_MEMORY"],
-                            env={**cli_env, "DSH_MEMORY_TEST_KILL_AT": "after-cas"},
-                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    killed = subprocess.run(
+        ["dsh-memory", "clear", "--confirmation", "DELETE_MEMORY"],
+        env={**cli_env, "DSH_MEMORY_TEST_KILL_AT": "after-cas"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert killed.returncode == -9, killed.stderr
     recovered = ok("recover", "--confirmation", "RECOVER_MEMORY")
     assert recovered["case"] == "kept-commits"

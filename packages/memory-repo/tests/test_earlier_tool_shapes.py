@@ -16,16 +16,35 @@ from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
 
 # The earlier tool's dsh-memory-init, validate_initialized_repository / harden (pinned).
-EARLIER_REQUIRED_FILES = ("README.md", "summary.md", ".last-sync", ".sync/.gitignore",
-                          "scripts/filter_session.py")  # fmt: skip
+EARLIER_REQUIRED_FILES = (
+    "README.md",
+    "summary.md",
+    ".last-sync",
+    ".sync/.gitignore",
+    "scripts/filter_session.py",
+)
 EARLIER_REQUIRED_DIRS = ("handbook", "rollouts", "archive", "scripts", ".sync")
 EARLIER_MODES = {
-    ".": 0o700, ".git": 0o700, "handbook": 0o700, "rollouts": 0o700, "archive": 0o700,
-    ".sync": 0o700, "scripts": 0o700, "README.md": 0o600, "summary.md": 0o600, ".last-sync": 0o600,
-    ".sync/.gitignore": 0o600, "scripts/filter_session.py": 0o700,
-}  # fmt: skip
-EARLIER_FIRST_COMMIT = {"README.md", "summary.md", ".last-sync", ".sync/.gitignore",
-                        "scripts/filter_session.py"}  # fmt: skip
+    ".": 0o700,
+    ".git": 0o700,
+    "handbook": 0o700,
+    "rollouts": 0o700,
+    "archive": 0o700,
+    ".sync": 0o700,
+    "scripts": 0o700,
+    "README.md": 0o600,
+    "summary.md": 0o600,
+    ".last-sync": 0o600,
+    ".sync/.gitignore": 0o600,
+    "scripts/filter_session.py": 0o700,
+}
+EARLIER_FIRST_COMMIT = {
+    "README.md",
+    "summary.md",
+    ".last-sync",
+    ".sync/.gitignore",
+    "scripts/filter_session.py",
+}
 
 
 def _mode(path: Path) -> int:
@@ -53,8 +72,13 @@ def test_the_installed_init_leaves_git_private_like_the_earlier_tool(tmp_path: P
     # the first run and on every rerun. `git init` makes it 0755.
     root = tmp_path / "mem"
     for _ in range(2):
-        done = subprocess.run(["dsh-memory", "init", "--root", str(root)], capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(
+            ["dsh-memory", "init", "--root", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         assert {name: _mode(root / name) for name in EARLIER_MODES} == EARLIER_MODES
         os.chmod(root / ".git", 0o755)  # noqa: S103 - what `git init` leaves
@@ -71,8 +95,9 @@ def test_the_readme_init_writes_has_the_section_both_sync_agents_read(
     from dsh_memory.agent import PROMPT
 
     root = tmp_path / "mem"
-    subprocess.run(["dsh-memory", "init", "--root", str(root)], capture_output=True, check=True,
-                   timeout=60)  # fmt: skip
+    subprocess.run(
+        ["dsh-memory", "init", "--root", str(root)], capture_output=True, check=True, timeout=60
+    )
     readme = run_git(root, "show", "HEAD:README.md")
     title = EARLIER_PROMPT_SECTION.removeprefix("「").removesuffix("」一节")
     assert f"## {title}" in readme.splitlines()  # a heading of its own, found by its name
@@ -105,17 +130,26 @@ def test_the_filter_script_redacts_a_session_log(tmp_path: Path) -> None:
     events = [
         {"type": "session", "id": "s1", "cwd": "/home/alice/p", "agentPreset": "default"},
         {"type": "turn/start", "data": {"turn": 1}},
-        {"type": "user/message", "data": {"content": [
-            {"type": "text", "text": "token sk-secretsecret and ?api_key=abc123"},
-            {"type": "text", "text": "<system-reminder>injected</system-reminder>"}]}},
+        {
+            "type": "user/message",
+            "data": {
+                "content": [
+                    {"type": "text", "text": "token sk-secretsecret and ?api_key=abc123"},
+                    {"type": "text", "text": "<system-reminder>injected</system-reminder>"},
+                ]
+            },
+        },
         {"type": "tool/call", "data": {"name": "http", "arguments": {"password": "hunter2"}}},
-        {"type": "tool/result", "data": {"message": {"content": [
-            {"type": "text", "text": "x" * 1000}]}}},
-    ]  # fmt: skip
+        {
+            "type": "tool/result",
+            "data": {"message": {"content": [{"type": "text", "text": "x" * 1000}]}},
+        },
+    ]
     log = tmp_path / "session.jsonl"
     log.write_text("".join(json.dumps(e) + "\n" for e in events))
-    done = subprocess.run([sys.executable, str(script), str(log)], capture_output=True,
-                          text=True, check=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(script), str(log)], capture_output=True, text=True, check=True
+    )
     out = done.stdout
     assert out.startswith("# Session s1\n- cwd: $HOME/p\n- preset: default\n")
     assert "sk-secret" not in out and "abc123" not in out and "hunter2" not in out
@@ -123,8 +157,9 @@ def test_the_filter_script_redacts_a_session_log(tmp_path: Path) -> None:
     assert "injected" not in out
     assert "…[truncated 600 chars]" in out
     # Executable on its own (shebang), reading stdin, as the earlier tool's prompt runs it.
-    piped = subprocess.run([str(script), "-"], input=log.read_text(), capture_output=True,
-                           text=True, check=True)  # fmt: skip
+    piped = subprocess.run(
+        [str(script), "-"], input=log.read_text(), capture_output=True, text=True, check=True
+    )
     assert piped.stdout == out
 
 
@@ -140,18 +175,33 @@ def test_a_finished_runs_leftover_active_record_is_not_an_interruption(
     # What the earlier tool leaves after a finished migrate: an applied journal record and
     # the active-run record (and here its lock too), both naming the dead process.
     run_id = "20261201T100000Z-migrate-4242"
-    record = {"schema_version": 1, "run_id": run_id, "operation": "migrate",
-              "status": "applied", "phase": "complete"}  # fmt: skip
+    record = {
+        "schema_version": 1,
+        "run_id": run_id,
+        "operation": "migrate",
+        "status": "applied",
+        "phase": "complete",
+    }
     record_path = memory_root / ".sync" / "runs" / f"{run_id}.json"
     write_file(memory_root, f".sync/runs/{run_id}.json", json.dumps(record, separators=(",", ":")))
     run_git(memory_root, "add", ".sync")
     run_git(memory_root, "commit", "-q", "-m", f"DPSK memory journal: {run_id}")
     pid = _dead_pid()
-    active = {"run_id": run_id, "operation": "migrate", "status": "running",
-              "phase": "finalizing", "pid": pid, "started_at": "2026-12-01T10:00:00Z"}  # fmt: skip
+    active = {
+        "run_id": run_id,
+        "operation": "migrate",
+        "status": "running",
+        "phase": "finalizing",
+        "pid": pid,
+        "started_at": "2026-12-01T10:00:00Z",
+    }
     write_file(memory_root, ".sync/active-run.json", json.dumps(active))
-    lock = {"operation": "migrate", "pid": pid, "runId": run_id,
-            "startedAt": "2026-12-01T10:00:00Z"}  # fmt: skip
+    lock = {
+        "operation": "migrate",
+        "pid": pid,
+        "runId": run_id,
+        "startedAt": "2026-12-01T10:00:00Z",
+    }
     write_file(memory_root, ".sync/operation.lock", json.dumps(lock))
     before = record_path.read_bytes()
     health = MemoryService().health()["value"]
@@ -174,9 +224,13 @@ def test_a_finished_record_is_never_rewritten_as_interrupted(
     record = {"schema_version": 1, "run_id": run_id, "operation": "clear", "status": "applied"}
     write_file(memory_root, f".sync/runs/{run_id}.json", json.dumps(record))
     active = {
-        "run_id": run_id, "operation": "clear", "status": "running", "phase": "applying",
-        "pid": _dead_pid(), "started_at": "2026-12-01T10:00:00Z",
-    }  # fmt: skip
+        "run_id": run_id,
+        "operation": "clear",
+        "status": "running",
+        "phase": "applying",
+        "pid": _dead_pid(),
+        "started_at": "2026-12-01T10:00:00Z",
+    }
     write_file(memory_root, ".sync/active-run.json", json.dumps(active))
     result = MemoryService().clear("DELETE_MEMORY")
     assert result["ok"] or result["error"]["code"] != "interrupted-run"
@@ -201,15 +255,24 @@ def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
         os.chmod(root / name, mode)
     run_git(root, "config", "user.name", "DPSK Memory")
     run_git(root, "config", "user.email", "dpsk-memory@localhost")
-    run_git(root, "add", "README.md", "summary.md", ".last-sync", ".sync/.gitignore",
-            "scripts/filter_session.py")  # fmt: skip
+    run_git(
+        root,
+        "add",
+        "README.md",
+        "summary.md",
+        ".last-sync",
+        ".sync/.gitignore",
+        "scripts/filter_session.py",
+    )
     run_git(root, "commit", "-q", "-m", "Initialize DPSK memory repository")
 
 
 def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
-    tmp_path: Path, run_git: Callable[..., str], session_logs: object,
+    tmp_path: Path,
+    run_git: Callable[..., str],
+    session_logs: object,
     agent_command: Callable[[str], str],
-) -> None:  # fmt: skip
+) -> None:
     from dsh_memory.sessions import SessionSources
     from dsh_memory.syncrun import SyncOptions, run_sync
 
@@ -221,11 +284,15 @@ def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
     os.utime(root / ".last-sync", (old, old))
     logs: Any = session_logs
     logs.dsh("d1", "hello")
-    result = run_sync(SyncOptions(
-        root=root, sources=SessionSources(logs.dsh_sessions, logs.claude_projects,
-                                          logs.codex_sessions),
-        env=dict(os.environ), agent="command", agent_command=agent_command("add"),
-    ))  # fmt: skip
+    result = run_sync(
+        SyncOptions(
+            root=root,
+            sources=SessionSources(logs.dsh_sessions, logs.claude_projects, logs.codex_sessions),
+            env=dict(os.environ),
+            agent="command",
+            agent_command=agent_command("add"),
+        )
+    )
     assert result["status"] == "applied"
     assert (root / "handbook" / "new-fact.md").is_file()
     assert run_git(root, "status", "--porcelain").strip() == ""
@@ -235,9 +302,13 @@ def test_health_names_the_interrupted_active_run_before_any_writer_saw_it(
     memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
     active = {
-        "run_id": "20261201T100000Z-0badf00d", "operation": "sync", "status": "running",
-        "phase": "applying", "pid": _dead_pid(), "started_at": "2026-12-01T10:00:00Z",
-    }  # fmt: skip
+        "run_id": "20261201T100000Z-0badf00d",
+        "operation": "sync",
+        "status": "running",
+        "phase": "applying",
+        "pid": _dead_pid(),
+        "started_at": "2026-12-01T10:00:00Z",
+    }
     write_file(memory_root, ".sync/active-run.json", json.dumps(active))
     health = MemoryService().health()["value"]
     assert health["activeRun"]["state"] == "interrupted"

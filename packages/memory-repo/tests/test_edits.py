@@ -41,13 +41,16 @@ def test_write_commits_one_record_as_an_edit_run_that_rolls_back(
         ("handbook/../../x.md", RECORD, "edit-invalid-request"),
         ("notes.txt", RECORD, "edit-invalid-request"),
         ("/etc/passwd", RECORD, "edit-invalid-request"),
-        ("handbook/bad.md", "---\nschema_version: 1\nid: x\ntags: [a, b]\n---\n",
-         "flow-style-metadata"),
+        (
+            "handbook/bad.md",
+            "---\nschema_version: 1\nid: x\ntags: [a, b]\n---\n",
+            "flow-style-metadata",
+        ),
         ("handbook/bad.md", "---\nschema_version: 1\nid: Not Valid\n---\n", "invalid-id"),
         ("handbook/bin.md", b"\xff\xfe", "binary-file"),
         ("handbook/big.md", "x" * (1024 * 1024 + 1), "file-too-large"),
     ],
-)  # fmt: skip
+)
 def test_write_refuses_what_a_sync_would_refuse(
     memory_root: Path, run_git: Callable[..., str], path: str, content: object, code: str
 ) -> None:
@@ -108,8 +111,11 @@ def test_search_and_context_name_records_left_out(
     memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
     write_file(memory_root, "handbook/good.md", RECORD)
-    write_file(memory_root, "handbook/tags.md",
-               "---\nschema_version: 1\nid: t\ntags: [a, b]\n---\nvim too\n")  # fmt: skip
+    write_file(
+        memory_root,
+        "handbook/tags.md",
+        "---\nschema_version: 1\nid: t\ntags: [a, b]\n---\nvim too\n",
+    )
     for use in (MemoryService().search("vim"), MemoryService().context("vim")):
         assert use["value"]["warnings"] == [
             {"path": "handbook/tags.md", "code": "invalid-metadata"}
@@ -120,8 +126,14 @@ def test_cli_write_from_stdin_and_file(
     memory_root: Path, cli_env: dict[str, str], tmp_path: Path
 ) -> None:
     def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["dsh-memory", *args], input=stdin, capture_output=True,
-                              text=True, env=cli_env, check=False)  # fmt: skip
+        return subprocess.run(
+            ["dsh-memory", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            check=False,
+        )
 
     piped = cli("write", "handbook/editor.md", "-", stdin=RECORD)
     assert piped.returncode == 0, piped.stderr

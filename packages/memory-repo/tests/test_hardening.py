@@ -15,9 +15,7 @@ EXE = [sys.executable, "-m", "dsh_memory.cli"]
 def run(
     *args: str | bytes, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [*EXE, *args], capture_output=True, timeout=60, env=env, cwd=cwd
-    )  # fmt: skip
+    return subprocess.run([*EXE, *args], capture_output=True, timeout=60, env=env, cwd=cwd)
 
 
 def ok(*args: str | bytes, **kwargs: Any) -> Any:
@@ -117,9 +115,16 @@ def dead_pid() -> int:
 def test_a_dead_lock_holder_is_reported_with_its_recovery_step(memory_root: Path) -> None:
     pid = dead_pid()
     lock = memory_root / ".sync" / "operation.lock"
-    lock.write_text(json.dumps({"operation": "sync", "pid": pid,
-                                "runId": "20260101T000000Z-0123abcd",
-                                "startedAt": "2026-01-01T00:00:00Z"}))  # fmt: skip
+    lock.write_text(
+        json.dumps(
+            {
+                "operation": "sync",
+                "pid": pid,
+                "runId": "20260101T000000Z-0123abcd",
+                "startedAt": "2026-01-01T00:00:00Z",
+            }
+        )
+    )
     (memory_root / "handbook" / "a.md").write_text("a\n")
     error = failure("clear", "--confirmation", "DELETE_MEMORY")
     assert error["code"] == "operation-in-progress"

@@ -149,8 +149,12 @@ def installed_hook(env: dict[str, str], *args: str) -> subprocess.CompletedProce
     return subprocess.run(
         ["dsh-memory", "hook", "session-start", *args],
         input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
-        capture_output=True, text=True, timeout=60, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
 
 
 def _no_locale(**chosen: str) -> dict[str, str]:
@@ -161,8 +165,10 @@ def _no_locale(**chosen: str) -> dict[str, str]:
 def test_no_memory_repository_prints_nothing(tmp_path: Path) -> None:
     # Nothing at the default root, then a folder that is not a memory repository: as the
     # other hooks do when their store is missing, the agent's turn gets no section at all.
-    for prepare in (lambda: None, lambda: (tmp_path / "dsh" / "storages" / "memory").mkdir(
-            parents=True)):  # fmt: skip
+    for prepare in (
+        lambda: None,
+        lambda: (tmp_path / "dsh" / "storages" / "memory").mkdir(parents=True),
+    ):
         prepare()
         done = installed_hook(_no_locale(LANG="zh_CN.UTF-8"), "--mcp-server", "dsh-memory")
         assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
@@ -194,6 +200,12 @@ def test_the_instructions_follow_the_users_locale(memory_root: Path) -> None:
     # The CLI hint goes after the English tool names too.
     assert "dsh-memory search --query" in context_of(installed_hook(cases["en"]))
     # prompt-section is DSH's: Chinese whatever the locale.
-    section = subprocess.run(["dsh-memory", "prompt-section"], capture_output=True, text=True,
-                             env=cases["en"], check=True, timeout=60).stdout  # fmt: skip
+    section = subprocess.run(
+        ["dsh-memory", "prompt-section"],
+        capture_output=True,
+        text=True,
+        env=cases["en"],
+        check=True,
+        timeout=60,
+    ).stdout
     assert section.startswith("# 记忆 (Memory)")

@@ -25,14 +25,25 @@ def _earlier_tool_sync_run(
     run_git(root, "commit", "-q", "-m", f"DPSK memory sync applied: {RUN_ID}")
     apply = run_git(root, "rev-parse", "HEAD").strip()
     record = {
-        "schema_version": 1, "run_id": RUN_ID, "operation": "sync", "status": "applied",
-        "started_at": "2026-08-19T12:00:00Z", "finished_at": "2026-08-19T12:00:01Z",
-        "candidate_sessions": 1, "processed_sessions": 1, "skipped_sessions": 0,
-        "changed_paths": ["handbook/preferences.md"], "recovery_commit": recovery,
-        "apply_commit": apply, "error_code": None, "phase": "complete",
-        "staging_digest": "sha256:abc", "duration_ms": 1234, "rejected_file_count": 0,
+        "schema_version": 1,
+        "run_id": RUN_ID,
+        "operation": "sync",
+        "status": "applied",
+        "started_at": "2026-08-19T12:00:00Z",
+        "finished_at": "2026-08-19T12:00:01Z",
+        "candidate_sessions": 1,
+        "processed_sessions": 1,
+        "skipped_sessions": 0,
+        "changed_paths": ["handbook/preferences.md"],
+        "recovery_commit": recovery,
+        "apply_commit": apply,
+        "error_code": None,
+        "phase": "complete",
+        "staging_digest": "sha256:abc",
+        "duration_ms": 1234,
+        "rejected_file_count": 0,
         "changed_path_count": 1,
-    }  # fmt: skip
+    }
     write_file(root, f".sync/runs/{RUN_ID}.json", json.dumps(record, separators=(",", ":")))
     write_file(root, ".sync/last-run.json", json.dumps(record, separators=(",", ":")))
     run_git(root, "add", ".sync")

@@ -60,9 +60,13 @@ def test_journal_commit_touches_only_sync(memory_root: Path) -> None:
     import subprocess
 
     MemoryService().migrate_legacy(False)
-    changed = subprocess.run(["git", "show", "--name-only", "--format=%s", "HEAD"],
-                             cwd=memory_root, capture_output=True, text=True,
-                             check=True).stdout.split()  # fmt: skip
+    changed = subprocess.run(
+        ["git", "show", "--name-only", "--format=%s", "HEAD"],
+        cwd=memory_root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert changed[:3] == ["DPSK", "memory", "journal:"]
     assert all(p.startswith(".sync/") for p in changed[4:])
 

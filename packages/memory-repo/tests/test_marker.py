@@ -23,9 +23,13 @@ def git(root: Path, *args: str) -> str:
 def dsh_memory(cwd: Path, env_root: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DSH_MEMORY_ROOT": env_root}
     return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", *args], cwd=cwd, env=env,
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [sys.executable, "-m", "dsh_memory.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def error_code(result: subprocess.CompletedProcess[str]) -> str:
@@ -84,8 +88,9 @@ def test_every_writer_refuses_a_project(tmp_path: Path) -> None:
             }
         )
     )
-    rolled = dsh_memory(root, ".", "rollback", "--run-id", run_id, "--confirmation",
-                        "ROLLBACK_MEMORY")  # fmt: skip
+    rolled = dsh_memory(
+        root, ".", "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY"
+    )
     assert error_code(rolled) == "repo-unavailable"
     assert error_code(dsh_memory(root, ".", "init")) == "repo-unavailable"
     assert not (root / "archive").exists()

@@ -96,8 +96,10 @@ def test_context_says_how_many_matched_before_its_limit(memory_root: Path) -> No
     for index in range(3):
         target = memory_root / f"handbook/n{index}.md"
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(f"---\nschema_version: 1\nid: n{index}\ntype: fact\n---\n"
-                          f"cache note {index}\n", encoding="utf-8")  # fmt: skip
+        target.write_text(
+            f"---\nschema_version: 1\nid: n{index}\ntype: fact\n---\ncache note {index}\n",
+            encoding="utf-8",
+        )
 
     async def body(session: ClientSession) -> list[types.CallToolResult]:
         return [

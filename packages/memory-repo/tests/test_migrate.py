@@ -193,7 +193,8 @@ def test_documented_manual_recovery_after_interrupted_run(
     write_file(memory_root, "handbook/old.md", "body\n")
     _kill_mid_run(memory_root)
     assert MemoryService().migrate_legacy(False)["error"] == {"code": "interrupted-run"}
-    # README "Safety rules": inspect health, then remove the dead run's two files.
+    # Recovery by hand (docs/memory/design.md, "One writer at a time"): inspect health, then
+    # remove the dead run's two files.
     (memory_root / ".sync" / "active-run.json").unlink()
     (memory_root / ".sync" / "operation.lock").unlink()
     assert MemoryService().migrate_legacy(False)["value"]["status"] == "applied"
@@ -220,14 +221,16 @@ def test_migration_writes_the_earlier_tools_blobs(
     commit(memory_root)
     for path in EARLIER_MIGRATED_BLOBS:
         os.utime(memory_root / path, (1755691200, 1755691200))  # 2025-08-20T12:00:00Z
-    listed = subprocess.run(["dsh-memory", "legacy-records"], capture_output=True, text=True,
-                            check=True, timeout=60).stdout  # fmt: skip
+    listed = subprocess.run(
+        ["dsh-memory", "legacy-records"], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     for record in json.loads(listed)["value"]["records"]:
         assert record["frontMatter"] == (
             f"---\nschema_version: 1\nid: {record['id']}\n"
             "created_at: 2025-08-20\nupdated_at: 2025-08-20\n---\n"
         )
-    subprocess.run(["dsh-memory", "migrate-legacy", "--apply"], capture_output=True, check=True,
-                   timeout=60)  # fmt: skip
+    subprocess.run(
+        ["dsh-memory", "migrate-legacy", "--apply"], capture_output=True, check=True, timeout=60
+    )
     for path, (_, blob) in EARLIER_MIGRATED_BLOBS.items():
         assert run_git(memory_root, "rev-parse", f"HEAD:{path}").strip() == blob, path

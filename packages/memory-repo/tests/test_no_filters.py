@@ -22,8 +22,10 @@ LEGACY = "a note without front matter\n"
 def cli(root: Path, *args: str) -> Any:
     result = subprocess.run(
         [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["value"]
 

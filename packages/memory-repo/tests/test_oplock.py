@@ -50,8 +50,13 @@ def test_lock_and_active_run_are_git_ignored(memory_root: Path) -> None:
     import subprocess
 
     with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
-        status = subprocess.run(["git", "status", "--porcelain"], cwd=memory_root,
-                                capture_output=True, text=True, check=True).stdout  # fmt: skip
+        status = subprocess.run(
+            ["git", "status", "--porcelain"],
+            cwd=memory_root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
     assert status == ""
 
 

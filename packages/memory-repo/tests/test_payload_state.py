@@ -38,8 +38,11 @@ def repo(tmp_path: Path) -> Path:
 def test_payload_directories_lists_every_folder_below_the_record_folders(repo: Path) -> None:
     (repo / "archive").mkdir()
     assert payload_state.payload_directories(repo) == [
-        "archive", "handbook", "handbook/deep", "rollouts",
-    ]  # fmt: skip
+        "archive",
+        "handbook",
+        "handbook/deep",
+        "rollouts",
+    ]
 
 
 def test_large_payload_index_follows_edits_through_the_fast_key(repo: Path) -> None:

@@ -25,8 +25,9 @@ RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
 
 
 def git(root: Path, *args: str, text: str | None = None) -> str:
-    return subprocess.run(["git", *args], cwd=root, input=text, capture_output=True,
-                          text=True, check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", *args], cwd=root, input=text, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _commit_with(tx: GitTransactions, base: str, files: dict[str, str], message: str) -> str:
@@ -43,8 +44,12 @@ def test_a_writer_brings_its_own_merge_commit(memory_root: Path) -> None:
     tx = GitTransactions(inspect_layout(root))
     base = tx.require_head()
     # Another copy of the memory wrote a record (the "remote" side)...
-    remote = _commit_with(tx, base, {"handbook/remote.md": RECORD.format(id="r/x", body="R")},
-                          "DPSK memory sync applied: elsewhere")  # fmt: skip
+    remote = _commit_with(
+        tx,
+        base,
+        {"handbook/remote.md": RECORD.format(id="r/x", body="R")},
+        "DPSK memory sync applied: elsewhere",
+    )
     # ...while this one wrote its own, and a person left an uncommitted note.
     assert MemoryService().write("handbook/local.md", RECORD.format(id="l/x", body="L"))["ok"]
     (root / "summary.md").write_text("- an uncommitted note\n")
@@ -61,8 +66,9 @@ def test_a_writer_brings_its_own_merge_commit(memory_root: Path) -> None:
     with writer_run(tx, "pull", run_id) as run:
         outcome = commit_run(tx, run, journal.RunClock(), head=head, propose=merge)
     assert git(root, "rev-list", "--parents", "-1", outcome.apply_commit).split()[1:] == [
-        outcome.recovery_commit, remote,
-    ]  # fmt: skip
+        outcome.recovery_commit,
+        remote,
+    ]
     assert git(root, "rev-list", "-1", "HEAD", "--", "handbook") == outcome.apply_commit
     assert (root / "handbook" / "remote.md").read_text() == RECORD.format(id="r/x", body="R")
     assert (root / "handbook" / "local.md").is_file()
@@ -92,8 +98,9 @@ def test_a_brought_commit_must_descend_from_head(memory_root: Path) -> None:
         writer_run(tx, "pull", journal.new_run_id(root, "pull")) as run,
         pytest.raises(CommitFailedError, match="does not descend from HEAD"),
     ):
-        commit_run(tx, run, journal.RunClock(), head=head,
-                   propose=lambda _recovery: Proposal(commit=stray))  # fmt: skip
+        commit_run(
+            tx, run, journal.RunClock(), head=head, propose=lambda _recovery: Proposal(commit=stray)
+        )
     assert git(root, "rev-list", "-1", "HEAD", "--", "handbook") == git(
         root, "rev-list", "-1", head, "--", "handbook"
     )

@@ -69,8 +69,18 @@ def worktree_payload(root: Path) -> Payload:
 
 
 def head_payload(root: Path) -> Payload:
-    names = git(root, "ls-tree", "-r", "--name-only", "HEAD", "--", "summary.md", "handbook",
-                "rollouts", "archive").split()  # fmt: skip
+    names = git(
+        root,
+        "ls-tree",
+        "-r",
+        "--name-only",
+        "HEAD",
+        "--",
+        "summary.md",
+        "handbook",
+        "rollouts",
+        "archive",
+    ).split()
     return {name: git(root, "show", f"HEAD:{name}") for name in names}
 
 
@@ -105,8 +115,17 @@ def _memory(root: Path, *args: str) -> list[str]:
 
 
 def _sync_command(root: Path, agent: str, *args: str) -> list[str]:
-    return ["dsh-memory-sync", "--root", str(root), "--json", "--agent", "command",
-            "--agent-command", agent, *args]  # fmt: skip
+    return [
+        "dsh-memory-sync",
+        "--root",
+        str(root),
+        "--json",
+        "--agent",
+        "command",
+        "--agent-command",
+        agent,
+        *args,
+    ]
 
 
 def scenario_sync(root: Path, tools: Any) -> Scenario:
@@ -128,12 +147,21 @@ def scenario_preview(root: Path, tools: Any) -> Scenario:
     old = _seed(root, OLD)
     tools.session_logs.dsh("d1", "we use uv")
     env = dict(os.environ)
-    stored = run_sync(SyncOptions(root=root, sources=SessionSources.defaults(env), env=env,
-                                  agent="command", agent_command=tools.agent("multi"),
-                                  mode="preview", preview_id=PREVIEW_ID))  # fmt: skip
+    stored = run_sync(
+        SyncOptions(
+            root=root,
+            sources=SessionSources.defaults(env),
+            env=env,
+            agent="command",
+            agent_command=tools.agent("multi"),
+            mode="preview",
+            preview_id=PREVIEW_ID,
+        )
+    )
     assert stored["status"] == "pending", stored
-    return Scenario(_memory(root, "apply-preview", "--preview-id", PREVIEW_ID), old,
-                    _equals(_synced(old)))  # fmt: skip
+    return Scenario(
+        _memory(root, "apply-preview", "--preview-id", PREVIEW_ID), old, _equals(_synced(old))
+    )
 
 
 def scenario_write(root: Path, tools: Any) -> Scenario:
@@ -163,8 +191,9 @@ def scenario_adopt(root: Path, _tools: Any) -> Scenario:
 
 def scenario_clear(root: Path, _tools: Any) -> Scenario:
     old = _seed(root, OLD)
-    return Scenario(_memory(root, "clear", "--confirmation", "DELETE_MEMORY"), old,
-                    _equals({"summary.md": ""}))  # fmt: skip
+    return Scenario(
+        _memory(root, "clear", "--confirmation", "DELETE_MEMORY"), old, _equals({"summary.md": ""})
+    )
 
 
 def scenario_migrate(root: Path, _tools: Any) -> Scenario:
@@ -173,9 +202,11 @@ def scenario_migrate(root: Path, _tools: Any) -> Scenario:
     def migrated(payload: Payload) -> bool:
         legacy = payload.get("handbook/legacy.md", "")
         rest = {p: t for p, t in payload.items() if p != "handbook/legacy.md"}
-        return (rest == {p: t for p, t in old.items() if p != "handbook/legacy.md"}
-                and legacy.startswith("---\nschema_version: 1\nid: legacy-")
-                and legacy.endswith(LEGACY))  # fmt: skip
+        return (
+            rest == {p: t for p, t in old.items() if p != "handbook/legacy.md"}
+            and legacy.startswith("---\nschema_version: 1\nid: legacy-")
+            and legacy.endswith(LEGACY)
+        )
 
     return Scenario(_memory(root, "migrate-legacy", "--dry-run", "false"), old, migrated)
 
@@ -187,8 +218,9 @@ def scenario_rollback(root: Path, _tools: Any) -> Scenario:
     run_id = written["value"]["runId"]
     return Scenario(
         _memory(root, "rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY"),
-        head_payload(root), _equals(before),
-    )  # fmt: skip
+        head_payload(root),
+        _equals(before),
+    )
 
 
 def _ok(envelope: dict[str, Any]) -> Any:
@@ -224,9 +256,10 @@ def scenario_pull(root: Path, tools: Any) -> Scenario:
     _another_machine_pushed(root, tools)
     old = _seed(root, {"handbook/existing.md": SYNCED["handbook/existing.md"]})
     return Scenario(
-        _memory(root, "pull"), old,
+        _memory(root, "pull"),
+        old,
         _equals({**old, "handbook/new-fact.md": SYNCED["handbook/new-fact.md"]}),
-    )  # fmt: skip
+    )
 
 
 def scenario_pull_fast_forward(root: Path, tools: Any) -> Scenario:
@@ -235,9 +268,10 @@ def scenario_pull_fast_forward(root: Path, tools: Any) -> Scenario:
     _another_machine_pushed(root, tools)
     old = head_payload(root)
     return Scenario(
-        _memory(root, "pull"), old,
+        _memory(root, "pull"),
+        old,
         _equals({**old, "handbook/new-fact.md": SYNCED["handbook/new-fact.md"]}),
-    )  # fmt: skip
+    )
 
 
 WRITERS: dict[str, Callable[[Path, Any], Scenario]] = {
@@ -257,9 +291,17 @@ CASES: dict[str, tuple[str, Callable[[Path, Any], Scenario]]] = {
     "pull-fast-forward": ("pull", scenario_pull_fast_forward),
 }
 #: The journal operation of each writer.
-OPERATIONS = {"sync": "sync", "preview": "preview", "write": "edit", "remove": "edit",
-              "adopt": "edit", "clear": "clear", "migrate": "migrate",
-              "rollback": "rollback", "pull": "pull"}  # fmt: skip
+OPERATIONS = {
+    "sync": "sync",
+    "preview": "preview",
+    "write": "edit",
+    "remove": "edit",
+    "adopt": "edit",
+    "clear": "clear",
+    "migrate": "migrate",
+    "rollback": "rollback",
+    "pull": "pull",
+}
 #: The code each writer answers when it stops before HEAD moved (nothing changed).
 BEFORE_CAS_CODES = {"preview": "preview-apply-failed", "rollback": "rollback-failed"}
 #: The codes a writer answers when HEAD moved but the work tree could not follow.
@@ -395,10 +437,21 @@ def _namespace_problem() -> str | None:
     if unshare is None:
         return "unshare (util-linux) is missing"
     probe = subprocess.run(
-        [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
-         "mount -t tmpfs -o size=64k tmpfs /mnt"],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        [
+            unshare,
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k tmpfs /mnt",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     if probe.returncode != 0:
         return f"no private mount namespace with mounts here: {probe.stderr.strip()}"
     return None
@@ -413,31 +466,43 @@ def run_on_full_disk(
     problem = _namespace_problem()
     if problem is not None:
         pytest.skip(problem)
-    used_kib = int(subprocess.run(["du", "-sk", str(folder)], capture_output=True, text=True,
-                                  check=True).stdout.split()[0])  # fmt: skip
+    used_kib = int(
+        subprocess.run(
+            ["du", "-sk", str(folder)], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
     stash, out, filler = scratch / "stash", scratch / "out", folder / "filler"
     q = shlex.quote
-    script = " && ".join([
-        f"cp -a {q(str(folder))} {q(str(stash))}",
-        f"mount -t tmpfs -o size={used_kib * 2 + 2048}k tmpfs {q(str(folder))}",
-        f"cp -a {q(str(stash))}/. {q(str(folder))}/",
-        f"{{ {shlex.join(argv)} > {q(str(scratch / 'stdout'))}"
-        f" 2> {q(str(scratch / 'stderr'))}; echo $? > {q(str(scratch / 'rc'))}; }}",
-        f"rm -f {q(str(filler))}",
-        f"cp -a {q(str(folder))} {q(str(out))}",
-        f"umount {q(str(folder))}",
-    ])  # fmt: skip
+    script = " && ".join(
+        [
+            f"cp -a {q(str(folder))} {q(str(stash))}",
+            f"mount -t tmpfs -o size={used_kib * 2 + 2048}k tmpfs {q(str(folder))}",
+            f"cp -a {q(str(stash))}/. {q(str(folder))}/",
+            f"{{ {shlex.join(argv)} > {q(str(scratch / 'stdout'))}"
+            f" 2> {q(str(scratch / 'stderr'))}; echo $? > {q(str(scratch / 'rc'))}; }}",
+            f"rm -f {q(str(filler))}",
+            f"cp -a {q(str(folder))} {q(str(out))}",
+            f"umount {q(str(folder))}",
+        ]
+    )
     env = {**os.environ, "DSH_MEMORY_TEST_FULL_AT": point, "DSH_MEMORY_TEST_FILLER": str(filler)}
-    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                           script], capture_output=True, text=True, env=env, timeout=180,
-                          check=False)  # fmt: skip
+    done = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     shutil.rmtree(folder)
     os.rename(out, folder)
     return subprocess.CompletedProcess(
-        argv, int((scratch / "rc").read_text()), (scratch / "stdout").read_text(),
+        argv,
+        int((scratch / "rc").read_text()),
+        (scratch / "stdout").read_text(),
         (scratch / "stderr").read_text(),
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.parametrize("point", PIPELINE_POINTS)
@@ -489,8 +554,18 @@ def test_every_writer_is_listed_in_the_pipeline_docstring() -> None:
     from dsh_memory import pipeline
 
     doc = pipeline.__doc__ or ""
-    for name in ("sync", "preview apply", "write", "remove", "adopt", "clear",
-                 "migrate-legacy", "rollback", "pull", "recover"):  # fmt: skip
+    for name in (
+        "sync",
+        "preview apply",
+        "write",
+        "remove",
+        "adopt",
+        "clear",
+        "migrate-legacy",
+        "rollback",
+        "pull",
+        "recover",
+    ):
         assert f"**{name}**" in doc, name
     assert len(WRITERS) == 9
 

@@ -35,9 +35,11 @@ def _preview(root: Path, logs: Any, command: str, preview_id: str = PREVIEW_ID) 
 
 
 def test_a_preview_is_stored_without_touching_live_memory(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     run_git: Callable[..., str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
     head = run_git(sync_root, "rev-parse", "HEAD").strip()
     mark = (sync_root / ".last-sync").stat().st_mtime_ns
@@ -48,8 +50,14 @@ def test_a_preview_is_stored_without_touching_live_memory(
     assert (sync_root / ".last-sync").stat().st_mtime_ns == mark
     directory = sync_root / ".sync" / "previews" / PREVIEW_ID
     record = json.loads((directory / "preview.json").read_text())
-    assert list(record) == ["preview_id", "created_at", "expires_at", "candidate_sessions",
-                            "changed_paths", "status"]  # fmt: skip
+    assert list(record) == [
+        "preview_id",
+        "created_at",
+        "expires_at",
+        "candidate_sessions",
+        "changed_paths",
+        "status",
+    ]
     assert record["changed_paths"] == ["handbook/new-fact.md"]
     manifest = json.loads((directory / "manifest.json").read_text())
     assert manifest["head_sha"] == head and manifest["schema_version"] == 1
@@ -62,9 +70,11 @@ def test_a_preview_is_stored_without_touching_live_memory(
 
 
 def test_apply_preview_is_one_journaled_preview_transaction(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     run_git: Callable[..., str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
     _preview(sync_root, session_logs, agent_command("add"))
     applied = MemoryService().call("applyPreview", {"previewId": PREVIEW_ID})
@@ -118,8 +128,9 @@ def test_discard_preview_removes_it(
     session_logs.dsh("d1", "hello")
     _preview(sync_root, session_logs, agent_command("add"))
     assert MemoryService().call("discardPreview", {"previewId": PREVIEW_ID}) == {
-        "ok": True, "value": {"removed": True, "previewId": PREVIEW_ID},
-    }  # fmt: skip
+        "ok": True,
+        "value": {"removed": True, "previewId": PREVIEW_ID},
+    }
     again = MemoryService().discard_preview(PREVIEW_ID)
     assert again == {"ok": False, "error": {"code": "preview-not-found"}}
 
@@ -153,18 +164,33 @@ def test_an_earlier_tool_preview_applies(
     staging = directory / "staging"
     readme = (memory_root / "README.md").read_bytes()
     entries = [
-        {"path": "summary.md", "mode": "100644", "size": 0,
-         "sha256": hashlib.sha256(b"").hexdigest()},
-        {"path": "README.md", "mode": "100644", "size": len(readme),
-         "sha256": hashlib.sha256(readme).hexdigest()},
-    ]  # fmt: skip
-    manifest = {"schema_version": 1, "created_at": "2026-12-01T10:00:00Z", "head_sha": head,
-                "entries": entries}  # fmt: skip
+        {
+            "path": "summary.md",
+            "mode": "100644",
+            "size": 0,
+            "sha256": hashlib.sha256(b"").hexdigest(),
+        },
+        {
+            "path": "README.md",
+            "mode": "100644",
+            "size": len(readme),
+            "sha256": hashlib.sha256(readme).hexdigest(),
+        },
+    ]
+    manifest = {
+        "schema_version": 1,
+        "created_at": "2026-12-01T10:00:00Z",
+        "head_sha": head,
+        "entries": entries,
+    }
     write_file(directory, "manifest.json", json.dumps(manifest, separators=(",", ":")) + "\n")
     write_file(staging, "summary.md", "")
     (staging / "README.md").write_bytes(readme)
-    write_file(staging, "handbook/pref.md",
-               "---\nschema_version: 1\nid: user/pref\ntype: preference\n---\npnpm\n")  # fmt: skip
+    write_file(
+        staging,
+        "handbook/pref.md",
+        "---\nschema_version: 1\nid: user/pref\ntype: preference\n---\npnpm\n",
+    )
     for name in ("rollouts", "archive"):
         (staging / name).mkdir()
     expires = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 86400))
@@ -182,15 +208,18 @@ def test_an_earlier_tool_preview_applies(
 
 
 def test_cli_previews_commands(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     cli_env: dict[str, str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
     _preview(sync_root, session_logs, agent_command("add"))
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["dsh-memory", *args], capture_output=True, text=True,
-                              env=cli_env, check=False)  # fmt: skip
+        return subprocess.run(
+            ["dsh-memory", *args], capture_output=True, text=True, env=cli_env, check=False
+        )
 
     listed = cli("previews")
     assert listed.returncode == 0

@@ -64,9 +64,29 @@ def _pinned_escape(text: str) -> str:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["[", "DPSK", "dpsk", " ", "\n\t", "MEMORY", "Memory", "<",
-                                 ">", "&", "</summary_snapshot>", "&#91;", "记忆", "x"]),
-                max_size=12))  # fmt: skip
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "[",
+                "DPSK",
+                "dpsk",
+                " ",
+                "\n\t",
+                "MEMORY",
+                "Memory",
+                "<",
+                ">",
+                "&",
+                "</summary_snapshot>",
+                "&#91;",
+                "记忆",
+                "x",
+            ]
+        ),
+        max_size=12,
+    )
+)
 def test_the_snapshot_escape_is_byte_for_byte_what_it_was(pieces: list[str]) -> None:
     text = "".join(pieces)
     assert escape_untrusted(text, markers=(MARKER_WORDS,)) == _pinned_escape(text)

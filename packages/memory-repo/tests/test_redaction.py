@@ -29,7 +29,7 @@ from dsh_memory.redaction import (
         ("in /home/alice/src, /Users/bob/x, /root/y", "in $HOME/src, $HOME/x, $HOME/y"),
         ("plain words stay", "plain words stay"),
     ],
-)  # fmt: skip
+)
 def test_credential_shapes_and_home_prefixes_are_redacted(text: str, expected: str) -> None:
     assert redact_text(text) == expected
 
@@ -37,9 +37,11 @@ def test_credential_shapes_and_home_prefixes_are_redacted(text: str, expected: s
 def test_sensitive_field_names_lose_their_whole_value() -> None:
     data = {"password": "x", "API-KEY": "y", "nested": [{"token": {"a": 1}}], "name": "ok"}
     assert redact_value(data) == {
-        "password": "[REDACTED]", "API-KEY": "[REDACTED]",
-        "nested": [{"token": "[REDACTED]"}], "name": "ok",
-    }  # fmt: skip
+        "password": "[REDACTED]",
+        "API-KEY": "[REDACTED]",
+        "nested": [{"token": "[REDACTED]"}],
+        "name": "ok",
+    }
 
 
 def test_redaction_happens_before_truncation() -> None:
@@ -68,8 +70,10 @@ def test_injected_context_is_dropped_in_every_format() -> None:
 
 
 def test_formats_are_detected_from_their_events() -> None:
-    lines = b"\n".join(json.dumps(e).encode() for e in [
-        {"type": "session_meta", "payload": {"id": "r1"}}, {"type": "response_item"}])  # fmt: skip
+    lines = b"\n".join(
+        json.dumps(e).encode()
+        for e in [{"type": "session_meta", "payload": {"id": "r1"}}, {"type": "response_item"}]
+    )
     assert detect_format(parse_lines(lines)) == "codex"
     assert detect_format([{"type": "assistant", "message": {"content": "x"}}]) == "claude"
     assert detect_format([{"type": "session", "id": "d"}]) == "dsh"

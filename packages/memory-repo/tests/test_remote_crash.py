@@ -30,8 +30,14 @@ MOVED = frozenset(PIPELINE_POINTS[PIPELINE_POINTS.index(AFTER_CAS) :])
 
 def killed_pull(machine: Machine, point: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "DSH_MEMORY_TEST_KILL_AT": point}
-    return subprocess.run(["dsh-memory", "--root", str(machine.root), "pull"], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        ["dsh-memory", "--root", str(machine.root), "pull"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def active_run(root: Path) -> dict[str, Any] | None:
@@ -94,8 +100,10 @@ def test_a_pull_killed_at_each_step_is_recovered(
         assert health["needsManualRecovery"] is False, health
     elif point in MOVED:
         assert active is not None
-        assert git(b.root, "merge-base", "--is-ancestor", active["apply_commit"], "HEAD",
-                   check=False) == ""  # fmt: skip
+        assert (
+            git(b.root, "merge-base", "--is-ancestor", active["apply_commit"], "HEAD", check=False)
+            == ""
+        )
         assert b.committed(active["apply_commit"]) == b.committed()
         # Killed after its journal commit, the run is finished: only litter is left.
         assert health["needsManualRecovery"] is (point != AFTER_JOURNAL), health

@@ -102,8 +102,10 @@ def test_both_sides_changing_one_line_keep_ours_and_theirs_beside_it(
     assert result["status"] == "merged-with-conflicts"
     (conflict,) = result["conflicts"]
     tag = git(a.root, "rev-parse", "HEAD").strip()[:8]
-    assert conflict == {"path": "handbook/shared.md",
-                        "keptAs": f"handbook/shared.conflict-{tag}.md"}  # fmt: skip
+    assert conflict == {
+        "path": "handbook/shared.md",
+        "keptAs": f"handbook/shared.conflict-{tag}.md",
+    }
     files = b.files()
     assert "B's version." in files["handbook/shared.md"]
     assert "A's version." in files[conflict["keptAs"]]
@@ -254,10 +256,16 @@ def test_one_run_id_on_both_machines_keeps_both_records(machines: Callable[..., 
     clash = "20261201T000000Z-edit-4242"
     for machine, body in ((a, "A"), (b, "B")):
         # The same second, operation and start: only the apply commits tell the runs apart.
-        record = {"schema_version": 1, "run_id": clash, "operation": "edit", "status": "applied",
-                  "started_at": "2026-12-01T00:00:00Z", "apply_commit": machine.head(),
-                  "finished_at": f"2026-12-01T00:00:0{3 if body == 'A' else 2}Z",
-                  "changed_paths": [body]}  # fmt: skip
+        record = {
+            "schema_version": 1,
+            "run_id": clash,
+            "operation": "edit",
+            "status": "applied",
+            "started_at": "2026-12-01T00:00:00Z",
+            "apply_commit": machine.head(),
+            "finished_at": f"2026-12-01T00:00:0{3 if body == 'A' else 2}Z",
+            "changed_paths": [body],
+        }
         path = machine.root / ".sync" / "runs" / f"{clash}.json"
         path.write_text(json.dumps(record) + "\n")
         git(machine.root, "add", "-f", str(path))
@@ -280,9 +288,16 @@ def test_one_runs_record_journaled_again_keeps_the_later_version(
     machine still has the first version. The later one is the run's record."""
     a, b = machines("a"), machines("b")
     run = "20261201T000000Z-sync-1234abcd"
-    base = {"schema_version": 1, "run_id": run, "operation": "sync", "status": "interrupted",
-            "started_at": "2026-12-01T00:00:00Z", "finished_at": "2026-12-01T00:00:01Z",
-            "apply_commit": None, "changed_paths": []}  # fmt: skip
+    base = {
+        "schema_version": 1,
+        "run_id": run,
+        "operation": "sync",
+        "status": "interrupted",
+        "started_at": "2026-12-01T00:00:00Z",
+        "finished_at": "2026-12-01T00:00:01Z",
+        "apply_commit": None,
+        "changed_paths": [],
+    }
     path = a.root / ".sync" / "runs" / f"{run}.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(base) + "\n")
@@ -292,8 +307,12 @@ def test_one_runs_record_journaled_again_keeps_the_later_version(
     b.pull()
     b.push()
     a.pull()
-    finished = {**base, "status": "applied", "finished_at": "2026-12-01T01:00:00Z",
-                "apply_commit": a.head()}  # fmt: skip
+    finished = {
+        **base,
+        "status": "applied",
+        "finished_at": "2026-12-01T01:00:00Z",
+        "apply_commit": a.head(),
+    }
     path.write_text(json.dumps(finished) + "\n")
     git(a.root, "commit", "-qam", f"DPSK memory journal: {run}")
     earlier = {**base, "finished_at": "2026-12-01T00:30:00Z"}  # B journaled it too, earlier
@@ -358,8 +377,13 @@ def test_merge_commits_writes_nothing_to_head(pair: tuple[Machine, Machine]) -> 
     a.record("handbook/shared.md", "project/shared", "A.")
     b.record("handbook/shared.md", "project/shared", "B.")
     a.push()
-    git(b.root, "fetch", "-q", str(Path(git(a.root, "config", "remote.origin.url").strip())),
-        "main:refs/remotes/origin/main")  # fmt: skip
+    git(
+        b.root,
+        "fetch",
+        "-q",
+        str(Path(git(a.root, "config", "remote.origin.url").strip())),
+        "main:refs/remotes/origin/main",
+    )
     head = b.head()
     tx = GitTransactions(inspect_layout(b.root))
     result = merge_commits(tx, head, git(b.root, "rev-parse", "refs/remotes/origin/main").strip())

@@ -25,8 +25,9 @@ from .conftest import Machine, git
 
 def cli(*args: str, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
     """The installed ``dsh-memory``: (exit code, the JSON it printed on stdout or stderr)."""
-    done = subprocess.run(["dsh-memory", *args], capture_output=True, text=True, timeout=120,
-                          check=False, cwd=cwd)  # fmt: skip
+    done = subprocess.run(
+        ["dsh-memory", *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd
+    )
     text = done.stdout if done.returncode == 0 else done.stderr
     return done.returncode, json.loads(text)
 
@@ -140,9 +141,12 @@ def test_a_refused_url_changes_nothing(
     ],
 )
 def test_a_helper_url_written_into_the_config_by_hand_is_refused_at_pull_and_push(
-    url: str, transport: str, machines: Callable[..., Machine], tmp_path: Path,
+    url: str,
+    transport: str,
+    machines: Callable[..., Machine],
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     a = machines("a", remote=False)
     marker = tmp_path / "ran"
     (tmp_path / "bin").mkdir()
@@ -458,9 +462,11 @@ def test_an_unreachable_remote_is_remote_unavailable(
 
 
 def test_pull_waits_for_no_writer_and_takes_over_nothing(
-    memory_root: Path, remote_repo: Path, machines: Callable[..., Machine],
+    memory_root: Path,
+    remote_repo: Path,
+    machines: Callable[..., Machine],
     cli_run_holding_the_lock: Callable[[], Any],
-) -> None:  # fmt: skip
+) -> None:
     a = machines("a")
     a.record("handbook/a.md", "project/a", "A.")
     a.push()
@@ -485,8 +491,16 @@ def test_a_remote_whose_config_and_hooks_name_programs_runs_none(
     machines: Callable[..., Machine], remote_repo: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "ran"
-    for hook in ("pre-receive", "update", "post-receive", "post-update", "reference-transaction",
-                 "pre-push", "post-merge", "post-checkout"):  # fmt: skip
+    for hook in (
+        "pre-receive",
+        "update",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "pre-push",
+        "post-merge",
+        "post-checkout",
+    ):
         marker_script(remote_repo / "hooks" / hook, marker)
     git(remote_repo, "config", "core.fsmonitor", str(marker_script(tmp_path / "fsm", marker)))
     git(
@@ -555,8 +569,13 @@ def test_a_path_no_memory_holds_refuses_the_pull(
         target.write_text("* filter=evil\n")
     git(a.root, "add", "-f", plant)
     git(a.root, "commit", "-qm", "planted by hand")
-    git(a.root, "push", "-q", str(Path(git(a.root, "config", "remote.origin.url").strip())),
-        "HEAD:main")  # fmt: skip
+    git(
+        a.root,
+        "push",
+        "-q",
+        str(Path(git(a.root, "config", "remote.origin.url").strip())),
+        "HEAD:main",
+    )
     head = b.head()
     code, error = cli("--root", str(b.root), "pull")
     assert (code, error["error"]["code"]) == (1, "remote-content-refused"), error
@@ -782,8 +801,11 @@ def test_three_machines_push_at_once_over_a_smart_http_server(
         for machine in trio[1:]:
             machine.pull()
         for machine in trio:
-            machine.record(f"handbook/{machine.root.name}.md", f"project/{machine.root.name}",
-                           machine.root.name.upper())  # fmt: skip
+            machine.record(
+                f"handbook/{machine.root.name}.md",
+                f"project/{machine.root.name}",
+                machine.root.name.upper(),
+            )
         answers: dict[str, tuple[int, dict[str, Any]]] = {}
         barrier = threading.Barrier(3)
 
@@ -812,9 +834,11 @@ def test_three_machines_push_at_once_over_a_smart_http_server(
 
 
 def test_the_users_git_ssh_command_carries_an_ssh_remote(
-    machines: Callable[..., Machine], remote_repo: Path, tmp_path: Path,
+    machines: Callable[..., Machine],
+    remote_repo: Path,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """``$GIT_SSH_COMMAND`` (stripped with every ``GIT_*`` from git's environment) is the
     user's ssh: here one that runs the remote command on this machine, as sshd would."""
     log = tmp_path / "ssh.log"

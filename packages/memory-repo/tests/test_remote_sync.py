@@ -20,16 +20,21 @@ from .conftest import Machine, SessionLogs, age_watermark, git
 def sync(machine: Machine, agent: str, *args: str) -> tuple[int, dict[str, Any], str]:
     done = subprocess.run(
         ["dsh-memory-sync", "--root", str(machine.root), "--agent-command", agent, *args],
-        capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
     document = json.loads(done.stdout if done.returncode == 0 else done.stderr)
     return done.returncode, document, done.stderr
 
 
 def test_a_sync_pulls_before_and_pushes_after(
-    machines: Callable[..., Machine], session_logs: SessionLogs,
-    agent_command: Callable[[str], str], remote_repo: Path,
-) -> None:  # fmt: skip
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
+    agent_command: Callable[[str], str],
+    remote_repo: Path,
+) -> None:
     a, b = machines("a"), machines("b")
     a.record("handbook/existing.md", "project/existing", "Old.")
     a.push()
@@ -52,9 +57,10 @@ def test_a_sync_pulls_before_and_pushes_after(
 
 
 def test_a_conflict_never_fails_the_sync(
-    machines: Callable[..., Machine], session_logs: SessionLogs,
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
     agent_command: Callable[[str], str],
-) -> None:  # fmt: skip
+) -> None:
     a, b = machines("a"), machines("b")
     a.record("handbook/existing.md", "project/existing", "Old.")
     a.push()
@@ -78,9 +84,11 @@ def test_a_conflict_never_fails_the_sync(
 
 
 def test_an_offline_remote_still_lets_the_local_sync_run(
-    machines: Callable[..., Machine], session_logs: SessionLogs,
-    agent_command: Callable[[str], str], tmp_path: Path,
-) -> None:  # fmt: skip
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
+    agent_command: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
     b = machines("b", remote=False)
     b.ok(b.service.set_remote(str(tmp_path / "unreachable.git")))
     age_watermark(b.root)
@@ -94,9 +102,10 @@ def test_an_offline_remote_still_lets_the_local_sync_run(
 
 
 def test_without_a_remote_the_option_is_an_error_and_nothing_runs(
-    machines: Callable[..., Machine], session_logs: SessionLogs,
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
     agent_command: Callable[[str], str],
-) -> None:  # fmt: skip
+) -> None:
     b = machines("b", remote=False)
     head = b.head()
     age_watermark(b.root)
@@ -109,9 +118,11 @@ def test_without_a_remote_the_option_is_an_error_and_nothing_runs(
 
 
 def test_a_push_lost_to_another_machine_is_retried_after_one_more_pull(
-    machines: Callable[..., Machine], session_logs: SessionLogs, tmp_path: Path,
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
+    tmp_path: Path,
     remote_repo: Path,
-) -> None:  # fmt: skip
+) -> None:
     """The agent itself plays the other machine: while B's sync runs, A pushes."""
     a, b = machines("a"), machines("b")
     a.record("handbook/existing.md", "project/existing", "Old.")
@@ -154,9 +165,14 @@ def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
     age_watermark(memory.root, 2 * 3600)
     env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(fake), "DSH_MEMORY_ROOT": str(memory.root)}
     subprocess.run(
-        ["dsh-memory", "hook", "session-start"], input="{}", env=env, capture_output=True,
-        text=True, timeout=60, check=True,
-    )  # fmt: skip
+        ["dsh-memory", "hook", "session-start"],
+        input="{}",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -167,9 +183,14 @@ def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
     marker.unlink()
     (tmp_path / "dsh" / "state" / "memory-auto-sync.stamp").unlink()
     subprocess.run(
-        ["dsh-memory", "hook", "session-start"], input="{}", env=env, capture_output=True,
-        text=True, timeout=60, check=True,
-    )  # fmt: skip
+        ["dsh-memory", "hook", "session-start"],
+        input="{}",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -178,9 +199,10 @@ def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
 
 
 def test_a_refused_url_or_a_detached_head_still_lets_the_local_sync_run(
-    machines: Callable[..., Machine], session_logs: SessionLogs,
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
     agent_command: Callable[[str], str],
-) -> None:  # fmt: skip
+) -> None:
     """The URL written into the config by hand, never checked by ``remote set``: the pull
     refuses it, the local run happens, nothing is pushed, the exit status is 0."""
     b = machines("b", remote=False)
@@ -206,9 +228,11 @@ def test_a_refused_url_or_a_detached_head_still_lets_the_local_sync_run(
 
 
 def test_the_auto_sync_with_a_refused_url_still_syncs_locally(
-    machines: Callable[..., Machine], session_logs: SessionLogs,
-    agent_command: Callable[[str], str], tmp_path: Path,
-) -> None:  # fmt: skip
+    machines: Callable[..., Machine],
+    session_logs: SessionLogs,
+    agent_command: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
     """The session hook starts the real ``dsh-memory-sync --json --remote`` (the remote is
     set, if refused); the background run succeeds locally instead of failing every time."""
     memory = machines("auto", remote=False)
@@ -230,12 +254,20 @@ def test_the_auto_sync_with_a_refused_url_still_syncs_locally(
     )
     age_watermark(memory.root, 2 * 3600)
     session_logs.dsh("d1", "we use uv")
-    env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(wrapper),
-           "DSH_MEMORY_ROOT": str(memory.root)}  # fmt: skip
+    env = {
+        **os.environ,
+        "DSH_MEMORY_SYNC_COMMAND": str(wrapper),
+        "DSH_MEMORY_ROOT": str(memory.root),
+    }
     subprocess.run(
-        ["dsh-memory", "hook", "session-start"], input="{}", env=env, capture_output=True,
-        text=True, timeout=60, check=True,
-    )  # fmt: skip
+        ["dsh-memory", "hook", "session-start"],
+        input="{}",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     deadline = time.monotonic() + 120
     while not done.exists() and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -21,8 +21,10 @@ RECORDS = 100_000
 def cli(root: Path, *args: str) -> Any:
     result = subprocess.run(
         [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)["value"]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_memory import index_key, search_index
+from dsh_memory import index_key, index_listing, search_index
 from dsh_memory.search import search
 
 Searcher = Callable[[Path, str], tuple[str, list[str]]]
@@ -237,13 +237,13 @@ def test_listing_check_rejects_other_formats_and_missing_records(large: Path) ->
     _size, _mtime, ctime, inode = first.signature.split(":")
     seconds, nanoseconds = divmod(int(ctime), 1_000_000_000)
     line = f"f {inode} {seconds}.{nanoseconds:09d}0 {first.path}\0".encode()
-    assert index_key.listing_agrees(line, entries[:1])
-    assert index_key.listing_agrees(b"d 1 2.0 handbook\0" + line, entries[:1])
-    assert not index_key.listing_agrees(line[:-1], entries[:1])  # not NUL-terminated
-    assert not index_key.listing_agrees(line, entries[:2])  # a record not listed
+    assert index_listing.listing_agrees(line, entries[:1])
+    assert index_listing.listing_agrees(b"d 1 2.0 handbook\0" + line, entries[:1])
+    assert not index_listing.listing_agrees(line[:-1], entries[:1])  # not NUL-terminated
+    assert not index_listing.listing_agrees(line, entries[:2])  # a record not listed
     rounded = f"f {inode} {seconds}.0000000000 {first.path}\0".encode()
-    assert nanoseconds == 0 or not index_key.listing_agrees(rounded, entries[:1])
-    assert not index_key.listing_agrees(b"garbage\0", entries[:1])
+    assert nanoseconds == 0 or not index_listing.listing_agrees(rounded, entries[:1])
+    assert not index_listing.listing_agrees(b"garbage\0", entries[:1])
 
 
 @pytest.mark.parametrize(

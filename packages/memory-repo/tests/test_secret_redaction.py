@@ -44,14 +44,24 @@ def test_ordinary_text_is_kept(text: str) -> None:
 
 
 def test_fields_named_for_a_secret_lose_their_value() -> None:
-    data = {"db_password": "a", "AWS_SECRET_ACCESS_KEY": "b", "clientSecret": {"x": 1},
-            "MYSQL_ROOT_PASSWORD": 7, "Authorization": "c", "max_tokens": 4096,
-            "password_reset_url": "/reset"}  # fmt: skip
-    assert redact_value(data) == {
-        "db_password": REDACTION, "AWS_SECRET_ACCESS_KEY": REDACTION, "clientSecret": REDACTION,
-        "MYSQL_ROOT_PASSWORD": REDACTION, "Authorization": REDACTION, "max_tokens": 4096,
+    data = {
+        "db_password": "a",
+        "AWS_SECRET_ACCESS_KEY": "b",
+        "clientSecret": {"x": 1},
+        "MYSQL_ROOT_PASSWORD": 7,
+        "Authorization": "c",
+        "max_tokens": 4096,
         "password_reset_url": "/reset",
-    }  # fmt: skip
+    }
+    assert redact_value(data) == {
+        "db_password": REDACTION,
+        "AWS_SECRET_ACCESS_KEY": REDACTION,
+        "clientSecret": REDACTION,
+        "MYSQL_ROOT_PASSWORD": REDACTION,
+        "Authorization": REDACTION,
+        "max_tokens": 4096,
+        "password_reset_url": "/reset",
+    }
 
 
 # -- session logs carrying every case -------------------------------------------------------
@@ -65,11 +75,15 @@ def _dsh_events(texts: list[str]) -> list[dict[str, Any]]:
         events += [
             {"type": "turn/start", "data": {"turn": turn}},
             {"type": "user/message", "data": {"content": [{"type": "text", "text": text}]}},
-            {"type": "tool/call", "data": {"name": "shell",
-                                           "arguments": json.dumps({"cmd": text[:150]})}},
-            {"type": "tool/result", "data": {"message": {"content": [
-                {"type": "text", "text": text[:390]}]}}},
-        ]  # fmt: skip
+            {
+                "type": "tool/call",
+                "data": {"name": "shell", "arguments": json.dumps({"cmd": text[:150]})},
+            },
+            {
+                "type": "tool/result",
+                "data": {"message": {"content": [{"type": "text", "text": text[:390]}]}},
+            },
+        ]
     return events
 
 
@@ -77,11 +91,21 @@ def _claude_events(texts: list[str]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for text in texts:
         events += [
-            {"type": "user", "sessionId": "c-secrets", "cwd": "/home/alice/p",
-             "message": {"role": "user", "content": text}},
-            {"type": "assistant", "sessionId": "c-secrets", "message": {
-                "role": "assistant", "content": [{"type": "text", "text": "ok: " + text}]}},
-        ]  # fmt: skip
+            {
+                "type": "user",
+                "sessionId": "c-secrets",
+                "cwd": "/home/alice/p",
+                "message": {"role": "user", "content": text},
+            },
+            {
+                "type": "assistant",
+                "sessionId": "c-secrets",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "ok: " + text}],
+                },
+            },
+        ]
     return events
 
 
@@ -113,13 +137,17 @@ def test_the_repositorys_filter_script_runs_alone_and_redacts_exactly_as_the_syn
     source = script.read_text(encoding="utf-8")
     assert script.read_bytes() == filter_script_source()
     assert "import dsh_common" not in source and "from dsh_common" not in source
-    for name, events in (("dsh", _dsh_events(TEXTS)), ("claude", _claude_events(TEXTS)),
-                         ("codex", _codex_events(TEXTS))):  # fmt: skip
+    for name, events in (
+        ("dsh", _dsh_events(TEXTS)),
+        ("claude", _claude_events(TEXTS)),
+        ("codex", _codex_events(TEXTS)),
+    ):
         log = tmp_path / f"{name}.jsonl"
         log.write_bytes(_lines(events))
         # -I -S: no site-packages, so nothing of dsh can be imported; the script stands alone.
-        done = subprocess.run([sys.executable, "-I", "-S", str(script), str(log)],
-                              capture_output=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(script), str(log)], capture_output=True, check=True
+        )
         expected = render(events) + "\n"
         assert done.stdout.decode("utf-8") == expected, name
         for hidden in HIDDEN:
@@ -143,16 +171,30 @@ def _write_logs(logs: Any) -> None:
 
 
 def test_a_sync_replaying_every_shape_glued_to_chinese_keeps_them_out_of_history(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
-    cli_env: dict[str, str], run_git: Callable[..., str],
-) -> None:  # fmt: skip
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    cli_env: dict[str, str],
+    run_git: Callable[..., str],
+) -> None:
     _write_logs(session_logs)
     done = subprocess.run(
-        ["dsh-memory-sync", "--json", "--agent", "command",
-         "--agent-command", agent_command("received"),
-         "--codex-sessions", str(session_logs.codex_sessions)],
-        capture_output=True, text=True, env=cli_env, check=False, timeout=300,
-    )  # fmt: skip
+        [
+            "dsh-memory-sync",
+            "--json",
+            "--agent",
+            "command",
+            "--agent-command",
+            agent_command("received"),
+            "--codex-sessions",
+            str(session_logs.codex_sessions),
+        ],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        check=False,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "applied" and result["candidateSessions"] == 3

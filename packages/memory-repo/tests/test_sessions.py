@@ -21,8 +21,11 @@ def test_all_three_sources_are_found_oldest_first(session_logs: Any) -> None:
     dsh = session_logs.dsh("d", "d", age=2 * 3600)
     claude = session_logs.claude("c", "c", age=4 * 3600)
     found = find_candidates(_sources(session_logs), 0, time.time_ns())
-    assert [(c.source, c.path) for c in found] == [("claude", claude), ("codex", codex),
-                                                   ("dsh", dsh)]  # fmt: skip
+    assert [(c.source, c.path) for c in found] == [
+        ("claude", claude),
+        ("codex", codex),
+        ("dsh", dsh),
+    ]
 
 
 def test_the_watermark_and_the_idle_hour_bound_the_window(session_logs: Any) -> None:

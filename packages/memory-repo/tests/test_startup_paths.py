@@ -35,8 +35,10 @@ def porcelain_paths(root: Path) -> list[str]:
     """What ``git status`` calls changed under the payload (plain git, test side only)."""
     output = subprocess.run(
         ["git", "status", "--porcelain", "-z", "--untracked-files=all", "--", *PAYLOAD_PATHS],
-        cwd=root, capture_output=True, check=True,
-    ).stdout  # fmt: skip
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout
     paths: list[str] = []
     records = iter(output.split(b"\0"))
     for record in records:
@@ -219,8 +221,10 @@ def test_combined_check_refuses_a_symlinked_payload(memory_root: Path, tmp_path:
 def _dead_pid() -> int:
     done = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(done.stdout)
 
 
@@ -262,9 +266,11 @@ def test_frequent_commands_leave_writer_modules_unimported(
     # process with os._exit, so nothing can be asked of it afterwards).
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "dsh_memory.launcher", *argv],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
         env={**os.environ, "DSH_MEMORY_ROOT": str(memory_root)},
-    )  # fmt: skip
+    )
     assert json.loads(done.stdout)["ok"] is True
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "dsh_memory.service" in imported  # the probe sees the command's own imports
@@ -275,14 +281,16 @@ def test_the_fast_path_flushes_its_answer_before_it_exits(memory_root: Path) -> 
     # Through a pipe stdout is block-buffered: os._exit without the flush would lose it.
     done = subprocess.run(
         [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root), "status"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.endswith("}\n")
     assert json.loads(done.stdout)["value"]["empty"] is True
     failed = subprocess.run(
-        [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root / "no"),
-         "status"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root / "no"), "status"],
+        capture_output=True,
+        text=True,
+    )
     assert failed.returncode == 1
     assert json.loads(failed.stderr)["error"]["code"] == "repo-unavailable"

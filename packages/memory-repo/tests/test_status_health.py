@@ -54,30 +54,44 @@ def _earlier_preview(root: Path, preview_id: str, created: str, expires: str) ->
     docs/compatibility/memory.md, Previews)."""
     directory = root / ".sync" / "previews" / preview_id
     (directory / "staging").mkdir(parents=True)
-    manifest = {"schema_version": 1, "created_at": "2099-01-02T00:00:00Z",
-                "head_sha": "0" * 40, "entries": []}  # fmt: skip
+    manifest = {
+        "schema_version": 1,
+        "created_at": "2099-01-02T00:00:00Z",
+        "head_sha": "0" * 40,
+        "entries": [],
+    }
     (directory / "manifest.json").write_text(json.dumps(manifest, separators=(",", ":")) + "\n")
     record = {
-        "preview_id": preview_id, "created_at": created, "expires_at": expires,
-        "candidate_sessions": 2, "changed_paths": ["handbook/p.md"], "status": "pending",
-    }  # fmt: skip
+        "preview_id": preview_id,
+        "created_at": created,
+        "expires_at": expires,
+        "candidate_sessions": 2,
+        "changed_paths": ["handbook/p.md"],
+        "status": "pending",
+    }
     (directory / "preview.json").write_text(json.dumps(record, separators=(",", ":")) + "\n")
 
 
 def test_status_reports_newest_unexpired_preview_from_preview_json(memory_root: Path) -> None:
-    _earlier_preview(memory_root, "20990101T000000Z-aaaaaaaa",
-                     "2099-01-01T00:00:00Z", "2099-01-08T00:00:00Z")  # fmt: skip
-    _earlier_preview(memory_root, "20990102T000000Z-bbbbbbbb",
-                     "2099-01-02T00:00:01Z", "2099-01-09T00:00:01Z")  # fmt: skip
-    _earlier_preview(memory_root, "20000101T000000Z-cccccccc",
-                     "2000-01-01T00:00:00Z", "2000-01-08T00:00:00Z")  # fmt: skip
+    _earlier_preview(
+        memory_root, "20990101T000000Z-aaaaaaaa", "2099-01-01T00:00:00Z", "2099-01-08T00:00:00Z"
+    )
+    _earlier_preview(
+        memory_root, "20990102T000000Z-bbbbbbbb", "2099-01-02T00:00:01Z", "2099-01-09T00:00:01Z"
+    )
+    _earlier_preview(
+        memory_root, "20000101T000000Z-cccccccc", "2000-01-01T00:00:00Z", "2000-01-08T00:00:00Z"
+    )
     preview = MemoryService().status()["value"]["pendingPreview"]
     # preview.json, not manifest.json: 2 sessions, the paths, created one second later.
     assert preview == {
-        "preview_id": "20990102T000000Z-bbbbbbbb", "created_at": "2099-01-02T00:00:01Z",
-        "expires_at": "2099-01-09T00:00:01Z", "candidate_sessions": 2,
-        "changed_paths": ["handbook/p.md"], "status": "pending",
-    }  # fmt: skip
+        "preview_id": "20990102T000000Z-bbbbbbbb",
+        "created_at": "2099-01-02T00:00:01Z",
+        "expires_at": "2099-01-09T00:00:01Z",
+        "candidate_sessions": 2,
+        "changed_paths": ["handbook/p.md"],
+        "status": "pending",
+    }
     health = MemoryService().health()["value"]
     assert health["pendingPreviewCount"] == 2
     assert health["pendingPreview"] == preview

@@ -30,8 +30,11 @@ def _options(root: Path, logs: Any, command: str, **kwargs: Any) -> SyncOptions:
     return SyncOptions(
         root=root,
         sources=SessionSources(logs.dsh_sessions, logs.claude_projects, logs.codex_sessions),
-        env=env, agent="command", agent_command=command, **kwargs,
-    )  # fmt: skip
+        env=env,
+        agent="command",
+        agent_command=command,
+        **kwargs,
+    )
 
 
 def _head(root: Path, run_git: Callable[..., str]) -> str:
@@ -49,9 +52,11 @@ def _dead_pid() -> int:
 
 
 def test_sync_applies_an_added_record_from_three_kinds_of_session(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     run_git: Callable[..., str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "use uv", zstd=True)
     session_logs.claude("c1", "prefer pnpm")
     session_logs.codex("x1", "tests need -n 0")
@@ -84,9 +89,14 @@ def test_sync_applies_an_added_record_from_three_kinds_of_session(
 
 @pytest.mark.parametrize("scenario", ["modify", "delete"])
 def test_sync_modifies_or_deletes_and_the_run_rolls_back(
-    scenario: str, sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
-    run_git: Callable[..., str], write_file: Callable[..., Path], commit: Callable[..., str],
-) -> None:  # fmt: skip
+    scenario: str,
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    run_git: Callable[..., str],
+    write_file: Callable[..., Path],
+    commit: Callable[..., str],
+) -> None:
     write_file(sync_root, "handbook/existing.md", RECORD)
     commit(sync_root, "seed")
     session_logs.dsh("d1", "hello", zstd=False)
@@ -117,10 +127,15 @@ def test_sync_modifies_or_deletes_and_the_run_rolls_back(
     ],
 )
 def test_a_refused_change_journals_failed_and_leaves_memory(
-    scenario: str, code: str, sync_root: Path, session_logs: Any,
-    agent_command: Callable[[str], str], run_git: Callable[..., str],
-    write_file: Callable[..., Path], commit: Callable[..., str],
-) -> None:  # fmt: skip
+    scenario: str,
+    code: str,
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    run_git: Callable[..., str],
+    write_file: Callable[..., Path],
+    commit: Callable[..., str],
+) -> None:
     write_file(sync_root, "handbook/existing.md", RECORD)
     commit(sync_root, "seed")
     session_logs.dsh("d1", "hello")
@@ -155,9 +170,11 @@ def test_an_agent_past_its_time_limit_is_killed(
 
 
 def test_a_zero_change_run_journals_no_change_and_advances_the_watermark(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     run_git: Callable[..., str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
     payload = run_git(sync_root, "rev-parse", "HEAD:handbook", check=False)
     mark = (sync_root / ".last-sync").stat().st_mtime_ns
@@ -194,9 +211,12 @@ def test_a_batch_takes_ten_sessions_and_leaves_the_rest(
 
 @pytest.mark.parametrize("mode", ["dry-run", "scan-only"])
 def test_dry_run_and_scan_only_write_nothing(
-    mode: str, sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    mode: str,
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     run_git: Callable[..., str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
     head = _head(sync_root, run_git)
     mark = (sync_root / ".last-sync").stat().st_mtime_ns
@@ -216,9 +236,12 @@ def test_dry_run_and_scan_only_write_nothing(
 
 
 def test_disabled_memory_does_nothing_and_says_so(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
-    run_git: Callable[..., str], tmp_path: Path,
-) -> None:  # fmt: skip
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
+    run_git: Callable[..., str],
+    tmp_path: Path,
+) -> None:
     (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  enabled: false\n")
     session_logs.dsh("d1", "hello")
     head = _head(sync_root, run_git)
@@ -256,8 +279,14 @@ def test_the_agent_sees_only_redacted_transcripts(
     session_logs.codex("x1", "codex says AKIAABCDEFGHIJKLMNOP")
     run_sync(_options(sync_root, session_logs, agent_command("transcripts")))
     text = (sync_root / "rollouts" / "transcripts.md").read_text()
-    for leaked in (secret, "/home/alice", "abc.def.ghi", "t0ps3cret", "ghp_abcdef",
-                   "AKIAABCDEFGHIJKLMNOP"):  # fmt: skip
+    for leaked in (
+        secret,
+        "/home/alice",
+        "abc.def.ghi",
+        "t0ps3cret",
+        "ghp_abcdef",
+        "AKIAABCDEFGHIJKLMNOP",
+    ):
         assert leaked not in text
     assert "$HOME/repo" in text and "[REDACTED]" in text
     assert "the claude session" in text and "codex says" in text
@@ -268,9 +297,13 @@ def test_a_dead_earlier_run_stops_the_sync_until_recovered(
 ) -> None:
     session_logs.dsh("d1", "hello")
     active = {
-        "run_id": "20260101T000000Z-deadbeef", "operation": "sync", "status": "running",
-        "phase": "applying", "pid": _dead_pid(), "started_at": "2026-01-01T00:00:00Z",
-    }  # fmt: skip
+        "run_id": "20260101T000000Z-deadbeef",
+        "operation": "sync",
+        "status": "running",
+        "phase": "applying",
+        "pid": _dead_pid(),
+        "started_at": "2026-01-01T00:00:00Z",
+    }
     (sync_root / ".sync" / "active-run.json").write_text(json.dumps(active))
     with pytest.raises(MemoryRepoError) as caught:
         run_sync(_options(sync_root, session_logs, agent_command("add")))
@@ -286,17 +319,31 @@ def test_a_dead_earlier_run_stops_the_sync_until_recovered(
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["dsh-memory-sync", *args], capture_output=True, text=True, env=env,
-                          check=False, timeout=120)  # fmt: skip
+    return subprocess.run(
+        ["dsh-memory-sync", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_the_command_prints_json_and_progress_on_stderr(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     cli_env: dict[str, str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
-    args = ["--agent", "command", "--agent-command", agent_command("add"),
-            "--codex-sessions", str(session_logs.codex_sessions)]  # fmt: skip
+    args = [
+        "--agent",
+        "command",
+        "--agent-command",
+        agent_command("add"),
+        "--codex-sessions",
+        str(session_logs.codex_sessions),
+    ]
     done = _cli(args, cli_env)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
@@ -355,9 +402,11 @@ def test_the_default_agent_is_dsh_headless_with_a_private_session_patch(
 
 
 def test_the_command_applies_and_discards_previews(
-    sync_root: Path, session_logs: Any, agent_command: Callable[[str], str],
+    sync_root: Path,
+    session_logs: Any,
+    agent_command: Callable[[str], str],
     cli_env: dict[str, str],
-) -> None:  # fmt: skip
+) -> None:
     session_logs.dsh("d1", "hello")
     base = ["--agent", "command", "--agent-command", agent_command("add"), "--json"]
     stored = _cli([*base, "--preview", "20261201T100000Z-0000aaaa"], cli_env)

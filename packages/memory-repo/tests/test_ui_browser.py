@@ -234,10 +234,22 @@ def make_preview(root: Path, session_logs: Any, agent_command: Callable[[str], s
     """A real preview: the real ``dsh-memory-sync --preview`` runs the fake agent process."""
     session_logs.dsh("d1", "remember to use uv")
     done = subprocess.run(
-        ["dsh-memory-sync", "--agent", "command", "--agent-command", agent_command("add"),
-         "--preview", PREVIEW_ID, "--json"],
-        capture_output=True, text=True, env=dict(os.environ), check=False, timeout=120,
-    )  # fmt: skip
+        [
+            "dsh-memory-sync",
+            "--agent",
+            "command",
+            "--agent-command",
+            agent_command("add"),
+            "--preview",
+            PREVIEW_ID,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "pending"
     assert (root / ".sync" / "previews" / PREVIEW_ID / "preview.json").is_file()
@@ -416,8 +428,11 @@ def test_delete_memory_through_both_steps(
     done = notice(page, "delete")
     log = subprocess.run(
         ["git", "log", "--format=%H %s", "-n", "3"],
-        cwd=memory_root, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        cwd=memory_root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     clear_commit = next(line.split()[0] for line in log.splitlines() if "memory cleared" in line)
     assert done.startswith("Memory deleted: 2 files cleared.")
     assert f"Recovery commit {before[:12]}" in done
@@ -558,8 +573,11 @@ def test_the_git_remote_is_shown_read_only_without_its_credentials(
     assert "dsh-memory remote set URL" in (page.text_content("#remote-none") or "")
     served = tmp_path / "served"
     served.mkdir()
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", "memory.git"],
-                   cwd=served, check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "init", "-q", "--bare", "--initial-branch=main", "memory.git"],
+        cwd=served,
+        check=True,
+    )
     record = "---\nschema_version: 1\nid: project/release\ntype: fact\n---\n{}\n"
     ours = MemoryService(memory_root)
     other_root = tmp_path / "other-machine"
@@ -602,8 +620,11 @@ def test_the_git_remote_is_shown_read_only_without_its_credentials(
 
 
 def test_a_refused_remote_url_is_explained(open_page: OpenPage, memory_root: Path) -> None:
-    subprocess.run(["git", "config", "remote.origin.url", "ext::sh -c touch% /tmp/x"],
-                   cwd=memory_root, check=True)  # fmt: skip
+    subprocess.run(
+        ["git", "config", "remote.origin.url", "ext::sh -c touch% /tmp/x"],
+        cwd=memory_root,
+        check=True,
+    )
     page = open_page()
     assert "remote-invalid" in (page.text_content("#remote-invalid") or "")
     assert (page.text_content("#remote-url") or "").startswith("ext::")

@@ -250,10 +250,22 @@ def make_preview(
     """A real preview: the real ``dsh-memory-sync --preview`` runs the fake agent process."""
     session_logs.dsh("d1", "remember to use uv")
     done = subprocess.run(
-        ["dsh-memory-sync", "--agent", "command", "--agent-command", agent_command("add"),
-         "--preview", preview_id, "--json"],
-        capture_output=True, text=True, env=dict(os.environ), check=False, timeout=120,
-    )  # fmt: skip
+        [
+            "dsh-memory-sync",
+            "--agent",
+            "command",
+            "--agent-command",
+            agent_command("add"),
+            "--preview",
+            preview_id,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        check=False,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "pending"
 
@@ -311,16 +323,47 @@ def test_previews_are_listed_applied_and_discarded_over_http(
 
 def test_every_spec_method_is_served_and_nothing_else(ui: UiServer) -> None:
     assert {
-        "getSettings", "setEnabled", "status", "health", "clear", "legacyRecords",
-        "migrateLegacy", "runs", "rollback", "previews", "applyPreview", "discardPreview",
-        "search", "context",
-    } == METHODS  # fmt: skip
+        "getSettings",
+        "setEnabled",
+        "status",
+        "health",
+        "clear",
+        "legacyRecords",
+        "migrateLegacy",
+        "runs",
+        "rollback",
+        "previews",
+        "applyPreview",
+        "discardPreview",
+        "search",
+        "context",
+    } == METHODS
     # Nothing that takes a path (write, remove, bundles), no repair action (adopt, recover),
     # and no Git remote action: the page shows the remote, it never sets one or exchanges.
-    hidden = ["write", "remove", "adopt", "recover", "exportBundle", "importBundle",
-              "remote", "setRemote", "removeRemote", "pull", "push"]  # fmt: skip
-    for name in [*hidden, "export_bundle", "import_bundle", "init", "prompt_section", "_layout",
-                 "root", "call", "__init__"]:  # fmt: skip
+    hidden = [
+        "write",
+        "remove",
+        "adopt",
+        "recover",
+        "exportBundle",
+        "importBundle",
+        "remote",
+        "setRemote",
+        "removeRemote",
+        "pull",
+        "push",
+    ]
+    for name in [
+        *hidden,
+        "export_bundle",
+        "import_bundle",
+        "init",
+        "prompt_section",
+        "_layout",
+        "root",
+        "call",
+        "__init__",
+    ]:
         status, _, body = call(ui, f"/api/memory/{name}", {})
         assert status == 404, name
         assert body["error"]["code"] == "unknown-method"
@@ -434,7 +477,7 @@ FORM = "application/x-www-form-urlencoded"
         ("POST", b"[1, 2]", {}, 400),
         ("POST", b'{"confirmation": "DELETE_MEMORY", "pad": "' + b"x" * 70_000 + b'"}', {}, 413),
     ],
-)  # fmt: skip
+)
 def test_malformed_requests_are_refused_and_change_nothing(  # noqa: PLR0917 - fixtures
     ui: UiServer,
     memory_root: Path,
@@ -537,9 +580,11 @@ def test_ui_command_prints_the_url_serves_and_stops_on_ctrl_c(
         port, token = int(match[1]), match[2]
         with contextlib.closing(http.client.HTTPConnection("127.0.0.1", port, timeout=30)) as c:
             c.request(
-                "POST", "/api/memory/status", body=b"{}",
+                "POST",
+                "/api/memory/status",
+                body=b"{}",
                 headers={"X-DSH-Token": token, "Content-Type": "application/json"},
-            )  # fmt: skip
+            )
             assert json.loads(c.getresponse().read())["value"]["empty"] is True
         process.send_signal(signal.SIGINT)
         assert process.wait(30) == 0
@@ -569,8 +614,12 @@ def test_ui_command_on_a_busy_port_is_a_json_error(
         port = taken.getsockname()[1]
         result = subprocess.run(
             [sys.executable, "-m", "dsh_memory.cli", "ui", "--no-browser", "--port", str(port)],
-            capture_output=True, text=True, env=cli_env, timeout=60, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=60,
+            check=False,
+        )
     assert result.returncode == 1
     assert result.stdout == ""
     assert json.loads(result.stderr)["error"]["code"] == "ui-port-unavailable"
@@ -582,15 +631,20 @@ def test_ui_command_refuses_a_port_out_of_range(
 ) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "dsh_memory.cli", "ui", "--no-browser", "--port", port],
-        capture_output=True, text=True, env=cli_env, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 1
     assert json.loads(result.stderr)["error"]["code"] == "ui-invalid-request"
 
 
 def test_the_server_module_is_only_imported_by_the_ui_command(cli_env: dict[str, str]) -> None:
     probe = (
-        "import sys, dsh_memory.cli; print('uvicorn' in sys.modules, 'starlette' in sys.modules)"
+        "import sys, dsh_memory.cli.memory\n"
+        "print('uvicorn' in sys.modules, 'starlette' in sys.modules)"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=cli_env, check=True
@@ -608,8 +662,10 @@ def test_the_page_ships_inside_the_wheel(tmp_path: Path) -> None:
     package = Path(__file__).resolve().parents[1]
     subprocess.run(
         [uv, "build", "--wheel", "--out-dir", str(tmp_path), str(package)],
-        capture_output=True, check=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
     (wheel,) = tmp_path.glob("dsh_memory-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("index.html", "app.js", "app.css", "favicon.svg"):

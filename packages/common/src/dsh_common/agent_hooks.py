@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 # Not typing.TYPE_CHECKING: importing typing costs every agent hook ~2 ms of start-up.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO, TextIO
+    from typing import Any, BinaryIO, NoReturn, TextIO
 
 #: A payload larger than this is not a hook payload we understand; the hook stays silent.
 MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -95,7 +95,7 @@ class hook_deadline:
         self._signal: Any = None
         self._faulthandler: Any = None
 
-    def _fire(self, signum: int, frame: Any) -> None:
+    def _fire(self, signum: int, frame: Any) -> NoReturn:
         self._fires += 1
         if self._fires >= _FIRES_BEFORE_EXIT:
             os._exit(0)  # the hook would never finish: end it, silent, exit 0

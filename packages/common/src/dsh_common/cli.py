@@ -29,7 +29,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, overload
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, overload
 
 from dsh_common.errors import DshError
 
@@ -140,11 +140,12 @@ def emit_json(value: Any, *, stream: TextIO | None = None) -> None:
 
 def add_setup_command(
     app: Any,
-    integration: Callable[[], Integration],
+    integration: Callable[..., Integration],
     *,
     summary: str,
     examples: Sequence[str],
     options: Sequence[SetupOption] = (),
+    pass_obj: bool = False,
 ) -> None:
     """Register ``setup HOST [--scope user|project] [--project-dir] [--remove] [--dry-run]
     [--ranking hybrid|lexical]`` on the Typer ``app``: the one signature every product's
@@ -155,19 +156,23 @@ def add_setup_command(
     (:class:`dsh_common.agent_setup_entries.SetupOption`): each becomes ``--flag VALUE`` of
     the command, and a value given is written where the option says (server args, hooks).
     ``--ranking`` is every product's (:mod:`dsh_common.agent_setup_ranking`).
+
+    ``pass_obj``: call ``integration(obj)`` with the object the app's callback put in the
+    Typer context (``ctx.obj``, as Click's ``pass_obj`` does), e.g. the database that a
+    global ``--db`` named.
     """
     import inspect
 
     import typer  # only here: see the module docstring
 
-    def setup_command(**values: Any) -> None:
+    def setup_command(ctx: typer.Context, **values: Any) -> None:
         from dsh_common.agent_setup import run_setup
         from dsh_common.agent_setup_ranking import finish, ranking_variables
 
         given = [(option, values[_parameter(option)]) for option in options]
         ranking = values["ranking"]
         variables = {} if ranking is None else ranking_variables(ranking, remove=values["remove"])
-        registered = integration()
+        registered = integration(ctx.obj) if pass_obj else integration()
         result = run_setup(
             registered,
             values["host"],
@@ -184,6 +189,7 @@ def add_setup_command(
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     parameters = [
+        inspect.Parameter("ctx", keyword, annotation=typer.Context),
         inspect.Parameter(
             "host",
             keyword,
@@ -518,6 +524,6 @@ def _click_kinds(exc: BaseException) -> set[str]:
     }
 
 
-def main_exit(code: int) -> None:
+def main_exit(code: int) -> NoReturn:
     """``sys.exit`` for console-script entry points (kept here so cli.py files stay tiny)."""
     sys.exit(code)

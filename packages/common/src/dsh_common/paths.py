@@ -27,6 +27,11 @@ from pathlib import Path, PurePosixPath
 
 from dsh_common.errors import InvalidPathError, SymlinkRejectedError, WorkspaceError
 
+# Not typing.TYPE_CHECKING: this module loads without the typing module (start-up time).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
 #: Directories that hold agent, VCS or credential state; never evidence, never a target.
 INTERNAL_DIRECTORIES: frozenset[str] = frozenset(
     {".git", ".codex", ".claude", ".agents", ".dsh", ".ssh"}
@@ -121,10 +126,10 @@ class Workspace:
         object.__setattr__(self, "lexical", lexical)
         object.__setattr__(self, "canonical", canonical)
 
-    def __setattr__(self, name: str, value: object) -> None:
+    def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"cannot assign to field {name!r}: a Workspace is immutable")
 
-    def __delattr__(self, name: str) -> None:
+    def __delattr__(self, name: str) -> NoReturn:
         raise AttributeError(f"cannot delete field {name!r}: a Workspace is immutable")
 
     def __eq__(self, other: object) -> bool:

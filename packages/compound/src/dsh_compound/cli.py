@@ -7,7 +7,7 @@ command so that ``dsh-compound --help`` does not pay for ICU or the record code.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -294,7 +294,7 @@ def mcp_command(
 def hook_command(
     ctx: typer.Context,
     event: Annotated[str, typer.Argument(help="session-start or user-prompt-submit.")],
-) -> None:
+) -> NoReturn:
     """Agent hook: read the host's payload on stdin, print lessons as additionalContext."""
     from dsh_compound.hooks import main as hook_main
 
@@ -357,7 +357,7 @@ def remove_command(
     emit_json(remove(workspace, id, digest))
 
 
-def main() -> None:
+def main() -> NoReturn:
     """Console-script entry point."""
     from dsh_common.cli import default_error_document, run_app
     from dsh_compound import __version__

@@ -28,6 +28,7 @@ from dsh_knowledge.errors import (
 )
 
 if TYPE_CHECKING:
+    from dsh_knowledge.authoring import AddedItem, add_item, update_item
     from dsh_knowledge.context_block import build_context
     from dsh_knowledge.extraction import extract_candidates
     from dsh_knowledge.freshness import check_freshness
@@ -70,6 +71,9 @@ _LAZY = {
     "extract_candidates": "extraction",
     "review_candidates": "review",
     "capture_missing_provenance": "provenance_update",
+    "add_item": "authoring",
+    "update_item": "authoring",
+    "AddedItem": "authoring",
 }
 
 
@@ -82,6 +86,7 @@ __all__ = [
     "MAX_RETRIEVAL_RESULTS",
     "RETRIEVAL_SCORING",
     "SCHEMA_VERSION",
+    "AddedItem",
     "DatabaseBusyError",
     "GitProvenanceError",
     "HealthBatchError",
@@ -102,6 +107,7 @@ __all__ = [
     "ToolContext",
     "ValidationError",
     "__version__",
+    "add_item",
     "are_conservative_duplicates",
     "attach_git_provenance",
     "build_context",
@@ -115,4 +121,5 @@ __all__ = [
     "extract_candidates",
     "retrieve_relevant_knowledge",
     "review_candidates",
+    "update_item",
 ]

@@ -212,9 +212,17 @@ class IndexedSearch:
         item_id, item_type, project, status, created, updated, count, stream = columns
         partial_mask = match_mask & ~exact_mask
         row = Row(
-            item_id, item_type, project, status, created, updated, count,
-            stream[1:-1].split(" ") if len(stream) > 2 else [], stream, "",
-        )  # fmt: skip
+            item_id,
+            item_type,
+            project,
+            status,
+            created,
+            updated,
+            count,
+            stream[1:-1].split(" ") if len(stream) > 2 else [],
+            stream,
+            "",
+        )
         tokens = self.query.tokens
         row.match = (
             bool(phrase),

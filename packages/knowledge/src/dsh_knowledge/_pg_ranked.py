@@ -165,9 +165,17 @@ class RankedSearch:
         phrase, exact_mask, match_mask = record[8:11]
         partial_mask = match_mask & ~exact_mask
         row = Row(
-            item_id, kind, project, status, created, updated, count,
-            stream[1:-1].split(" ") if len(stream) > 2 else [], stream, "",
-        )  # fmt: skip
+            item_id,
+            kind,
+            project,
+            status,
+            created,
+            updated,
+            count,
+            stream[1:-1].split(" ") if len(stream) > 2 else [],
+            stream,
+            "",
+        )
         tokens = self.query.tokens
         row.match = (
             bool(phrase),

@@ -41,9 +41,20 @@ __all__ = ["index_pending", "token_patterns"]
 
 _CHUNK = 500
 _DOC_COLUMNS = (
-    "id", "toks", "norm", "workspace", "project", "status", "creation_origin", "type",
-    "created_at", "updated_at", "evidence_count", "created_ms", "updated_ms",
-)  # fmt: skip
+    "id",
+    "toks",
+    "norm",
+    "workspace",
+    "project",
+    "status",
+    "creation_origin",
+    "type",
+    "created_at",
+    "updated_at",
+    "evidence_count",
+    "created_ms",
+    "updated_ms",
+)
 _DOC_TYPES = ("text",) * 10 + ("int", "bigint", "bigint")
 _UPSERT_DOCS = (
     f"INSERT INTO knowledge_search_doc ({', '.join(_DOC_COLUMNS)}) "  # noqa: S608 - fixed names
@@ -82,9 +93,13 @@ def index_pending(db: PgConnection) -> list[str]:
             terms.update(t for t in tokens if 2 <= len(t) <= MAX_EXACT_SUBSTRING_TOKEN_LENGTH)
             created, updated = metadata[5], metadata[6]
             values = [
-                item_id, token_stream(tokens), f" {normalize_text(content)} ", *metadata,
-                parse_timestamp_ms(created), parse_timestamp_ms(updated),
-            ]  # fmt: skip
+                item_id,
+                token_stream(tokens),
+                f" {normalize_text(content)} ",
+                *metadata,
+                parse_timestamp_ms(created),
+                parse_timestamp_ms(updated),
+            ]
             for column, value in zip(columns, values, strict=True):
                 column.append(value)
         if rows:

@@ -11,10 +11,13 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from dsh_knowledge.models import EVIDENCE_TYPES
 from dsh_knowledge.tool_errors import ToolInputError
 from dsh_knowledge.tool_schemas import (
     DEFAULT_TOOL_LIMIT,
     INPUT_SCHEMAS,
+    MAX_EVIDENCE_FIELD_CHARS,
+    MAX_EVIDENCE_ITEMS,
     MAX_PROJECT_CHARS,
     MAX_TOOL_LIMIT,
     MAX_WORKSPACE_CHARS,
@@ -26,6 +29,7 @@ __all__ = [
     "MAX_LIST_CONTENT_CHARS",
     "check_keys",
     "clamp_limit",
+    "evidence_records",
     "optional_bool",
     "optional_enum",
     "optional_text",
@@ -89,6 +93,30 @@ def clamp_limit(value: object) -> int:
     if isinstance(value, float) and not math.isfinite(value):
         return DEFAULT_TOOL_LIMIT
     return max(1, min(MAX_TOOL_LIMIT, math.floor(value)))
+
+
+def evidence_records(arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """knowledge_add's ``evidence``: at most 16 ``{"type", "source", "locator"?}`` objects."""
+    raw = arguments.get("evidence")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ToolInputError("evidence must be an array.")
+    if len(raw) > MAX_EVIDENCE_ITEMS:
+        raise ToolInputError(f"evidence must contain at most {MAX_EVIDENCE_ITEMS} items.")
+    records = []
+    for entry in raw:
+        if not isinstance(entry, Mapping) or not set(entry) <= {"type", "source", "locator"}:
+            raise ToolInputError("evidence items must be objects with type, source, locator.")
+        kind = optional_enum(entry, "type", EVIDENCE_TYPES)
+        if kind is None:
+            raise ToolInputError(f"type must be one of: {', '.join(EVIDENCE_TYPES)}.")
+        record = {"type": kind, "source": required_text(entry, "source", MAX_EVIDENCE_FIELD_CHARS)}
+        locator = optional_text(entry, "locator", MAX_EVIDENCE_FIELD_CHARS)
+        if locator is not None:
+            record["locator"] = locator
+        records.append(record)
+    return records
 
 
 def _truncate(value: str, limit: int) -> tuple[str, bool]:

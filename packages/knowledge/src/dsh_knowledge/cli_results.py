@@ -8,13 +8,13 @@ print the same bytes. Also the command line's spelling rules for scopes and quer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from dsh_knowledge.repository import KnowledgeRepository
 
 
-def missing(message: str) -> None:
+def missing(message: str) -> NoReturn:
     """Refuse an incomplete command line with the parser's own code (invalid-arguments)."""
     from dsh_common.cli import USAGE_ERROR_CODE  # noqa: PLC0415
     from dsh_common.errors import DshError  # noqa: PLC0415
@@ -37,16 +37,6 @@ def scope_workspace(value: str | None) -> str:
     from dsh_knowledge.workspace_identity import workspace_identity  # noqa: PLC0415
 
     return workspace_identity() or default_workspace()
-
-
-def local_checkout(workspace: str) -> str:
-    """Where files are read for ``workspace`` (provenance, freshness, health): the
-    workspace itself when it is a directory, else the current checkout's top level."""
-    import os  # noqa: PLC0415
-
-    from dsh_knowledge.workspace_identity import checkout_root  # noqa: PLC0415
-
-    return workspace if os.path.isdir(workspace) else checkout_root()
 
 
 def filter_workspace(value: str | None) -> str | None:
@@ -111,47 +101,24 @@ def retrieve_output(
     ``lexical`` when it could not run here, with the reason among the warnings).
     """
     from dsh_common.embedding.mode import resolve_ranking  # noqa: PLC0415
-    from dsh_knowledge.retrieval import (  # noqa: PLC0415
-        effective_ranking,
-        retrieve_relevant_knowledge,
-    )
-    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT, MAX_RETRIEVAL_RESULTS  # noqa: PLC0415
+    from dsh_knowledge.ranked_page import ranked_page  # noqa: PLC0415
+    from dsh_knowledge.scoring import DEFAULT_RESULT_LIMIT  # noqa: PLC0415
 
     scope = scope_workspace(workspace)
-    wanted = resolve_ranking(ranking)
-    used, problem = effective_ranking(repository.store, wanted)
-    warnings: list[str] = [] if problem is None else [problem]
-    shown = limit if limit is not None else DEFAULT_RESULT_LIMIT
-    # One more than asked says whether the list was cut (the library validates --limit).
-    probe = shown + 1 if 0 < shown < MAX_RETRIEVAL_RESULTS else limit
-    counts: dict[str, int] = {}
-    results = retrieve_relevant_knowledge(
+    page = ranked_page(
         repository,
         phrase,
+        ranking=resolve_ranking(ranking),
+        limit=limit if limit is not None else DEFAULT_RESULT_LIMIT,
         workspace=scope,
         project=project,
-        limit=probe,
         preferred_types=list(prefer) if prefer is not None else None,
         status=status,
-        counts=counts,
-        ranking=used,
-        warnings=warnings,
     )
-    # total counts every match; truncated says more *distinct* results were ranked (a
-    # near-duplicate is folded into the result it repeats, not cut off).
-    output: dict[str, Any] = {
-        "results": results[:shown],
-        "total": counts.get("total", len(results)),
-        "truncated": len(results) > shown,
-    }
-    if wanted == "hybrid":
-        output["ranking"] = used
-    if not results:
+    if not page.results:
         from dsh_knowledge.bulk import scope_higher_up_warning  # noqa: PLC0415
 
         warning = scope_higher_up_warning(repository, scope)
         if warning is not None:
-            warnings.append(warning)
-    if warnings:
-        output["warnings"] = warnings
-    return output
+            page.warnings.append(warning)
+    return page.to_json("results")

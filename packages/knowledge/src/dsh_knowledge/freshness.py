@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dsh_common.locks import utc_now_iso
-from dsh_knowledge._git_inspect import (
+from dsh_knowledge._git.inspect import (
     MAX_GIT_EVIDENCE_CHECKS,
     FreshnessStatus,
     inspect_snapshots,

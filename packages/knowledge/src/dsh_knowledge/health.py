@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dsh_common.locks import utc_now_iso
-from dsh_knowledge._git_inspect import MAX_GIT_EVIDENCE_CHECKS
+from dsh_knowledge._git.inspect import MAX_GIT_EVIDENCE_CHECKS
 from dsh_knowledge.errors import HealthBatchError
 from dsh_knowledge.freshness import EvaluatedItem, evaluate_freshness_batch
 from dsh_knowledge.guidance import create_health_guidance

@@ -69,9 +69,17 @@ LEXICAL_POOL: Final = 200
 #: for 4); it is widened fourfold while near-duplicate folding needs more.
 _WINDOW_SLACK = 8
 _NO_CONTRIBUTIONS = {
-    "exactPhrase": 0, "exactTokens": 0, "partialTokens": 0, "tokenCoverage": 0, "text": 0,
-    "scope": 0, "status": 0, "type": 0, "evidence": 0, "freshness": 0,
-}  # fmt: skip
+    "exactPhrase": 0,
+    "exactTokens": 0,
+    "partialTokens": 0,
+    "tokenCoverage": 0,
+    "text": 0,
+    "scope": 0,
+    "status": 0,
+    "type": 0,
+    "evidence": 0,
+    "freshness": 0,
+}
 
 
 def _missing_warning(count: int) -> str:
@@ -237,9 +245,13 @@ class _Walk:
         window = 2 * limit + _WINDOW_SLACK
         while True:
             hits = fuse(
-                self.pairs, index, cosines, eligible=mask, limit=window,
+                self.pairs,
+                index,
+                cosines,
+                eligible=mask,
+                limit=window,
                 lexical_weight=FUSION_LEXICAL_WEIGHT,
-            )  # fmt: skip
+            )
             self._load([hit.key for hit in hits if hit.key not in self.rows])
             for row in self.rows.values():
                 row.suppressed = []  # a wider window walks again from the start
@@ -276,10 +288,17 @@ class _Walk:
         for item in self.repository.get_many(item_ids):
             tokens = content_tokens(item["content"])
             row = Row(
-                item["id"], item["type"], item["scope"].get("project"), item["status"],
-                item["createdAt"], item["updatedAt"], len(item["evidence"]), tokens,
-                token_stream(tokens), normalize_text(item["content"]),
-            )  # fmt: skip
+                item["id"],
+                item["type"],
+                item["scope"].get("project"),
+                item["status"],
+                item["createdAt"],
+                item["updatedAt"],
+                len(item["evidence"]),
+                tokens,
+                token_stream(tokens),
+                normalize_text(item["content"]),
+            )
             if self.prepared.tokens:
                 row.match = match_text(self.prepared, row)
                 score_row(self.prepared, row, self.project, self.preferred, self.newest)

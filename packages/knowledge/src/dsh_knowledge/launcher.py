@@ -56,7 +56,7 @@ def _fast(argv: list[str]) -> int | None:
         ),
     }
     # The same rewrites as the parser (dsh_knowledge.cli.COMMAND_OPTIONS, not imported:
-    # that module loads typer).
+    # that package loads typer).
     return run_fast(
         argv, commands, global_options=("--db",), command_options=("--workspace", "--project")
     )
@@ -70,8 +70,7 @@ def _run(values: dict[str, Any], command: str) -> int:
     from dsh_knowledge.store_location import resolve_database  # noqa: PLC0415
 
     phrase = cli_results.one_query(values.get("query"), values.get("--query"), command)
-    store = KnowledgeStore(resolve_database(values.get("--db")))
-    try:
+    with KnowledgeStore(resolve_database(values.get("--db"))) as store:
         repository = KnowledgeRepository(store)
         if command == "search":
             output = cli_results.search_output(
@@ -92,8 +91,6 @@ def _run(values: dict[str, Any], command: str) -> int:
                 status=values.get("--status"),
                 ranking=values.get("--ranking"),
             )
-    finally:
-        store.close()
     emit_json(output)
     return 0
 

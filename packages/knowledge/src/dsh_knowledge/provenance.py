@@ -18,8 +18,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_knowledge._git_compare import _compare_pairs
-from dsh_knowledge._git_inspect import (
+from dsh_knowledge._git.compare import _compare_pairs
+from dsh_knowledge._git.inspect import (
     DEFAULT_GIT_COMMAND_TIMEOUT_MS,
     DEFAULT_GIT_OPERATION_BUDGET_MS,
     GIT_OPERATION_REASONS,
@@ -29,9 +29,9 @@ from dsh_knowledge._git_inspect import (
     InvalidGitValueError,
     clamp_limits,
 )
-from dsh_knowledge._git_inspect import normalize_git_commit as _normalize_commit
-from dsh_knowledge._git_inspect import normalize_repository_relative_path as _normalize_path
-from dsh_knowledge._git_session import SnapshotCheck, _GitFailure, _Session, discover_root
+from dsh_knowledge._git.inspect import normalize_git_commit as _normalize_commit
+from dsh_knowledge._git.inspect import normalize_repository_relative_path as _normalize_path
+from dsh_knowledge._git.session import SnapshotCheck, _GitFailure, _Session, discover_root
 from dsh_knowledge.errors import GitProvenanceError
 
 __all__ = [

@@ -48,9 +48,15 @@ _CHUNK = 500
 # Columns of knowledge_search_doc besides doc_id, id, toks, norm: a copy of what ranking
 # needs from knowledge and knowledge_evidence, so that a query touches one table per hit.
 DOC_METADATA = (
-    "workspace", "project", "status", "creation_origin", "type", "created_at", "updated_at",
+    "workspace",
+    "project",
+    "status",
+    "creation_origin",
+    "type",
+    "created_at",
+    "updated_at",
     "evidence_count",
-)  # fmt: skip
+)
 
 _INSERT_DOC = (
     "INSERT INTO knowledge_search_doc (doc_id, id, toks, norm, "  # noqa: S608 - fixed names

@@ -22,31 +22,24 @@ from dsh_knowledge._tool_args import (
     MAX_LIST_CONTENT_CHARS,
     check_keys,
     clamp_limit,
+    evidence_records,
     optional_bool,
     optional_enum,
     optional_text,
     required_text,
     summarize,
 )
+from dsh_knowledge.authoring import add_item, capture_skip_reason
 from dsh_knowledge.freshness import check_freshness
 from dsh_knowledge.health import check_health
-from dsh_knowledge.models import (
-    CREATION_ORIGINS,
-    EVIDENCE_TYPES,
-    KNOWLEDGE_STATUSES,
-    KNOWLEDGE_TYPES,
-    now_timestamp,
-)
+from dsh_knowledge.models import CREATION_ORIGINS, KNOWLEDGE_STATUSES, KNOWLEDGE_TYPES
 from dsh_knowledge.privacy import ensure_no_secrets
-from dsh_knowledge.provenance import attach_git_provenance
 from dsh_knowledge.provenance_update import provenance_guidance
+from dsh_knowledge.ranked_page import ranked_page
 from dsh_knowledge.repository import KnowledgeRepository
-from dsh_knowledge.retrieval import effective_ranking, retrieve_relevant_knowledge
 from dsh_knowledge.tool_errors import ToolInputError, ToolUnavailableError
 from dsh_knowledge.tool_schemas import (
     MAX_CONTENT_CHARS,
-    MAX_EVIDENCE_FIELD_CHARS,
-    MAX_EVIDENCE_ITEMS,
     MAX_HEALTH_IDS,
     MAX_ID_CHARS,
     MAX_PROJECT_CHARS,
@@ -59,7 +52,6 @@ __all__ = ["STORAGE_UNAVAILABLE", "WORKSPACE_UNAVAILABLE", "ToolContext", "call_
 
 WORKSPACE_UNAVAILABLE = "Workspace is unavailable; provide an explicit workspace scope."
 STORAGE_UNAVAILABLE = "Knowledge storage is unavailable."
-MAX_SESSION_ID_CHARS = 128
 
 
 @dataclass
@@ -124,80 +116,28 @@ def _scoped_item(
     return item if _in_scope(item, workspace, _project(context, arguments)) else None
 
 
-def _evidence(arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
-    raw = arguments.get("evidence")
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise ToolInputError("evidence must be an array.")
-    if len(raw) > MAX_EVIDENCE_ITEMS:
-        raise ToolInputError(f"evidence must contain at most {MAX_EVIDENCE_ITEMS} items.")
-    records = []
-    for entry in raw:
-        if not isinstance(entry, Mapping) or not set(entry) <= {"type", "source", "locator"}:
-            raise ToolInputError("evidence items must be objects with type, source, locator.")
-        kind = optional_enum(entry, "type", EVIDENCE_TYPES)
-        if kind is None:
-            raise ToolInputError(f"type must be one of: {', '.join(EVIDENCE_TYPES)}.")
-        record = {"type": kind, "source": required_text(entry, "source", MAX_EVIDENCE_FIELD_CHARS)}
-        locator = optional_text(entry, "locator", MAX_EVIDENCE_FIELD_CHARS)
-        if locator is not None:
-            record["locator"] = locator
-        records.append(record)
-    return records
-
-
-def _capture(
-    context: ToolContext, workspace: str, records: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Opportunistic provenance for file evidence; a failed capture never blocks the add."""
-    files = [index for index, record in enumerate(records) if record["type"] == "file"]
-    if not files:
-        return records, None
-    reason = None
-    if context.workspace is None:
-        reason = "missing_session_workspace"
-    elif workspace != context.workspace:
-        reason = "workspace_mismatch"
-    if reason is not None:
-        warnings = [{"evidenceIndex": index, "reason": reason} for index in files]
-        return records, {
-            "attempted": len(files),
-            "captured": 0,
-            "skipped": len(files),
-            "warnings": warnings,
-        }
-    return attach_git_provenance(records, context.files())
-
-
 def knowledge_add(context: ToolContext, arguments: Mapping[str, Any]) -> dict[str, Any]:
     kind = optional_enum(arguments, "type", KNOWLEDGE_TYPES)
     if kind is None:
         raise ToolInputError(f"type must be one of: {', '.join(KNOWLEDGE_TYPES)}.")
     content = required_text(arguments, "content", MAX_CONTENT_CHARS)
-    records = _evidence(arguments)
-    # Before anything else can echo or store a value: refuse secrets outright.
+    records = evidence_records(arguments)
+    # Refused before the scope is even read (add_item filters again, for every front end).
     ensure_no_secrets(content, records)
     workspace = _workspace(context, arguments)
     project = _project(context, arguments)
-    repository = context.repo()
-    session = context.session_id
-    if (
-        session
-        and session.strip()
-        and len(session) <= MAX_SESSION_ID_CHARS
-        and not any(r["type"] == "session" and r["source"] == session for r in records)
-    ):
-        records.append({"type": "session", "source": session})
-    stamp = now_timestamp()
-    for record in records:
-        record["timestamp"] = stamp
-    records, report = _capture(context, workspace, records)
-    item = repository.create(
+    # Provenance from the session's checkout, for an add to the session's workspace only.
+    skip = capture_skip_reason(context.workspace, workspace)
+    item, report = add_item(
+        context.repo,
         type=kind,
         content=content,
-        scope={"workspace": workspace, "project": project},
+        workspace=workspace,
+        project=project,
         evidence=records,
+        repo=context.files() if skip is None else None,
+        skip_capture=skip,
+        session_id=context.session_id,
     )
     result: dict[str, Any] = {
         "item": summarize(item, content_chars=MAX_ITEM_CONTENT_CHARS, evidence=True)
@@ -220,42 +160,23 @@ def knowledge_search(context: ToolContext, arguments: Mapping[str, Any]) -> dict
     limit = clamp_limit(arguments.get("limit"))
     requested = optional_enum(arguments, "ranking", RANKINGS)
     wanted = _ranking(requested if requested is not None else context.ranking)
-    repository = context.repo()
-    used, problem = effective_ranking(repository.store, wanted)
-    warnings = [] if problem is None else [problem]
-    counts: dict[str, int] = {}
-    # One more than asked says whether more distinct results were ranked (a near-duplicate
-    # is folded into the result it repeats, so ``total`` may exceed what is shown uncut).
-    results = retrieve_relevant_knowledge(
-        repository,
+    page = ranked_page(
+        context.repo(),
         query,
+        ranking=wanted,
+        limit=limit,
         workspace=workspace,
         project=project,
-        limit=limit + 1,
         type=kind,
         status=status,
-        counts=counts,
-        ranking=used,
-        warnings=warnings,
     )
-    shown = results[:limit]
     items = []
-    for r in shown:
+    for r in page.results:
         summary = summarize(r["knowledge"], content_chars=MAX_LIST_CONTENT_CHARS)
         if "hybrid" in r:
             summary["hybrid"] = r["hybrid"]
         items.append(summary)
-    result: dict[str, Any] = {
-        "items": items,
-        "total": counts.get("total", len(results)),
-        "truncated": len(results) > limit,
-    }
-    # Lexical answers stay exactly what they were; a hybrid request says what ran.
-    if wanted == "hybrid":
-        result["ranking"] = used
-    if warnings:
-        result["warnings"] = warnings
-    return result
+    return page.to_json("items", items)
 
 
 def _ranking(name: str | None) -> str:

@@ -306,8 +306,7 @@ def build_vectors(
         done += store.write(write)
     if progress is not None and not todo:
         progress(0, 0)
-    return {"items": len(items), "encoded": done, "current": len(items) - len(todo),
-            "model": model}  # fmt: skip
+    return {"items": len(items), "encoded": done, "current": len(items) - len(todo), "model": model}
 
 
 def _store_chunk(

@@ -38,6 +38,7 @@ __all__ = [
     "CONFIG_FILE",
     "WORKSPACE_ENV",
     "checkout_root",
+    "local_checkout",
     "normalize_remote_url",
     "workspace_identity",
 ]
@@ -62,6 +63,12 @@ def checkout_root(start: str | os.PathLike[str] | None = None) -> str:
     from dsh_common.locate import default_workspace  # noqa: PLC0415 - lazy: hook start-up
 
     return default_workspace(start)
+
+
+def local_checkout(workspace: str) -> str:
+    """Where files are read for ``workspace`` (provenance, freshness, health): the
+    workspace itself when it is a directory, else the current checkout's top level."""
+    return workspace if os.path.isdir(workspace) else checkout_root()
 
 
 def _valid_name(value: object, where: str) -> str:

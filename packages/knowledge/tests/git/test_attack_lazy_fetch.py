@@ -42,9 +42,17 @@ def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def add_item(db: Path, repo: Repo, commit: str, path: str = "src/app.py") -> str:
     evidence = {"type": "file", "source": path, "gitProvenance": {"commit": commit, "path": path}}
     added = cli(
-        db, "add", "--workspace", str(repo.path), "--type", "fact",
-        "--content", "The app prints hello.", "--evidence", json.dumps(evidence),
-    )  # fmt: skip
+        db,
+        "add",
+        "--workspace",
+        str(repo.path),
+        "--type",
+        "fact",
+        "--content",
+        "The app prints hello.",
+        "--evidence",
+        json.dumps(evidence),
+    )
     assert added.returncode == 0, added.stderr
     return str(json.loads(added.stdout)["id"])
 
@@ -108,9 +116,19 @@ def test_head_naming_a_missing_commit_runs_nothing(
         assert done.returncode == 0, done.stderr
         assert "missing_head" in done.stdout
     added = cli(
-        db, "add", "--workspace", str(repo.path), "--type", "fact", "--content", "x y z",
-        "--evidence", '{"type":"file","source":"src/app.py"}', "--repo", str(repo.path),
-    )  # fmt: skip
+        db,
+        "add",
+        "--workspace",
+        str(repo.path),
+        "--type",
+        "fact",
+        "--content",
+        "x y z",
+        "--evidence",
+        '{"type":"file","source":"src/app.py"}',
+        "--repo",
+        str(repo.path),
+    )
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["provenanceCapture"]["captured"] == 0
     assert not marker.exists()
@@ -122,9 +140,19 @@ def test_provenance_capture_in_the_planted_repository_runs_nothing(
     db = tmp_path / "kb.sqlite"
     plant(repo, marker)
     added = cli(
-        db, "add", "--workspace", str(repo.path), "--type", "fact", "--content", "x y z",
-        "--evidence", '{"type":"file","source":"src/app.py"}', "--repo", str(repo.path),
-    )  # fmt: skip
+        db,
+        "add",
+        "--workspace",
+        str(repo.path),
+        "--type",
+        "fact",
+        "--content",
+        "x y z",
+        "--evidence",
+        '{"type":"file","source":"src/app.py"}',
+        "--repo",
+        str(repo.path),
+    )
     assert added.returncode == 0, added.stderr
     assert json.loads(added.stdout)["provenanceCapture"]["captured"] == 1
     assert not marker.exists()
@@ -147,8 +175,18 @@ def test_index_attributes_blob_missing_runs_nothing_on_ordinary_evidence(
         assert done.returncode == 0, done.stderr
         assert '"unverifiable"' in done.stdout or '"current"' in done.stdout
     added = cli(
-        db, "add", "--workspace", str(repo.path), "--type", "fact", "--content", "x y z",
-        "--evidence", '{"type":"file","source":"src/app.py"}', "--repo", str(repo.path),
-    )  # fmt: skip
+        db,
+        "add",
+        "--workspace",
+        str(repo.path),
+        "--type",
+        "fact",
+        "--content",
+        "x y z",
+        "--evidence",
+        '{"type":"file","source":"src/app.py"}',
+        "--repo",
+        str(repo.path),
+    )
     assert added.returncode == 0, added.stderr
     assert not marker.exists()

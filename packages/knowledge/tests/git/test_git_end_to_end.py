@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_knowledge._git_inspect import inspect_snapshots
+from dsh_knowledge._git.inspect import inspect_snapshots
 from dsh_knowledge.health import check_health
 from dsh_knowledge.repository import KnowledgeRepository
 
@@ -53,9 +53,17 @@ def test_cli_freshness_and_health_report_json(repo: Repo, db: str) -> None:
         }
     )
     added = run_cli(
-        db, "add", "--workspace", str(repo.path), "--type", "fact",
-        "--content", "The app prints hello.", "--evidence", evidence,
-    )  # fmt: skip
+        db,
+        "add",
+        "--workspace",
+        str(repo.path),
+        "--type",
+        "fact",
+        "--content",
+        "The app prints hello.",
+        "--evidence",
+        evidence,
+    )
     assert added.returncode == 0, added.stderr
     item_id = json.loads(added.stdout)["id"]
 

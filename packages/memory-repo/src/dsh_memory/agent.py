@@ -159,12 +159,28 @@ def agent_argv(
         return [program, "--profile", "headless", "--patch", str(patch), prompt]
     if agent == "claude":
         program = _resolve("claude", env)
-        return [program, "-p", "--permission-mode", "acceptEdits",
-                "--allowedTools", f"Read(/{run.sessions}/**)", "--", prompt]  # fmt: skip
+        return [
+            program,
+            "-p",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            f"Read(/{run.sessions}/**)",
+            "--",
+            prompt,
+        ]
     if agent == "codex":
         program = _resolve("codex", env)
-        return [program, "exec", "--skip-git-repo-check", "-s", "workspace-write",
-                "-C", str(run.staging), prompt]  # fmt: skip
+        return [
+            program,
+            "exec",
+            "--skip-git-repo-check",
+            "-s",
+            "workspace-write",
+            "-C",
+            str(run.staging),
+            prompt,
+        ]
     if agent == "command":
         if not command or not command.strip():
             raise SyncInvalidRequestError("--agent command needs --agent-command")
@@ -198,9 +214,15 @@ def run_agent(
     with open(log_path, "wb") as log:
         try:
             process = subprocess.Popen(
-                argv, cwd=run.staging, env=child_env, stdin=subprocess.DEVNULL,
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-            )  # fmt: skip
+                argv,
+                cwd=run.staging,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
         except OSError as exc:
             raise SyncUnavailableError(f"the agent could not be started: {exc}") from exc
         try:

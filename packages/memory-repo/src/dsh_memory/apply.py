@@ -108,12 +108,23 @@ def apply_change_set(
             p: Blob(FILE_MODE, oid) for p, oid in zip(paths, oids, strict=True)
         }
         changes.update(dict.fromkeys(change.deleted))
-        return Proposal(changes=changes, message=f"DPSK memory sync applied: {run.run_id}",
-                        contents=dict(zip(oids, data, strict=True)),
-                        changed_paths=change.changed_paths)  # fmt: skip
+        return Proposal(
+            changes=changes,
+            message=f"DPSK memory sync applied: {run.run_id}",
+            contents=dict(zip(oids, data, strict=True)),
+            changed_paths=change.changed_paths,
+        )
 
-    outcome = commit_run(tx, run, clock, head=head, propose=propose, checkpoint=checkpoint,
-                         fields=fields, journal_files=watermark_files(watermark_ns))  # fmt: skip
+    outcome = commit_run(
+        tx,
+        run,
+        clock,
+        head=head,
+        propose=propose,
+        checkpoint=checkpoint,
+        fields=fields,
+        journal_files=watermark_files(watermark_ns),
+    )
     if outcome.journaled:
         touch_watermark(tx, watermark_ns)
     return outcome

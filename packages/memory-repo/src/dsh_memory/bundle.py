@@ -71,11 +71,16 @@ def export_bundle(layout: Layout, file: object) -> dict[str, Any]:
         os.chmod(target, 0o600)
         runs = journal.journaled_run_ids(tx)
         manifest = {
-            "schema_version": 1, "format": FORMAT, "created_at": journal.utc_iso(),
-            "head": head, "branch": branch, "bundle_sha256": _sha256(target),
-            "bundle_bytes": target.stat().st_size, "run_count": len(runs),
+            "schema_version": 1,
+            "format": FORMAT,
+            "created_at": journal.utc_iso(),
+            "head": head,
+            "branch": branch,
+            "bundle_sha256": _sha256(target),
+            "bundle_bytes": target.stat().st_size,
+            "run_count": len(runs),
             "last_run_id": runs[0] if runs else None,
-        }  # fmt: skip
+        }
         _create_exclusive(manifest_path, (dumps(manifest) + "\n").encode("utf-8"))
     except (DshError, OSError) as exc:
         target.unlink(missing_ok=True)
@@ -126,5 +131,8 @@ def import_bundle(file: object, new_root: object) -> dict[str, Any]:
     except DshError as exc:
         raise BundleFailedError(f"the bundle could not be imported: {exc}") from exc
     initialized = initialize_repository(root)
-    return {"root": str(root), "headCommit": initialized["headCommit"],
-            "runCount": manifest.get("run_count")}  # fmt: skip
+    return {
+        "root": str(root),
+        "headCommit": initialized["headCommit"],
+        "runCount": manifest.get("run_count"),
+    }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from dsh_common.cli import emit_json
@@ -19,6 +20,7 @@ _API_FIELD = re.compile(r"\b(" + "|".join(_CLI_SPELLING) + r")\b")
 # Messages that open with a method argument's bare name: the option that carries it.
 _OPENINGS = (
     ("limit must", "--limit must"),
+    ("ranking must", "--ranking must"),
     ("query must", "the query (QUERY or --query) must"),
     ("enabled must be a boolean", "--enabled must be true or false"),
     ("a preview id is", "--preview-id must be"),
@@ -52,8 +54,9 @@ def emit_envelope(service: Any, envelope: dict[str, Any]) -> int:
         emit_json(envelope)
         return 0
     error = failed_envelope(envelope, service.last_error_message)["error"]
-    emit_json(render_error(error["code"], cli_message(error["code"], error["message"])),
-              stream=sys.stderr)  # fmt: skip
+    emit_json(
+        render_error(error["code"], cli_message(error["code"], error["message"])), stream=sys.stderr
+    )
     return 1
 
 
@@ -62,3 +65,24 @@ def integer_or_raw(value: str | None) -> object:
     if value is None:
         return None
     return int(value) if _INTEGER.fullmatch(value.strip()) else value
+
+
+#: From this many vectors to encode, the command line shows a progress bar on stderr.
+VECTOR_PROGRESS_FROM = 64
+
+
+def vector_progress(threshold: int = VECTOR_PROGRESS_FROM) -> Callable[[int, int], None]:
+    """A progress bar on stderr for a build of at least ``threshold`` vectors (smaller ones,
+    the few an edit changed, are encoded without a word)."""
+
+    def report(done: int, total: int) -> None:
+        if total < threshold:
+            return
+        width = 30
+        filled = width * done // total
+        bar = "#" * filled + "-" * (width - filled)
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\rdsh-memory: encoding vectors [{bar}] {done}/{total}{end}")
+        sys.stderr.flush()
+
+    return report

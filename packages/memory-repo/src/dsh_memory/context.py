@@ -26,7 +26,10 @@ from dsh_memory import search_index
 from dsh_memory.errors import ContextInvalidRequestError
 from dsh_memory.records import Record
 from dsh_memory.search import (
+    Progress,
     citation,
+    fused_ranking,
+    hybrid_ranking,
     matching_records,
     plan_query,
     validate_limit,
@@ -65,6 +68,9 @@ def context(
     use_index: bool = True,
     now: _dt.datetime | None = None,
     record_use: bool = True,
+    ranking: object = None,
+    encode_budget: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The contract's ``memory.context`` value: ``{query, count, records}``, plus ``warnings``,
     ``total`` (the records that matched - with a query, the search's ``count`` - before
@@ -72,6 +78,12 @@ def context(
 
     ``record_use=False`` reads without recording usage (the service passes it for a Git
     repository that is not a memory repository: reading is fine there, writing is not).
+
+    ``ranking`` (else ``DSH_RANKING``) ``"hybrid"`` selects a query's records by the hybrid
+    ranking (:func:`dsh_memory.search.search` says how), each gains ``hybrid``, ``total``
+    counts every fused candidate and ``retrieval`` (only then) says how they were found and
+    which ranking answered. Without a query there is nothing to rank: hybrid changes
+    nothing.
 
     Raises ``ContextInvalidRequestError`` for a blank/oversized query, a limit outside
     1-20 or an unknown scope (nothing is written then), ``UsageInvalidError`` /
@@ -81,8 +93,11 @@ def context(
     checked_query = None if query is None else validate_query(query, ContextInvalidRequestError)
     checked_limit = validate_limit(limit, DEFAULT_LIMIT, ContextInvalidRequestError)
     checked_scope = validate_scope(scope, ContextInvalidRequestError)
+    wanted = hybrid_ranking(ranking, ContextInvalidRequestError) and checked_query is not None
     instant = now or _dt.datetime.now(_dt.UTC)
     usage = read_usage(root)
+    explained: dict[str, dict[str, Any]] = {}
+    notes: list[dict[str, str]] = []
     if checked_query is not None:
         matches, retrieval = matching_records(
             root, plan_query(checked_query), checked_scope, use_index=use_index, now=instant
@@ -94,6 +109,23 @@ def context(
             (match.record, match.score) for match in matches[:checked_limit]
         ]
         total = len(matches)
+        if wanted:
+            fused, notes = fused_ranking(
+                root,
+                checked_query,
+                matches,
+                retrieval,
+                scope=checked_scope,
+                now=instant,
+                limit=checked_limit,
+                budget=encode_budget,
+                progress=progress,
+            )
+            retrieval = {**retrieval, "ranking": "hybrid" if fused is not None else "lexical"}
+            if fused is not None:
+                hits, total = fused
+                entries = [(match.record, match.score) for match, _hit in hits]
+                explained = {m.record.path: hit.explain() for m, hit in hits if hit is not None}
     else:
         records, total, retrieval = search_index.context_candidates(
             root,
@@ -133,10 +165,21 @@ def context(
         }
         if score is not None:
             item["score"] = score
+        if record.path in explained:
+            item["hybrid"] = explained[record.path]
         results.append(item)
     warnings = search_index.invalid_record_warnings(
         root, checked_scope, use_index=use_index, index_fresh=retrieval["mode"] == "index"
     )
     # total / truncated: as runs reports them (additive; the contract's fields come first).
-    return {"query": checked_query, "count": len(results), "records": results,
-            "warnings": warnings, "total": total, "truncated": total > len(results)}  # fmt: skip
+    value: dict[str, Any] = {
+        "query": checked_query,
+        "count": len(results),
+        "records": results,
+        "warnings": warnings + notes,
+        "total": total,
+        "truncated": total > len(results),
+    }
+    if wanted:
+        value["retrieval"] = retrieval
+    return value

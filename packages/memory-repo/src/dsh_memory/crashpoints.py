@@ -55,8 +55,13 @@ AFTER_JOURNAL = "after-journal"
 
 #: The points every pipeline writer passes, in order.
 PIPELINE_POINTS: tuple[str, ...] = (
-    AFTER_RECOVERY, BEFORE_CAS, AFTER_CAS, AFTER_INDEX, BEFORE_JOURNAL, AFTER_JOURNAL,
-)  # fmt: skip
+    AFTER_RECOVERY,
+    BEFORE_CAS,
+    AFTER_CAS,
+    AFTER_INDEX,
+    BEFORE_JOURNAL,
+    AFTER_JOURNAL,
+)
 #: Every crash point, in the order a sync (or, for ``after-fetch``, a pull) reaches them.
 POINTS: tuple[str, ...] = (STAGING, VALIDATING, AFTER_FETCH, *PIPELINE_POINTS)
 

@@ -43,8 +43,10 @@ def validate_edit_path(path: object) -> str:
 
 
 def _live(tx: GitTransactions) -> dict[str, bytes]:
-    return {p: fsops.read_file_nofollow(tx.root, p, MAX_FILE_BYTES * 8)
-            for p in live_payload_files(tx.root)}  # fmt: skip
+    return {
+        p: fsops.read_file_nofollow(tx.root, p, MAX_FILE_BYTES * 8)
+        for p in live_payload_files(tx.root)
+    }
 
 
 def _check_unique(files: dict[str, bytes], changed: list[str]) -> None:
@@ -76,13 +78,17 @@ def _commit(layout: Layout, change: ChangeSet, *, checkpoint: bool) -> dict[str,
     run_id = journal.new_run_id(layout.root, "edit")
     clock = journal.RunClock()
     with writer_run(tx, "edit", run_id) as run:
-        outcome = apply_change_set(tx, run, clock, head=head, change=change, fields={},
-                                   checkpoint=checkpoint)  # fmt: skip
+        outcome = apply_change_set(
+            tx, run, clock, head=head, change=change, fields={}, checkpoint=checkpoint
+        )
     result: dict[str, Any] = {
-        "status": "applied", "runId": run_id, "changedPaths": change.changed_paths,
-        "recoveryCommit": outcome.recovery_commit, "applyCommit": outcome.apply_commit,
+        "status": "applied",
+        "runId": run_id,
+        "changedPaths": change.changed_paths,
+        "recoveryCommit": outcome.recovery_commit,
+        "applyCommit": outcome.apply_commit,
         "journalCommit": outcome.journal_commit,
-    }  # fmt: skip
+    }
     if not outcome.journaled:
         result["journaled"] = False
     return result

@@ -205,7 +205,7 @@ class RollbackFailedError(MemoryRepoError, RuntimeError):
 
 
 class SearchInvalidRequestError(MemoryRepoError, ValueError):
-    """Missing/blank query, no tokens, or a bad limit/scope."""
+    """Missing/blank query, no tokens, or a bad limit/scope/ranking."""
 
     code = "search-invalid-request"
 
@@ -217,9 +217,25 @@ class SearchFailedError(MemoryRepoError, RuntimeError):
 
 
 class ContextInvalidRequestError(MemoryRepoError, ValueError):
-    """Blank query, or a limit outside 1-20, or a bad scope."""
+    """Blank query, or a limit outside 1-20, or a bad scope or ranking."""
 
     code = "context-invalid-request"
+
+
+class SemanticUnavailableError(MemoryRepoError, RuntimeError):
+    """``vectors`` was asked for where the optional ``[semantic]`` extra is not installed.
+
+    (A hybrid search or context never fails for it: it ranks lexically and warns.)
+    """
+
+    code = "semantic-unavailable"
+
+
+class VectorsFailedError(MemoryRepoError, RuntimeError):
+    """The vectors of hybrid ranking could not be built: no usable search index or vector
+    store in ``.sync``."""
+
+    code = "vectors-failed"
 
 
 class UsageInvalidError(MemoryRepoError, ValueError):

@@ -113,8 +113,9 @@ def replace_files(root: Path, files: Iterable[tuple[str, bytes, int]]) -> None:
 
 def _replace_at(dir_fd: int, name: str, data: bytes, *, mode: int, durable: bool) -> None:
     temp = temp_name(name)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600,
-                 dir_fd=dir_fd)  # fmt: skip
+    fd = os.open(
+        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dir_fd
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -63,8 +63,9 @@ def empty_tree(tx: GitTransactions) -> str:
 
 def is_memory(tx: GitTransactions, commit: str) -> bool:
     """Whether ``commit`` holds the memory repository's marker (``init`` commits it first)."""
-    result = tx.git.run(["cat-file", "blob", f"{commit}:{MARKER_FILE}"], check=False,
-                        max_output=64 * 1024)  # fmt: skip
+    result = tx.git.run(
+        ["cat-file", "blob", f"{commit}:{MARKER_FILE}"], check=False, max_output=64 * 1024
+    )
     lines = result.stdout.decode("utf-8", "replace").splitlines()
     return result.returncode == 0 and MARKER_LINE in (line.strip() for line in lines)
 

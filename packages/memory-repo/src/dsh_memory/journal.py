@@ -36,10 +36,21 @@ RUN_ID_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9A-Za-z][0-9A-Za-z_.-]{0,80}$")
 PHASES = ("staging", "validating", "applying", "finalizing", "complete")
 
 _LAST_RUN_FIELDS = (
-    "run_id", "operation", "status", "started_at", "finished_at", "changed_paths",
-    "recovery_commit", "apply_commit", "error_code", "phase", "staging_digest",
-    "duration_ms", "rejected_file_count", "changed_path_count",
-)  # fmt: skip
+    "run_id",
+    "operation",
+    "status",
+    "started_at",
+    "finished_at",
+    "changed_paths",
+    "recovery_commit",
+    "apply_commit",
+    "error_code",
+    "phase",
+    "staging_digest",
+    "duration_ms",
+    "rejected_file_count",
+    "changed_path_count",
+)
 
 
 def utc_stamp(moment: _dt.datetime | None = None) -> str:

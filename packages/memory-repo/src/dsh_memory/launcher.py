@@ -4,14 +4,14 @@
 session start). ``status``, ``search`` and ``context`` with plain options run here
 (:mod:`dsh_common.fastpath`), ~100 ms sooner than through the parser, and so do ``pull`` and
 ``push`` (an up-to-date pull is mostly that start-up); everything else, and anything
-unusual, is the Typer command line in :mod:`dsh_memory.cli`. Both print through
+unusual, is the Typer command line in :mod:`dsh_memory.cli.memory`. Both print through
 :mod:`dsh_memory.cli_output`, so the bytes are the same either way.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 
 def _run(values: dict[str, Any], command: str) -> int:
@@ -24,10 +24,14 @@ def _run(values: dict[str, Any], command: str) -> int:
         method = {"status": service.status, "pull": service.pull, "push": service.push}[command]
         return cli_output.emit_envelope(service, method())
     query = one_query(values.get("query"), values.get("--query"))
-    service = MemoryService(values.get("--root"))
+    # As the Typer command line builds it: hybrid ranking shows a progress bar for many.
+    service = MemoryService(values.get("--root"), progress=cli_output.vector_progress())
     method = service.search if command == "search" else service.context
     envelope = method(
-        query, cli_output.integer_or_raw(values.get("--limit")), values.get("--scope")
+        query,
+        cli_output.integer_or_raw(values.get("--limit")),
+        values.get("--scope"),
+        values.get("--ranking"),
     )
     return cli_output.emit_envelope(service, envelope)
 
@@ -36,7 +40,7 @@ def _fast(argv: list[str]) -> int | None:
     from dsh_common.fastpath import FastCommand, run_fast  # noqa: PLC0415
     from dsh_memory.errors import render_error  # noqa: PLC0415
 
-    reads = {"--query": "str", "--limit": "str", "--scope": "str"}
+    reads = {"--query": "str", "--limit": "str", "--scope": "str", "--ranking": "str"}
     commands = {
         "status": FastCommand({}, lambda v: _run(v, "status")),
         "pull": FastCommand({}, lambda v: _run(v, "pull")),
@@ -47,7 +51,7 @@ def _fast(argv: list[str]) -> int | None:
     return run_fast(argv, commands, global_options=("--root",), render_error=render_error)
 
 
-def main() -> None:
+def main() -> NoReturn:
     """Console-script entry point."""
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
@@ -59,7 +63,7 @@ def main() -> None:
     from dsh_common.quick_exit import answer_or_continue  # noqa: PLC0415
 
     answer_or_continue(lambda: _fast(argv))
-    from dsh_memory.cli import main as cli_main  # noqa: PLC0415 - lazy: start-up time
+    from dsh_memory.cli.memory import main as cli_main  # noqa: PLC0415 - lazy: start-up time
 
     cli_main()
 

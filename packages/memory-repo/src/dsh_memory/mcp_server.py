@@ -63,8 +63,11 @@ def build_server(service: MemoryService) -> Server[Any]:
         value = loads(text)
         if isinstance(value, dict) and "error" in value:
             code = str(value["error"])
-            failed = failed_envelope({"error": {"code": code}}, service.last_error_message,
-                                     f"memory tool {params.name} failed: {code}")  # fmt: skip
+            failed = failed_envelope(
+                {"error": {"code": code}},
+                service.last_error_message,
+                f"memory tool {params.name} failed: {code}",
+            )
             return error_result(dumps({"error": failed["error"]}))
         return structured_result(value, text)
 
@@ -81,5 +84,12 @@ def build_server(service: MemoryService) -> Server[Any]:
 
 
 def serve(root: str | os.PathLike[str] | None = None) -> None:
-    """Serve over stdin/stdout until the client closes the connection."""
-    serve_stdio(build_server(MemoryService(root)))
+    """Serve over stdin/stdout until the client closes the connection.
+
+    With hybrid ranking a tool call encodes at most a few missing vectors on the spot (an
+    edit's); with more it ranks lexically and says to run ``dsh-memory vectors``: an agent
+    is never kept waiting for a whole build. The loaded vectors stay in this process.
+    """
+    from dsh_memory.hybrid import ON_DEMAND  # noqa: PLC0415
+
+    serve_stdio(build_server(MemoryService(root, encode_budget=ON_DEMAND)))

@@ -142,32 +142,35 @@ def health(root: Path) -> dict[str, Any]:
         or head_ahead
         or index_locked
     )
-    return _with_remote({
-        "memoryRoot": str(root),
-        "rootSafe": True,
-        "gitAvailable": git_available,
-        "dataFileCount": len(scan.data_files),
-        "payloadDirty": payload_dirty,
-        "operationLock": public_lock(lock),
-        "activeRun": active,
-        "interruptedRun": interrupted,
-        "pendingPreview": previews[0] if previews else None,
-        "pendingPreviewCount": len(previews),
-        "journalReadable": journal_readable,
-        "needsManualRecovery": needs_recovery,
-        "headAheadOfJournal": head_ahead,
-        "recoverySteps": [
-            *_recovery_steps(tx, lock, active, payload_dirty, head_ahead),
-            *(
-                [
-                    f"{index_lock} exists: if no git process is running in the memory"
-                    " repository, delete it"
-                ]
-                if index_locked
-                else []
-            ),
-        ],
-    }, tx)  # fmt: skip
+    return _with_remote(
+        {
+            "memoryRoot": str(root),
+            "rootSafe": True,
+            "gitAvailable": git_available,
+            "dataFileCount": len(scan.data_files),
+            "payloadDirty": payload_dirty,
+            "operationLock": public_lock(lock),
+            "activeRun": active,
+            "interruptedRun": interrupted,
+            "pendingPreview": previews[0] if previews else None,
+            "pendingPreviewCount": len(previews),
+            "journalReadable": journal_readable,
+            "needsManualRecovery": needs_recovery,
+            "headAheadOfJournal": head_ahead,
+            "recoverySteps": [
+                *_recovery_steps(tx, lock, active, payload_dirty, head_ahead),
+                *(
+                    [
+                        f"{index_lock} exists: if no git process is running in the memory"
+                        " repository, delete it"
+                    ]
+                    if index_locked
+                    else []
+                ),
+            ],
+        },
+        tx,
+    )
 
 
 #: Subjects of the commits that change the payload; each is followed by a journal commit.
@@ -184,8 +187,9 @@ def head_ahead_of_journal(tx: GitTransactions) -> bool:
     """HEAD is a payload commit no journal commit followed: a writer died (or its journal
     commit failed) after moving HEAD, so the journal does not describe what HEAD holds."""
     try:
-        subject = tx.git.run(["log", "-1", "--no-show-signature", "--format=%s", "HEAD"],
-                             check=False).text.strip()  # fmt: skip
+        subject = tx.git.run(
+            ["log", "-1", "--no-show-signature", "--format=%s", "HEAD"], check=False
+        ).text.strip()
     except DshError:
         return False
     return subject.startswith(_PAYLOAD_COMMIT_SUBJECTS)

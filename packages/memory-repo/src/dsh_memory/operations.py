@@ -76,8 +76,15 @@ def _clear_holding(
     skipped = sorted(escape_name(p) for p in every_live if not is_utf8_name(p))
     live = [p for p in every_live if is_utf8_name(p)]
     if _empty(root, live, head_files) and not tx.payload_dirty_paths():
-        return _with_skipped({"alreadyEmpty": True, "clearedFileCount": 0,
-                              "recoveryCommit": None, "clearCommit": None}, skipped)  # fmt: skip
+        return _with_skipped(
+            {
+                "alreadyEmpty": True,
+                "clearedFileCount": 0,
+                "recoveryCommit": None,
+                "clearCommit": None,
+            },
+            skipped,
+        )
     run_id = journal.new_run_id(root, "clear")
     clock = journal.RunClock()
     cleared: list[str] = []
@@ -91,8 +98,9 @@ def _clear_holding(
         def propose(recovery: str) -> Proposal:
             _unchanged_since(root, every_live)
             files = {p: b for p, b in tx.tree_files(recovery).items() if is_utf8_name(p)}
-            cleared.extend(p for p, blob in files.items()
-                           if p != SUMMARY_FILE or blob.oid != EMPTY_BLOB)  # fmt: skip
+            cleared.extend(
+                p for p, blob in files.items() if p != SUMMARY_FILE or blob.oid != EMPTY_BLOB
+            )
             changes: dict[str, Blob | None] = {p: None for p in files if p != SUMMARY_FILE}
             changes[SUMMARY_FILE] = Blob(FILE_MODE, _empty_blob(tx))
             return Proposal(changes=changes, message="DPSK memory cleared")
@@ -126,15 +134,24 @@ def _clear_holding(
 
         try:
             outcome = commit_run(
-                tx, run, clock, head=head, propose=propose,
-                checkpoint_message="DPSK memory recovery checkpoint", also=untracked,
-                dirty=dirty_now, worktree=remove_payload,
-            )  # fmt: skip
+                tx,
+                run,
+                clock,
+                head=head,
+                propose=propose,
+                checkpoint_message="DPSK memory recovery checkpoint",
+                also=untracked,
+                dirty=dirty_now,
+                worktree=remove_payload,
+            )
         except GitError as exc:
             raise ClearFailedError(f"clear failed: {exc}") from exc
-    result: dict[str, Any] = {"alreadyEmpty": False, "clearedFileCount": len(cleared),
-                              "recoveryCommit": outcome.recovery_commit,
-                              "clearCommit": outcome.apply_commit}  # fmt: skip
+    result: dict[str, Any] = {
+        "alreadyEmpty": False,
+        "clearedFileCount": len(cleared),
+        "recoveryCommit": outcome.recovery_commit,
+        "clearCommit": outcome.apply_commit,
+    }
     if not outcome.journaled:
         result["journaled"] = False
     return _with_skipped(result, skipped)
@@ -190,10 +207,15 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
         raise MigrationFailedError.from_os_error(exc, f"legacy scan failed: {exc}") from exc
     paths = [record.path for record in legacy]
     result: dict[str, Any] = {
-        "dryRun": dry_run, "status": "pending" if legacy else "no_change",
-        "legacyCount": len(legacy), "migratedCount": 0, "changedPaths": paths,
-        "recoveryCommit": None, "applyCommit": None, "journalCommit": None,
-    }  # fmt: skip
+        "dryRun": dry_run,
+        "status": "pending" if legacy else "no_change",
+        "legacyCount": len(legacy),
+        "migratedCount": 0,
+        "changedPaths": paths,
+        "recoveryCommit": None,
+        "applyCommit": None,
+        "journalCommit": None,
+    }
     _with_skipped(result, skipped_names(scan))
     if dry_run:
         return result
@@ -204,9 +226,13 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
     clock = journal.RunClock()
     with writer_run(tx, "migrate", run_id) as run:
         if not legacy:
-            entry = journal.make_record(run_id=run_id, operation="migrate", status="no_change",
-                                        started_at=clock.started_at,
-                                        duration_ms=clock.duration_ms())  # fmt: skip
+            entry = journal.make_record(
+                run_id=run_id,
+                operation="migrate",
+                status="no_change",
+                started_at=clock.started_at,
+                duration_ms=clock.duration_ms(),
+            )
             result["journalCommit"] = journal.journal_run(tx, entry)
             return result
         try:
@@ -221,26 +247,33 @@ def migrate_legacy(layout: Layout, dry_run: object) -> dict[str, Any]:
             changes: dict[str, Blob | None] = {
                 r.path: Blob(FILE_MODE, oid) for r, oid in zip(legacy, oids, strict=True)
             }
-            return Proposal(changes=changes, message=f"DPSK memory sync applied: {run_id}",
-                            changed_paths=paths)  # fmt: skip
+            return Proposal(
+                changes=changes, message=f"DPSK memory sync applied: {run_id}", changed_paths=paths
+            )
 
         def write_records(_changes: TreeChanges) -> None:
             # Each record keeps its own permission bits (the commit stores 100644 for all).
-            fsops.replace_files(root, [
-                (record.path, data, fsops.file_mode(root, record.path) or 0o644)
-                for record, data in zip(legacy, contents, strict=True)
-            ])  # fmt: skip
+            fsops.replace_files(
+                root,
+                [
+                    (record.path, data, fsops.file_mode(root, record.path) or 0o644)
+                    for record, data in zip(legacy, contents, strict=True)
+                ],
+            )
 
         try:
-            outcome = commit_run(tx, run, clock, head=head, propose=propose,
-                                 worktree=write_records)  # fmt: skip
+            outcome = commit_run(tx, run, clock, head=head, propose=propose, worktree=write_records)
         except FinalizeFailedError as exc:
             if exc.errno is None:
                 raise
             raise MigrationFailedError.from_os_error(exc, exc.message) from exc
-        result.update(status="applied", migratedCount=len(legacy),
-                      recoveryCommit=outcome.recovery_commit, applyCommit=outcome.apply_commit,
-                      journalCommit=outcome.journal_commit)  # fmt: skip
+        result.update(
+            status="applied",
+            migratedCount=len(legacy),
+            recoveryCommit=outcome.recovery_commit,
+            applyCommit=outcome.apply_commit,
+            journalCommit=outcome.journal_commit,
+        )
         if not outcome.journaled:
             result["journaled"] = False
     return result

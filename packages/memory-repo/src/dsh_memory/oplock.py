@@ -79,9 +79,13 @@ def lock_owner(operation: str, run_id: str, started_at: str) -> dict[str, Any]:
     reads them by name), then the writer's start time and host."""
     ours = default_owner_data()
     return {
-        "operation": operation, "pid": os.getpid(), "runId": run_id, "startedAt": started_at,
-        OWN_LOCK_KEY: ours["startTime"], "hostname": ours["hostname"],
-    }  # fmt: skip
+        "operation": operation,
+        "pid": os.getpid(),
+        "runId": run_id,
+        "startedAt": started_at,
+        OWN_LOCK_KEY: ours["startTime"],
+        "hostname": ours["hostname"],
+    }
 
 
 def _started_at(owner: dict[str, Any]) -> float | None:

@@ -35,9 +35,11 @@ GIT_TIMEOUT_SECONDS = 10.0
 PYTHON_HASH_MAX_FILES = 256
 PYTHON_HASH_MAX_BYTES = 4 * 1024 * 1024
 _READ_FLAGS = (
-    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
     | getattr(os, "O_CLOEXEC", 0)
-)  # fmt: skip
+)
 
 
 def payload_directories(root: Path) -> list[str]:
@@ -204,8 +206,9 @@ def payload_dirty_paths(
     """
     committed: dict[str, ListingEntry] = {}
     if head is not None:
-        listing = runner.run(["ls-tree", "-r", "-z", "--full-tree", head, "--", *paths],
-                             check=False)  # fmt: skip
+        listing = runner.run(
+            ["ls-tree", "-r", "-z", "--full-tree", head, "--", *paths], check=False
+        )
         if listing.returncode == 0:
             committed, _ = parse_listing(listing.stdout, staged=False)
     staged, unmerged, untracked = _index_and_untracked(runner, paths)

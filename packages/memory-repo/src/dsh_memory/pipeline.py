@@ -151,8 +151,9 @@ class Outcome:
 def writer_run(tx: GitTransactions, operation: str, run_id: str) -> Iterator[OperationRun]:
     """The operation lock for one writer's run; a dead earlier run is journaled
     ``interrupted`` (with the commits it recorded) and ``interrupted-run`` raised."""
-    with operation_lock(tx.root, operation, run_id,
-                        on_interrupted=journal_interrupted_run(tx)) as run:  # fmt: skip
+    with operation_lock(
+        tx.root, operation, run_id, on_interrupted=journal_interrupted_run(tx)
+    ) as run:
         yield run
 
 
@@ -211,14 +212,24 @@ def commit_run(
     crash_point(AFTER_CAS)
     paths = proposal.changed_paths if proposal.changed_paths is not None else sorted(changes)
     entry = journal.make_record(
-        run_id=run.run_id, operation=run.operation, status=done_status(run.operation),
-        started_at=clock.started_at, changed_paths=paths, recovery_commit=recovery,
+        run_id=run.run_id,
+        operation=run.operation,
+        status=done_status(run.operation),
+        started_at=clock.started_at,
+        changed_paths=paths,
+        recovery_commit=recovery,
         apply_commit=commit,
-    )  # fmt: skip
+    )
     entry.update(extra_fields)
     entry.update(proposal.fields)
-    failure = _finalize(tx, run, commit, changes, set(captured) | set(changes),
-                        worktree or _default_worktree(tx, proposal.contents))  # fmt: skip
+    failure = _finalize(
+        tx,
+        run,
+        commit,
+        changes,
+        set(captured) | set(changes),
+        worktree or _default_worktree(tx, proposal.contents),
+    )
     if failure is not None:
         entry["error_code"] = failure.code
         entry["phase"] = "finalizing"
@@ -353,10 +364,14 @@ def journal_failed_run(
 ) -> None:
     """Best effort: a run refused or failed before the CAS leaves a ``failed`` record."""
     entry = journal.make_record(
-        run_id=run.run_id, operation=run.operation, status="failed",
-        started_at=clock.started_at, phase=run.phase, error_code=exc.code,
+        run_id=run.run_id,
+        operation=run.operation,
+        status="failed",
+        started_at=clock.started_at,
+        phase=run.phase,
+        error_code=exc.code,
         duration_ms=clock.duration_ms(),
-    )  # fmt: skip
+    )
     entry.update(fields or {})
     with contextlib.suppress(DshError, OSError):
         journal.journal_run(tx, entry)

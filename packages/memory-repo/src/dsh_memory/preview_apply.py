@@ -36,9 +36,13 @@ from dsh_memory.validation import validate_staging
 
 #: Codes applyPreview passes through unchanged; anything else is preview-apply-failed.
 _OWN_CODES = (
-    PreviewInvalidRequestError, PreviewNotFoundError, PreviewExpiredError,
-    LiveMemoryChangedError, OperationInProgressError, InterruptedRunError,
-)  # fmt: skip
+    PreviewInvalidRequestError,
+    PreviewNotFoundError,
+    PreviewExpiredError,
+    LiveMemoryChangedError,
+    OperationInProgressError,
+    InterruptedRunError,
+)
 
 
 def apply_preview(layout: Layout, preview_id: object) -> dict[str, Any]:
@@ -60,9 +64,12 @@ def apply_preview(layout: Layout, preview_id: object) -> dict[str, Any]:
             head = check_live_unchanged(tx, manifest)
             candidates = record.get("candidate_sessions")
             count = candidates if isinstance(candidates, int) else 0
-            fields = {"candidate_sessions": count, "processed_sessions": count,
-                      "skipped_sessions": 0,
-                      "staging_digest": staging_digest(manifest["entries"], change)}  # fmt: skip
+            fields = {
+                "candidate_sessions": count,
+                "processed_sessions": count,
+                "skipped_sessions": 0,
+                "staging_digest": staging_digest(manifest["entries"], change),
+            }
             outcome = apply_change_set(tx, run, clock, head=head, change=change, fields=fields)
         except FinalizeFailedError:
             shutil.rmtree(directory, ignore_errors=True)  # HEAD holds it: consumed all the same

@@ -77,8 +77,15 @@ def pull(layout: Layout) -> dict[str, Any]:
     except MemoryRepoError as exc:
         record(tx, "lastPull", {"status": "failed", "code": exc.code})
         raise
-    record(tx, "lastPull", {"status": result["status"], "runId": result["runId"],
-                            "conflicts": len(result["conflicts"])})  # fmt: skip
+    record(
+        tx,
+        "lastPull",
+        {
+            "status": result["status"],
+            "runId": result["runId"],
+            "conflicts": len(result["conflicts"]),
+        },
+    )
     return result
 
 
@@ -95,10 +102,18 @@ def check_merge_config(tx: GitTransactions) -> None:
 
 def _answer(status: str, before: str, theirs: str | None, **fields: Any) -> dict[str, Any]:
     answer: dict[str, Any] = {
-        "status": status, "runId": None, "conflicts": [], "changedPaths": [],
-        "headBefore": before, "head": before, "remoteHead": theirs, "adopted": False,
-        "recoveryCommit": None, "applyCommit": None, "journalCommit": None,
-    }  # fmt: skip
+        "status": status,
+        "runId": None,
+        "conflicts": [],
+        "changedPaths": [],
+        "headBefore": before,
+        "head": before,
+        "remoteHead": theirs,
+        "adopted": False,
+        "recoveryCommit": None,
+        "applyCommit": None,
+        "journalCommit": None,
+    }
     answer.update(fields)
     return answer
 
@@ -156,17 +171,29 @@ def _locked_pull(
         merged.update(conflicts=conflicts)
         if result.renamed_runs:
             merged["renamedRuns"] = [
-                {"runId": c.path.rsplit("/", 1)[1].removesuffix(".json"),
-                 "keptAs": c.kept_as.rsplit("/", 1)[1].removesuffix(".json")}
+                {
+                    "runId": c.path.rsplit("/", 1)[1].removesuffix(".json"),
+                    "keptAs": c.kept_as.rsplit("/", 1)[1].removesuffix(".json"),
+                }
                 for c in result.renamed_runs
-            ]  # fmt: skip
-        return Proposal(commit=commit, changed_paths=result.changed_paths,
-                        contents=result.contents, fields={"conflicts": conflicts})  # fmt: skip
+            ]
+        return Proposal(
+            commit=commit,
+            changed_paths=result.changed_paths,
+            contents=result.contents,
+            fields={"conflicts": conflicts},
+        )
 
     outcome = commit_run(
-        tx, run, clock, head=head, propose=propose, dirty=dirty, worktree=_worktree(tx),
+        tx,
+        run,
+        clock,
+        head=head,
+        propose=propose,
+        dirty=dirty,
+        worktree=_worktree(tx),
         journaled=payload_changes is None or bool(payload_changes),
-    )  # fmt: skip
+    )
     prune_backups(tx)
     answer = _result(tx, outcome, head, theirs, merged.get("conflicts"), adopted)
     if "renamedRuns" in merged:
@@ -190,12 +217,18 @@ def _result(  # noqa: PLR0917 - one private call site
     else:
         status = "merged-with-conflicts" if conflicts else "merged"
     answer = _answer(
-        status, head, theirs,
+        status,
+        head,
+        theirs,
         runId=None if journal_only else outcome.record["run_id"],
-        conflicts=conflicts or [], changedPaths=changed, head=tx.require_head(),
-        adopted=adopted, recoveryCommit=outcome.recovery_commit,
-        applyCommit=outcome.apply_commit, journalCommit=outcome.journal_commit,
-    )  # fmt: skip
+        conflicts=conflicts or [],
+        changedPaths=changed,
+        head=tx.require_head(),
+        adopted=adopted,
+        recoveryCommit=outcome.recovery_commit,
+        applyCommit=outcome.apply_commit,
+        journalCommit=outcome.journal_commit,
+    )
     if not journal_only and not outcome.journaled:
         answer["journaled"] = False  # applied; recover finishes the journal
     return answer
@@ -224,7 +257,8 @@ def prune_backups(tx: GitTransactions) -> None:
     """Drop all but the newest :data:`KEPT_BACKUPS` backups that HEAD's history still holds
     (those are redundant: the journal names them too). A backup HEAD's history no longer
     holds - the commit a new memory had before it adopted the remote's history - stays."""
-    listing = tx.git.run(["for-each-ref", "--merged=HEAD", "--sort=-refname",
-                          "--format=%(refname)", BACKUP_REFS])  # fmt: skip
+    listing = tx.git.run(
+        ["for-each-ref", "--merged=HEAD", "--sort=-refname", "--format=%(refname)", BACKUP_REFS]
+    )
     for ref in listing.text.split()[KEPT_BACKUPS:]:
         tx.git.run(["update-ref", "-d", ref], check=False)

@@ -69,8 +69,13 @@ def _push(tx: GitTransactions, remote: Remote) -> dict[str, Any]:
     refuse_unfinished(tx, "pushing")
     head = tx.require_head()
     theirs = fetch_remote(tx, remote)
-    answer = {"status": "up-to-date", "commit": head, "remoteHeadBefore": theirs,
-              "branch": remote.branch, "url": remote.url.shown}  # fmt: skip
+    answer = {
+        "status": "up-to-date",
+        "commit": head,
+        "remoteHeadBefore": theirs,
+        "branch": remote.branch,
+        "url": remote.url.shown,
+    }
     if theirs == head:
         return answer
     if theirs is not None and not tx.is_ancestor(theirs, head):

@@ -111,7 +111,8 @@ class Record:
         return cls(path=path, signature=signature, **row)
 
 
-def _signature(info: os.stat_result) -> str:
+def stat_signature(info: os.stat_result) -> str:
+    """A file's change signature as the walk records it: size, mtime, ctime, inode."""
     return f"{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}:{info.st_ino}"
 
 
@@ -139,7 +140,7 @@ def walk_payload(root: Path, folders: Iterable[str] = RECORD_FOLDERS) -> list[Pa
                     except FileNotFoundError:
                         continue
                     if stat.S_ISREG(info.st_mode):
-                        entries.append(PayloadEntry(child_relative, _signature(info)))
+                        entries.append(PayloadEntry(child_relative, stat_signature(info)))
     entries.sort(key=lambda entry: entry.path)
     return entries
 

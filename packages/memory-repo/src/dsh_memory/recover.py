@@ -173,8 +173,12 @@ def recover(layout: Layout, confirmation: object) -> dict[str, Any]:
     run_id = _interrupted_id(root, active)
     unjournaled = active is None and head_landing(tx) is not None
     if lock is None and active is None and run_id is None and not litter and not unjournaled:
-        return {"status": "nothing-to-recover", "interruptedRunId": None, "case": "none",
-                "restoredPaths": []}  # fmt: skip
+        return {
+            "status": "nothing-to-recover",
+            "interruptedRunId": None,
+            "case": "none",
+            "restoredPaths": [],
+        }
     try:
         if lock is not None:
             break_dead_lock(root / LOCK_FILE)
@@ -230,12 +234,16 @@ def _recover_locked(
         _restore_from_head(tx, head, restored, worktree=True)
         operation = str((active or {}).get("operation") or "sync")
         dead = journal.make_record(
-            run_id=run_id, operation=operation,
+            run_id=run_id,
+            operation=operation,
             status="rolled_back" if operation == "rollback" else "applied",
             started_at=str((active or {}).get("started_at") or clock.started_at),
-            changed_paths=changed, recovery_commit=parent, apply_commit=last_write,
-            error_code="interrupted-run", phase="finalizing",
-        )  # fmt: skip
+            changed_paths=changed,
+            recovery_commit=parent,
+            apply_commit=last_write,
+            error_code="interrupted-run",
+            phase="finalizing",
+        )
         extra[journal.run_record_path(run_id)] = (dumps(dead) + "\n").encode("utf-8")
     else:
         case = "nothing-landed"
@@ -243,17 +251,24 @@ def _recover_locked(
         _restore_from_head(tx, head, restored, worktree=False)
         if record is None:
             dead = journal.make_record(
-                run_id=run_id, operation=str((active or {}).get("operation") or "unknown"),
+                run_id=run_id,
+                operation=str((active or {}).get("operation") or "unknown"),
                 status="interrupted",
                 started_at=str((active or {}).get("started_at") or clock.started_at),
-                phase=str((active or {}).get("phase") or "staging"), error_code="interrupted-run",
-            )  # fmt: skip
+                phase=str((active or {}).get("phase") or "staging"),
+                error_code="interrupted-run",
+            )
             extra[journal.run_record_path(run_id)] = (dumps(dead) + "\n").encode("utf-8")
     recover_id = journal.new_run_id(root, "recover")
     entry = journal.make_record(
-        run_id=recover_id, operation="recover", status="recovered", started_at=clock.started_at,
-        changed_paths=restored, recovery_commit=head, duration_ms=clock.duration_ms(),
-    )  # fmt: skip
+        run_id=recover_id,
+        operation="recover",
+        status="recovered",
+        started_at=clock.started_at,
+        changed_paths=restored,
+        recovery_commit=head,
+        duration_ms=clock.duration_ms(),
+    )
     commit = commit_journal(tx, entry, extra_files=extra)
     if commit is None:
         raise RecoverFailedError(
@@ -263,9 +278,13 @@ def _recover_locked(
     with contextlib.suppress(FileNotFoundError):
         (root / ACTIVE_RUN_FILE).unlink()
     result = {
-        "status": "recovered", "case": case, "interruptedRunId": run_id,
-        "restoredPaths": restored, "recoverRunId": recover_id, "journalCommit": commit,
-    }  # fmt: skip
+        "status": "recovered",
+        "case": case,
+        "interruptedRunId": run_id,
+        "restoredPaths": restored,
+        "recoverRunId": recover_id,
+        "journalCommit": commit,
+    }
     if journaled is not None:
         result["journaledRunId"] = journaled
     return result
@@ -330,9 +349,13 @@ def _finished_run_record(  # noqa: PLR0917 - one private call site
         # The run journaled itself (its commit may have failed): keep its own record.
         return None if journal.is_tracked(tx, run_id) else record
     return journal.make_record(
-        run_id=run_id, operation=operation, status=done_status(operation),
+        run_id=run_id,
+        operation=operation,
+        status=done_status(operation),
         started_at=str(active.get("started_at") or clock.started_at),
         changed_paths=sorted(p for p in tx.tree_diff(recovery, applied) if is_payload_path(p)),
         recovery_commit=recovery,
-        apply_commit=applied, error_code="interrupted-run", phase="finalizing",
-    )  # fmt: skip
+        apply_commit=applied,
+        error_code="interrupted-run",
+        phase="finalizing",
+    )

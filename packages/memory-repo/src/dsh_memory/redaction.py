@@ -237,8 +237,12 @@ def render_dsh(events: list[dict[str, Any]]) -> str:
 def render_claude(events: list[dict[str, Any]]) -> str:
     """A Claude Code transcript (``~/.claude/projects/<project>/<session>.jsonl``)."""
     first = next((e for e in events if e.get("sessionId")), {})
-    out = [f"# Session {metadata(first.get('sessionId', '?'))}",
-           f"- cwd: {metadata(first.get('cwd', '?'))}", "- agent: claude-code", ""]  # fmt: skip
+    out = [
+        f"# Session {metadata(first.get('sessionId', '?'))}",
+        f"- cwd: {metadata(first.get('cwd', '?'))}",
+        "- agent: claude-code",
+        "",
+    ]
     for event in events:
         role = event.get("type")
         message = event.get("message")
@@ -263,8 +267,12 @@ def render_codex(events: list[dict[str, Any]]) -> str:
         if event.get("type") == "session_meta" and isinstance(event.get("payload"), dict):
             meta = event["payload"]
             break
-    out = [f"# Session {metadata(meta.get('id', '?'))}",
-           f"- cwd: {metadata(meta.get('cwd', '?'))}", "- agent: codex", ""]  # fmt: skip
+    out = [
+        f"# Session {metadata(meta.get('id', '?'))}",
+        f"- cwd: {metadata(meta.get('cwd', '?'))}",
+        "- agent: codex",
+        "",
+    ]
     for event in events:
         payload = event.get("payload")
         if event.get("type") != "response_item" or not isinstance(payload, dict):
@@ -273,8 +281,9 @@ def render_codex(events: list[dict[str, Any]]) -> str:
         if kind == "message" and payload.get("role") in ("user", "assistant"):
             _message(out, f"## {payload['role']}", _texts(payload.get("content")))
         elif kind in ("function_call", "custom_tool_call"):
-            _tool_call(out, payload.get("name", "?"),
-                       payload.get("arguments", payload.get("input", "")))  # fmt: skip
+            _tool_call(
+                out, payload.get("name", "?"), payload.get("arguments", payload.get("input", ""))
+            )
         elif kind in ("function_call_output", "custom_tool_call_output"):
             _tool_result(out, payload.get("output"))
     return "\n".join(out)

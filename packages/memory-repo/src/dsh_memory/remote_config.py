@@ -131,8 +131,15 @@ def set_remote(layout: Layout, url: object, *, base: str | os.PathLike[str] | No
     branch = current_branch(tx)
     try:
         tx.git.run(["config", "--local", URL_KEY, remote_url.url])
-        tx.git.run(["config", "--local", "--replace-all", FETCH_KEY,
-                    f"+refs/heads/{branch}:refs/remotes/{REMOTE_NAME}/{branch}"])  # fmt: skip
+        tx.git.run(
+            [
+                "config",
+                "--local",
+                "--replace-all",
+                FETCH_KEY,
+                f"+refs/heads/{branch}:refs/remotes/{REMOTE_NAME}/{branch}",
+            ]
+        )
     except GitError as exc:
         raise RemoteFailedError(f"the remote could not be written to git's config: {exc}") from exc
     _write_state(tx, {})  # a new remote: nothing heard from it yet

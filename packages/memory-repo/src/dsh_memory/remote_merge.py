@@ -258,8 +258,13 @@ class _Merge:
         """Run records both sides wrote differently: the later of one run, or both runs."""
         if not paths:
             return
-        texts = read_texts(self.tx, {**{f"o:{p}": self.ours[p] for p in paths},
-                                     **{f"t:{p}": self.theirs[p] for p in paths}})  # fmt: skip
+        texts = read_texts(
+            self.tx,
+            {
+                **{f"o:{p}": self.ours[p] for p in paths},
+                **{f"t:{p}": self.theirs[p] for p in paths},
+            },
+        )
         for path in paths:
             ours, theirs = _record(texts.get(f"o:{path}")), _record(texts.get(f"t:{path}"))
             if _same_run(ours, theirs):
@@ -305,8 +310,11 @@ class _Merge:
 
     def dedupe_ids(self) -> None:
         """Records that share an id after the merge: the one from theirs gets the suffix."""
-        records = {p: b for p in self.taken() if frontmatter.is_record_path(p)
-                   and (b := self.blob(p)) is not None}  # fmt: skip
+        records = {
+            p: b
+            for p in self.taken()
+            if frontmatter.is_record_path(p) and (b := self.blob(p)) is not None
+        }
         if all(self.ours.get(p) == b for p, b in records.items()):
             return  # no record changed: ours' ids were already as they are
         by_id: dict[str, list[str]] = {}

@@ -88,9 +88,10 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
         raise RollbackNotApplicableError(f"run {run_id} changed no payload")
     head = tx.require_head()
     changes: dict[str, Blob | None] = {
-        path: before.get(path) for path in set(before) | set(after)
+        path: before.get(path)
+        for path in set(before) | set(after)
         if before.get(path) != after.get(path)
-    }  # fmt: skip
+    }
     # Payload trees, not commits: journal commits after the run do not count as writes.
     now = tx.tree_files(head)
     if now != after:
@@ -103,21 +104,30 @@ def rollback(layout: Layout, run_id: object, confirmation: object) -> dict[str, 
         run.set_phase("validating")
         try:
             outcome = commit_run(
-                tx, run, clock, head=head, checkpoint=False, dirty=dirty,
+                tx,
+                run,
+                clock,
+                head=head,
+                checkpoint=False,
+                dirty=dirty,
                 propose=lambda _recovery: Proposal(
                     changes=changes, message=f"DPSK memory rollback: {run_id}"
                 ),
-            )  # fmt: skip
+            )
         except CommitFailedError as exc:
             raise RollbackFailedError(f"rollback failed: {exc.message}") from exc
         except (GitError, OSError) as exc:
             raise RollbackFailedError(f"rollback failed after its commit: {exc}") from exc
     commit, journal_commit = outcome.apply_commit, outcome.journal_commit
     result: dict[str, Any] = {
-        "runId": run_id, "rollbackRunId": rollback_id, "status": "rolled_back",
-        "changedPaths": sorted(changes), "recoveryCommit": head, "rollbackCommit": commit,
+        "runId": run_id,
+        "rollbackRunId": rollback_id,
+        "status": "rolled_back",
+        "changedPaths": sorted(changes),
+        "recoveryCommit": head,
+        "rollbackCommit": commit,
         "journalCommit": journal_commit,
-    }  # fmt: skip
+    }
     if journal_commit is None:
         result["journaled"] = False
     return result
@@ -130,8 +140,7 @@ _PULL_GREPS = ("--grep=DPSK memory pull merged: ", "--grep=-pull-")
 
 def _pulled_since(tx: GitTransactions, apply_commit: str) -> bool:
     """Whether a pull landed in HEAD's history after ``apply_commit``."""
-    found = tx.git.run(["rev-list", "-1", "--fixed-strings", *_PULL_GREPS,
-                        f"{apply_commit}..HEAD"])  # fmt: skip
+    found = tx.git.run(["rev-list", "-1", "--fixed-strings", *_PULL_GREPS, f"{apply_commit}..HEAD"])
     return bool(found.text.strip())
 
 

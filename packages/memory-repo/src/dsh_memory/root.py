@@ -181,8 +181,9 @@ def _checked_layout(root: Path, runner: GitRunner, top_level: Path) -> Layout:
 def has_memory_marker(git: GitRunner) -> bool:
     """Whether HEAD holds the memory repository's marker (see :data:`MARKER_FILE`)."""
     try:
-        result = git.run(["cat-file", "blob", f"HEAD:{MARKER_FILE}"], check=False,
-                         max_output=_MARKER_MAX_BYTES)  # fmt: skip
+        result = git.run(
+            ["cat-file", "blob", f"HEAD:{MARKER_FILE}"], check=False, max_output=_MARKER_MAX_BYTES
+        )
     except GitError:
         return False
     if result.returncode != 0:

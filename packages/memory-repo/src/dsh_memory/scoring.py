@@ -33,6 +33,7 @@ results; :mod:`dsh_memory.search_index` only finds the candidates faster.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -66,7 +67,9 @@ __all__ = [
     "RecordText",
     "Scorer",
     "Term",
+    "gathered_candidates",
     "gathering_terms",
+    "haystack",
     "index_tokens",
     "is_han",
     "is_visible",
@@ -134,16 +137,20 @@ def text_length(fields: Iterable[str]) -> int:
 
 
 def index_tokens(text: RecordText) -> set[str]:
-    """What the FTS index holds for a record: its words, Han characters and Han bigrams.
+    """What the term index holds for a record: its words, Han bigrams and the last Han
+    character of each Han run.
 
     A term matches a record exactly when the index finds it: a word term is a token (or a
-    token prefix), a Han term a character or bigram token.
+    token prefix), a Han bigram a bigram token, and a single Han character the tokens it
+    starts (``"锁"*``): a character inside a run starts a bigram, the last one of a run is a
+    token of its own. Every other character would be a second posting beside a bigram that
+    already says the same (about a fifth of the index on dense Chinese).
     """
     tokens: set[str] = set()
     for field in text.fields:
         for token in field.split():
             if is_han(token):
-                tokens.update(token)
+                tokens.add(token[-1])
                 tokens.update(token[i : i + 2] for i in range(len(token) - 1))
             else:
                 tokens.add(token)
@@ -388,11 +395,19 @@ def rank(
     return [match for _score, _path, match in found]
 
 
+def haystack(text: RecordText) -> str:
+    """A record's searchable text as one string, for :func:`gathered_candidates`: the head,
+    a NUL, the body. No needle holds a NUL, so a needle is in it exactly when
+    :func:`matches` finds it in the head or the body."""
+    return f"{text.head}\0{text.fields[-1]}"
+
+
 def scan_stats(plan: QueryPlan, texts: Sequence[RecordText]) -> CorpusStats:
     """Corpus statistics computed from every valid record of the scope (the scan path)."""
-    df = {term: sum(1 for text in texts if matches(term, text)) for term in plan.terms}
-    total = sum(text.length for text in texts)
-    return CorpusStats(len(texts), total / len(texts) if texts else 0.0, df)
+    stats, _positions = gathered_candidates(
+        plan, [haystack(text) for text in texts], sum(text.length for text in texts)
+    )
+    return stats
 
 
 def ranked_matches(
@@ -404,9 +419,34 @@ def ranked_matches(
         for record in records
         if record.valid and record.folder in SCOPES[scope]
     ]
-    stats = scan_stats(plan, [text for _record, text in valid])
-    gathered = gathering_terms(plan, stats.document_frequency)
-    candidates = [
-        (record, text) for record, text in valid if any(matches(t, text) for t in gathered)
-    ]
-    return rank(candidates, plan, stats, scope, now)
+    stats, positions = gathered_candidates(
+        plan,
+        [haystack(text) for _record, text in valid],
+        sum(text.length for _record, text in valid),
+    )
+    return rank([valid[position] for position in positions], plan, stats, scope, now)
+
+
+def gathered_candidates(
+    plan: QueryPlan, haystacks: Sequence[str], total_length: int
+) -> tuple[CorpusStats, list[int]]:
+    """The statistics over ``haystacks`` - the searchable text (:func:`haystack`) of every
+    valid record of the scope's folders, ``total_length`` their summed BM25 length - and
+    the positions of the candidates among them (records matching a gathered term), in order.
+
+    The scan and an index without a term table both call this, so they agree by
+    construction; the index then builds records and texts for the candidates only. The
+    loops run in C (``map`` of ``str.__contains__``): a 1,000-character query is 32 terms
+    over every record.
+    """
+    df = {
+        term: sum(map(str.__contains__, haystacks, itertools.repeat(term.needle)))
+        for term in plan.terms
+    }
+    count = len(haystacks)
+    stats = CorpusStats(count, total_length / count if count else 0.0, df)
+    found: set[int] = set()
+    for term in gathering_terms(plan, df):
+        hits = map(str.__contains__, haystacks, itertools.repeat(term.needle))
+        found.update(itertools.compress(range(count), hits))
+    return stats, sorted(found)

@@ -17,14 +17,22 @@ Legacy records (no front matter) are searched too, shown with their deterministi
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_memory import scoring
 from dsh_memory.errors import SearchInvalidRequestError
 from dsh_memory.records import SCOPES, Record
 from dsh_memory.scoring import Match, QueryPlan, is_visible, plan_query
+
+if TYPE_CHECKING:
+    from dsh_common.embedding import FusedHit
+
+#: ``progress(done, total)`` while vectors are encoded.
+Progress = Callable[[int, int], object]
 
 __all__ = [
     "citation",
@@ -147,40 +155,125 @@ def search(
     *,
     use_index: bool = True,
     now: _dt.datetime | None = None,
+    ranking: object = None,
+    encode_budget: int | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The contract's ``memory.search`` value: ``{query, count, results, retrieval}``.
 
     ``count`` is the number of matches before ``limit`` (as in the earlier tool);
     ``retrieval`` says whether the index served the query (``mode: "index"``) or a full
     scan did (``mode: "scan"``), and the index state. Raises ``SearchInvalidRequestError``
-    for a missing, blank, oversized or token-less query, a limit outside 1-20 or an unknown
-    scope; nothing on disk changes then.
+    for a missing, blank, oversized or token-less query, a limit outside 1-20, an unknown
+    scope or ranking; nothing on disk changes then.
+
+    ``ranking`` (else ``DSH_RANKING``) ``"hybrid"`` fuses the lexical matches with meaning
+    (:mod:`dsh_memory.hybrid`): each result gains ``hybrid`` (why it ranks where it does),
+    ``count`` counts every fused candidate, and ``retrieval.ranking`` says which ranking
+    answered. Records without a vector are encoded first, at most ``encode_budget`` of them
+    (None: all; ``progress(done, total)`` is told); past it the ranking stays lexical and
+    ``warnings`` says so. ``lexical`` (the default) is exactly the earlier output.
     """
     checked_query = validate_query(query)
     checked_limit = validate_limit(limit, DEFAULT_LIMIT)
     checked_scope = validate_scope(scope)
+    wanted = hybrid_ranking(ranking, SearchInvalidRequestError)
     plan = plan_query(checked_query)
+    instant = now or _dt.datetime.now(_dt.UTC)
     # The returned records are read while the index's freshness check still runs.
     matches, retrieval = matching_records(
-        root, plan, checked_scope, use_index=use_index, now=now, complete=checked_limit
+        root, plan, checked_scope, use_index=use_index, now=instant, complete=checked_limit
     )
     from dsh_memory import search_index  # noqa: PLC0415 - SQLite only when searching
 
-    top = matches[:checked_limit]
-    completed = search_index.complete_records(root, [match.record for match in top])
-    full = {record.path: record for record in completed}
+    notes: list[dict[str, str]] = []
+    fused = None
+    if wanted:
+        fused, notes = fused_ranking(
+            root,
+            checked_query,
+            matches,
+            retrieval,
+            scope=checked_scope,
+            now=instant,
+            limit=checked_limit,
+            budget=encode_budget,
+            progress=progress,
+        )
+        retrieval = {**retrieval, "ranking": "hybrid" if fused is not None else "lexical"}
     terms = [term.text for term in plan.terms]
-    results = [
-        search_result(match, full[match.record.path], terms)
-        for match in top
-        if match.record.path in full
-    ]
+    top: list[Hit]
+    if fused is None:
+        top = [(match, None) for match in matches[:checked_limit]]
+        count = len(matches)
+    else:
+        top, count = fused
+    completed = search_index.complete_records(root, [match.record for match, _hit in top])
+    full = {record.path: record for record in completed}
+    results = []
+    for match, hit in top:
+        if match.record.path not in full:
+            continue
+        result = search_result(match, full[match.record.path], terms)
+        if hit is not None:
+            result["hybrid"] = hit.explain()
+        results.append(result)
     return {
         "query": checked_query,
-        "count": len(matches),
+        "count": count,
         "results": results,
         "retrieval": retrieval,
         "warnings": search_index.invalid_record_warnings(
             root, checked_scope, use_index=use_index, index_fresh=retrieval["mode"] == "index"
-        ),
+        )
+        + notes,
     }
+
+
+def hybrid_ranking(ranking: object, error: type[Exception]) -> bool:
+    """Whether ``ranking`` (else ``DSH_RANKING``) asks for hybrid; raises ``error`` for a
+    name that is neither. The lexical path imports nothing of hybrid ranking."""
+    if ranking is None and not os.environ.get("DSH_RANKING", "").strip():
+        return False
+    from dsh_memory import hybrid  # noqa: PLC0415
+
+    return hybrid.resolve(ranking, error) == "hybrid"
+
+
+#: A hit of the hybrid ranking: the lexical match (a zero-score one for a record found by
+#: meaning alone) and the fused account of it.
+Hit = tuple[Match, "FusedHit | None"]
+
+
+def fused_ranking(
+    root: Path,
+    query: str,
+    matches: list[Match],
+    retrieval: dict[str, Any],
+    *,
+    scope: str,
+    now: _dt.datetime,
+    limit: int,
+    budget: int | None,
+    progress: Progress | None,
+) -> tuple[tuple[list[Hit], int] | None, list[dict[str, str]]]:
+    """The first ``limit`` hybrid hits and the number of fused candidates, or None and the
+    warnings that say why the ranking stays lexical."""
+    from dsh_memory import hybrid  # noqa: PLC0415
+
+    if retrieval["mode"] != "index":
+        return None, [hybrid.warning(hybrid.NO_INDEX, hybrid.NO_INDEX_MESSAGE)]
+    fused, notes = hybrid.fuse_matches(
+        root, query, matches, scope=scope, now=now, limit=limit, budget=budget, progress=progress
+    )
+    if fused is None:
+        return None, notes
+    by_path = {match.record.path: match for match in matches}
+    hits: list[Hit] = []
+    for hit in fused.hits:
+        match = by_path.get(hit.key)
+        if match is None:  # found by meaning alone: no lexical score or components
+            record = Record(path=hit.key, signature="", valid=True, partial=True)
+            match = Match(record, 0.0, (0.0, 0.0, 0.0, 0.0))
+        hits.append((match, hit))
+    return (hits, fused.count), notes

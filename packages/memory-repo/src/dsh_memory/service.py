@@ -39,6 +39,7 @@ _FALLBACK_CODES = {
     "rollback": "rollback-failed",
     "search": "search-failed",
     "context": "context-failed",
+    "vectors": "vectors-failed",
     "previews": "repo-unavailable",
     "apply_preview": "preview-apply-failed",
     "discard_preview": "preview-not-found",
@@ -65,8 +66,9 @@ _METHODS = {
     "migrateLegacy": ("migrate_legacy", ("dryRun",)),
     "runs": ("runs", ("limit", "operation", "status")),
     "rollback": ("rollback", ("runId", "confirmation")),
-    "search": ("search", ("query", "limit", "scope")),
-    "context": ("context", ("query", "limit", "scope")),
+    "search": ("search", ("query", "limit", "scope", "ranking")),
+    "context": ("context", ("query", "limit", "scope", "ranking")),
+    "vectors": ("vectors", ()),
     "previews": ("previews", ()),
     "applyPreview": ("apply_preview", ("previewId",)),
     "discardPreview": ("discard_preview", ("previewId",)),
@@ -93,10 +95,16 @@ class MemoryService:
         *,
         env: Mapping[str, str] | None = None,
         settings_file: str | os.PathLike[str] | None = None,
+        encode_budget: int | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> None:
         self._root_option = root
         self._env = env
         self._settings_file = Path(settings_file) if settings_file is not None else None
+        #: Hybrid ranking: how many records without a vector a search may encode on the spot
+        #: (None: all), and who hears of a long build (the command line's progress bar).
+        self._encode_budget = encode_budget
+        self._progress = progress
         #: The human message of the last failure (the envelope carries only the code).
         self.last_error_message: str | None = None
 
@@ -351,15 +359,35 @@ class MemoryService:
 
     # -- read paths (search/context live in their own modules) -----------------------------
 
-    def search(self, query: object = None, limit: object = None, scope: object = None) -> Envelope:
+    def search(
+        self,
+        query: object = None,
+        limit: object = None,
+        scope: object = None,
+        ranking: object = None,
+    ) -> Envelope:
         def action() -> Any:
             from dsh_memory.search import search  # noqa: PLC0415
 
-            return search(self._layout().root, query, limit, scope)
+            return search(
+                self._layout().root,
+                query,
+                limit,
+                scope,
+                ranking=ranking,
+                encode_budget=self._encode_budget,
+                progress=self._progress,
+            )
 
         return self._envelope("search", action)
 
-    def context(self, query: object = None, limit: object = None, scope: object = None) -> Envelope:
+    def context(
+        self,
+        query: object = None,
+        limit: object = None,
+        scope: object = None,
+        ranking: object = None,
+    ) -> Envelope:
         def action() -> Any:
             from dsh_memory.context import context  # noqa: PLC0415
             from dsh_memory.root import inspect_memory_layout  # noqa: PLC0415
@@ -367,9 +395,29 @@ class MemoryService:
             # Usage is a write: only into a repository that carries the memory marker (the
             # layout check and the marker share one git process where they can).
             layout, recorded = inspect_memory_layout(self.root)
-            return context(layout.root, query, limit, scope, record_use=recorded)
+            return context(
+                layout.root,
+                query,
+                limit,
+                scope,
+                record_use=recorded,
+                ranking=ranking,
+                encode_budget=self._encode_budget,
+                progress=self._progress,
+            )
 
         return self._envelope("context", action)
+
+    def vectors(self) -> Envelope:
+        """Build (or bring up to date) the vectors of hybrid ranking, whatever their number:
+        what a first hybrid search would otherwise encode on the spot."""
+
+        def action() -> Any:
+            from dsh_memory.hybrid import build_vectors  # noqa: PLC0415
+
+            return build_vectors(self._layout().root, progress=self._progress)
+
+        return self._envelope("vectors", action)
 
     # -- the system prompt -----------------------------------------------------------------
 

@@ -129,9 +129,10 @@ def _codex_logs(root: Path) -> Iterator[tuple[Path, os.stat_result]]:
                 if not _DATE_PARTS[2].match(day.name):
                     continue
                 yield from (
-                    (p, i) for p, i in _files(day)
+                    (p, i)
+                    for p, i in _files(day)
                     if p.name.startswith("rollout-") and p.name.endswith(".jsonl")
-                )  # fmt: skip
+                )
 
 
 def find_candidates(sources: SessionSources, watermark_ns: int, now_ns: int) -> list[Candidate]:

@@ -100,8 +100,14 @@ def live_entries(root: Path) -> tuple[list[dict[str, Any]], dict[str, bytes]]:
     for relative in sorted(paths):
         data = fsops.read_file_nofollow(root, relative, MAX_LIVE_FILE_BYTES)
         mode = fsops.file_mode(root, relative) or 0o644
-        entries.append({"path": relative, "mode": git_mode(mode), "size": len(data),
-                        "sha256": hashlib.sha256(data).hexdigest()})  # fmt: skip
+        entries.append(
+            {
+                "path": relative,
+                "mode": git_mode(mode),
+                "size": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
         contents[relative] = data
     return entries, contents
 

@@ -134,8 +134,11 @@ def _redact_candidates(batch: list[Candidate], folder: Path) -> int:
 
 
 def _session_counts(batch: list[Candidate]) -> dict[str, int]:
-    return {"candidate_sessions": len(batch), "processed_sessions": len(batch),
-            "skipped_sessions": 0}  # fmt: skip
+    return {
+        "candidate_sessions": len(batch),
+        "processed_sessions": len(batch),
+        "skipped_sessions": 0,
+    }
 
 
 def _describe(batch: list[Candidate], deferred: int) -> dict[str, Any]:
@@ -196,9 +199,12 @@ def run_sync(options: SyncOptions) -> dict[str, Any]:
 
 
 def _prepare(
-    options: SyncOptions, tx: GitTransactions, batch: list[Candidate], private: Path,
+    options: SyncOptions,
+    tx: GitTransactions,
+    batch: list[Candidate],
+    private: Path,
     described: dict[str, Any],
-) -> tuple[Path, dict[str, Any]]:  # fmt: skip
+) -> tuple[Path, dict[str, Any]]:
     """Redact, stage, run the agent: the staging folder and its manifest."""
     crash_point(STAGING)
     skipped = _redact_candidates(batch, private / "sessions")
@@ -211,17 +217,26 @@ def _prepare(
     options.progress(f"running the {options.agent} agent on the staging copy")
     run_agent(
         str(options.agent),
-        AgentRun(staging=staging, sessions=private / "sessions", private=private,
-                 session_count=len(batch)),
-        options.env, command=options.agent_command, timeout=options.timeout,
-    )  # fmt: skip
+        AgentRun(
+            staging=staging,
+            sessions=private / "sessions",
+            private=private,
+            session_count=len(batch),
+        ),
+        options.env,
+        command=options.agent_command,
+        timeout=options.timeout,
+    )
     return staging, manifest
 
 
 def _dry_run(
-    options: SyncOptions, root: Path, tx: GitTransactions, batch: list[Candidate],
+    options: SyncOptions,
+    root: Path,
+    tx: GitTransactions,
+    batch: list[Candidate],
     described: dict[str, Any],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     private = private_directory()
     try:
         staging, manifest = _prepare(options, tx, batch, private, described)
@@ -260,27 +275,38 @@ def _locked_run(  # noqa: PLR0917 - one private call site, every argument needed
         fields = {**counts, "staging_digest": digest}
         if not change.changed_paths:
             entry = journal.make_record(
-                run_id=run.run_id, operation="sync", status="no_change",
-                started_at=clock.started_at, duration_ms=clock.duration_ms(),
+                run_id=run.run_id,
+                operation="sync",
+                status="no_change",
+                started_at=clock.started_at,
+                duration_ms=clock.duration_ms(),
                 staging_digest=digest,
-            )  # fmt: skip
+            )
             entry.update(counts)
             run.set_phase("finalizing")
             commit = journal_outcome(tx, entry, new_watermark)
             options.progress("no memory changes, nothing to apply")
-            unchanged: dict[str, Any] = {"status": "no_change", "runId": run.run_id,
-                                         "changedPaths": [], "journalCommit": commit}  # fmt: skip
+            unchanged: dict[str, Any] = {
+                "status": "no_change",
+                "runId": run.run_id,
+                "changedPaths": [],
+                "journalCommit": commit,
+            }
             if commit is None:
                 unchanged["journaled"] = False
             return {**unchanged, **described}
-        outcome = apply_change_set(tx, run, clock, head=head, change=change, fields=fields,
-                                   watermark_ns=new_watermark)  # fmt: skip
+        outcome = apply_change_set(
+            tx, run, clock, head=head, change=change, fields=fields, watermark_ns=new_watermark
+        )
         options.progress(f"applied {len(change.changed_paths)} change(s) in run {run.run_id}")
         applied: dict[str, Any] = {
-            "status": "applied", "runId": run.run_id, **change.describe(),
-            "recoveryCommit": outcome.recovery_commit, "applyCommit": outcome.apply_commit,
+            "status": "applied",
+            "runId": run.run_id,
+            **change.describe(),
+            "recoveryCommit": outcome.recovery_commit,
+            "applyCommit": outcome.apply_commit,
             "journalCommit": outcome.journal_commit,
-        }  # fmt: skip
+        }
         if not outcome.journaled:
             applied["journaled"] = False
             options.progress(f"run {run.run_id} is applied but not journaled; {RECOVER_HINT}")
@@ -290,9 +316,13 @@ def _locked_run(  # noqa: PLR0917 - one private call site, every argument needed
 
 
 def _store_preview(  # noqa: PLR0917 - one private call site
-    options: SyncOptions, tx: GitTransactions, staging: Path, manifest: dict[str, Any],
-    change: ChangeSet, described: dict[str, Any],
-) -> dict[str, Any]:  # fmt: skip
+    options: SyncOptions,
+    tx: GitTransactions,
+    staging: Path,
+    manifest: dict[str, Any],
+    change: ChangeSet,
+    described: dict[str, Any],
+) -> dict[str, Any]:
     preview_id = str(options.preview_id)
     pending_previews(tx.root, clean=True)  # the lazy clean-up of expired previews
     if not change.changed_paths:
@@ -308,5 +338,10 @@ def _store_preview(  # noqa: PLR0917 - one private call site
         shutil.rmtree(directory, ignore_errors=True)
         raise
     options.progress(f"preview {preview_id} created (expires {record['expires_at']})")
-    return {"status": "pending", "previewId": preview_id, "expiresAt": record["expires_at"],
-            **change.describe(), **described}  # fmt: skip
+    return {
+        "status": "pending",
+        "previewId": preview_id,
+        "expiresAt": record["expires_at"],
+        **change.describe(),
+        **described,
+    }

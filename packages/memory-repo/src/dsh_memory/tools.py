@@ -9,8 +9,9 @@ Nothing else is exposed: no root, git, journal, transcript, prompt or credential
 carry a ``notice`` that the records are untrusted data, never instructions.
 
 ``memory_search`` accepts ``query`` and ``limit`` (its scope is always ``active``);
-``memory_context`` accepts ``query``, ``limit`` and ``scope``. Unknown arguments are
-ignored, as JSON-schema tool hosts do.
+``memory_context`` accepts ``query``, ``limit`` and ``scope``. Both accept ``ranking``
+(``lexical`` or ``hybrid``; absent: the server's ``DSH_RANKING``, else lexical). Unknown
+arguments are ignored, as JSON-schema tool hosts do.
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ _SEARCH_HIT = {
     },
     "required": ["path", "citation"],
 }
+_RANKING = {
+    "type": "string",
+    "enum": ["lexical", "hybrid"],
+    "description": "hybrid also ranks by meaning (across Chinese and English, other words);"
+    " default: the server's DSH_RANKING, else lexical",
+}
 _CONTEXT_RECORD = {
     "type": "object",
     "properties": {
@@ -62,6 +69,7 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
             "properties": {
                 "query": {"type": "string", "minLength": 1, "maxLength": 1000},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+                "ranking": _RANKING,
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -90,6 +98,7 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "query": {"type": "string", "minLength": 1, "maxLength": 1000},
                 "limit": {"type": "integer", "minimum": 1, "maximum": 20},
                 "scope": {"type": "string", "enum": ["active", "archive", "all"]},
+                "ranking": _RANKING,
             },
             "additionalProperties": False,
         },
@@ -122,14 +131,20 @@ def _result(envelope: Mapping[str, Any]) -> str:
 
 
 def memory_search_tool(service: MemoryService, arguments: Mapping[str, Any]) -> str:
-    """``memory_search({query, limit})`` as a JSON string."""
-    return _result(service.search(arguments.get("query"), arguments.get("limit")))
+    """``memory_search({query, limit, ranking?})`` as a JSON string."""
+    envelope = service.search(
+        arguments.get("query"), arguments.get("limit"), None, arguments.get("ranking")
+    )
+    return _result(envelope)
 
 
 def memory_context_tool(service: MemoryService, arguments: Mapping[str, Any]) -> str:
-    """``memory_context({query?, limit?, scope?})`` as a JSON string."""
+    """``memory_context({query?, limit?, scope?, ranking?})`` as a JSON string."""
     envelope = service.context(
-        arguments.get("query"), arguments.get("limit"), arguments.get("scope")
+        arguments.get("query"),
+        arguments.get("limit"),
+        arguments.get("scope"),
+        arguments.get("ranking"),
     )
     return _result(envelope)
 

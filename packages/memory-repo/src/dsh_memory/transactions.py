@@ -101,8 +101,10 @@ class GitTransactions:
     def tree_diff(self, old: str, new: str) -> dict[str, Blob | None]:
         """Every path whose blob differs from ``old`` to ``new`` (commits or trees), with its
         blob in ``new`` (None: absent there). The whole tree, not only the payload."""
-        result = self.git.run(["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id",
-                               old, new], max_output=256 << 20)  # fmt: skip
+        result = self.git.run(
+            ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new],
+            max_output=256 << 20,
+        )
         fields = result.stdout.split(b"\0")
         changes: dict[str, Blob | None] = {}
         for meta, raw_path in zip(fields[0::2], fields[1::2], strict=False):
@@ -220,8 +222,12 @@ class GitTransactions:
             else:
                 self.git.run(["read-tree", base], env=env)
             if changes:
-                self.git.run(["update-index", "-z", "--index-info"], input=_index_info(changes),
-                             env=env, timeout=_bulk_timeout(len(changes)))  # fmt: skip
+                self.git.run(
+                    ["update-index", "-z", "--index-info"],
+                    input=_index_info(changes),
+                    env=env,
+                    timeout=_bulk_timeout(len(changes)),
+                )
             return self.git.run(["write-tree"], env=env).text.strip()
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -344,9 +350,12 @@ class GitTransactions:
 
                 shutil.copyfile(live, copy)
                 os.utime(copy, (_FUTURE_INDEX_TIME, _FUTURE_INDEX_TIME))
-            self.git.run(["update-index", "-z", "--index-info"], input=_index_info(changes),
-                         env={"GIT_INDEX_FILE": str(copy)},
-                         timeout=_bulk_timeout(len(changes)))  # fmt: skip
+            self.git.run(
+                ["update-index", "-z", "--index-info"],
+                input=_index_info(changes),
+                env={"GIT_INDEX_FILE": str(copy)},
+                timeout=_bulk_timeout(len(changes)),
+            )
             os.replace(copy, live)
         finally:
             os.close(lock_fd)
@@ -363,10 +372,14 @@ class GitTransactions:
         """Make the work tree match ``changes`` (descriptor-anchored, link-safe)."""
         fsops.remove_files(self.root, sorted(p for p, blob in changes.items() if blob is None))
         # The commit already holds these bytes; one fsync per directory is enough.
-        fsops.replace_files(self.root, [
-            (path, contents[blob.oid], _worktree_mode(path, blob))
-            for path, blob in sorted(changes.items()) if blob is not None
-        ])  # fmt: skip
+        fsops.replace_files(
+            self.root,
+            [
+                (path, contents[blob.oid], _worktree_mode(path, blob))
+                for path, blob in sorted(changes.items())
+                if blob is not None
+            ],
+        )
 
     def materialize_streamed(self, changes: TreeChanges) -> None:
         """:meth:`materialize` for changes of any total size, blobs read in bounded chunks.
@@ -400,8 +413,7 @@ class GitTransactions:
         if not oids:
             return {}
         if len(oids) == 1 and sizes.get(oids[0], 0) > BLOB_CHUNK_BYTES:
-            result = self.git.run(["cat-file", "blob", oids[0]],
-                                  max_output=sizes[oids[0]] + 1)  # fmt: skip
+            result = self.git.run(["cat-file", "blob", oids[0]], max_output=sizes[oids[0]] + 1)
             return {oids[0]: result.stdout}
         contents = self.blob_contents(oids)
         missing = [oid for oid in oids if oid not in contents]

@@ -124,7 +124,11 @@ def landing_record(
     before, after = tx.tree_files(landing.parent), tx.tree_files(landing.commit)
     changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
     return journal.make_record(
-        run_id=run_id, operation=landing.operation, status=landing.status,
-        started_at=started_at, changed_paths=changed, recovery_commit=landing.parent,
+        run_id=run_id,
+        operation=landing.operation,
+        status=landing.status,
+        started_at=started_at,
+        changed_paths=changed,
+        recovery_commit=landing.parent,
         apply_commit=landing.commit,
-    )  # fmt: skip
+    )

@@ -69,9 +69,13 @@ class ChangeSet:
         return sorted(self.added + self.modified + self.deleted)
 
     def describe(self) -> dict[str, Any]:
-        return {"changedPaths": self.changed_paths, "added": self.added,
-                "modified": self.modified, "deleted": self.deleted,
-                "changedBytes": self.changed_bytes}  # fmt: skip
+        return {
+            "changedPaths": self.changed_paths,
+            "added": self.added,
+            "modified": self.modified,
+            "deleted": self.deleted,
+            "changedBytes": self.changed_bytes,
+        }
 
 
 def check_name(relative: str) -> None:

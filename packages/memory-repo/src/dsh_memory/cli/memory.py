@@ -9,11 +9,12 @@ values come back as the method's own ``*-invalid-request`` code, never as a pars
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from dsh_common.cli import add_setup_command, emit_json, one_query, run_app
+from dsh_memory.cli._shared import RootOption, emit
 from dsh_memory.errors import render_error
 
 if TYPE_CHECKING:
@@ -27,12 +28,6 @@ app = typer.Typer(
     help="The DPSK memory repository: status, health, clear, migration, runs, rollback, "
     "search and context. Prints the memory API's JSON envelope.",
 )
-
-RootOption = Annotated[
-    str | None,
-    typer.Option("--root", help="Memory root (default $DSH_MEMORY_ROOT, $DSH_HOME/storages/memory,"
-                 " ~/.dsh/storages/memory)."),
-]  # fmt: skip
 
 
 def _integer_or_raw(value: str | None) -> object:
@@ -65,21 +60,12 @@ def _utf8(value: str | None, code: str, option: str) -> str | None:
 
 
 def _service(ctx: typer.Context) -> Any:
+    from dsh_memory.cli_output import vector_progress
     from dsh_memory.service import MemoryService
 
     root = ctx.obj.get("root") if isinstance(ctx.obj, dict) else None
-    return MemoryService(root)
-
-
-def _emit(service: Any, envelope: dict[str, Any]) -> None:
-    if envelope.get("ok"):
-        emit_json(envelope)
-        return
-    from dsh_memory.cli_output import emit_envelope
-
-    # Printed by the module the fast path uses too (option names, the init hint).
-    if emit_envelope(service, envelope):
-        raise typer.Exit(1)
+    # Hybrid ranking encodes whatever vectors are missing, with a progress bar for many.
+    return MemoryService(root, progress=vector_progress())
 
 
 @app.callback()
@@ -92,14 +78,14 @@ def main_options(ctx: typer.Context, root: RootOption = None) -> None:
 def init_command(ctx: typer.Context) -> None:
     """Create the memory repository (idempotent: a rerun leaves HEAD unchanged)."""
     service = _service(ctx)
-    _emit(service, service.init())
+    emit(service, service.init())
 
 
 @app.command("get-settings", epilog="\b\nExample:\n  dsh-memory get-settings")
 def get_settings_command(ctx: typer.Context) -> None:
     """Print memory.enabled from the host settings file."""
     service = _service(ctx)
-    _emit(service, service.get_settings())
+    emit(service, service.get_settings())
 
 
 @app.command("set-enabled", epilog="\b\nExample:\n  dsh-memory set-enabled --enabled true")
@@ -112,21 +98,21 @@ def set_enabled_command(
 ) -> None:
     """Persist memory.enabled in the host settings file."""
     service = _service(ctx)
-    _emit(service, service.set_enabled(_boolean_or_raw(enabled)))
+    emit(service, service.set_enabled(_boolean_or_raw(enabled)))
 
 
 @app.command("status", epilog="\b\nExample:\n  dsh-memory status --format text")
 def status_command(ctx: typer.Context) -> None:
     """Metadata-only repository status (counts, dirtiness, last run, pending preview)."""
     service = _service(ctx)
-    _emit(service, service.status())
+    emit(service, service.status())
 
 
 @app.command("health", epilog="\b\nExample:\n  dsh-memory health")
 def health_command(ctx: typer.Context) -> None:
     """Lock, active run, journal and recovery health of the repository."""
     service = _service(ctx)
-    _emit(service, service.health())
+    emit(service, service.health())
 
 
 @app.command("clear", epilog="\b\nExample:\n  dsh-memory clear --confirmation DELETE_MEMORY")
@@ -138,14 +124,14 @@ def clear_command(
 ) -> None:
     """Clear the payload in one commit, after a recovery point."""
     service = _service(ctx)
-    _emit(service, service.clear(confirmation))
+    emit(service, service.clear(confirmation))
 
 
 @app.command("legacy-records", epilog="\b\nExample:\n  dsh-memory legacy-records")
 def legacy_records_command(ctx: typer.Context) -> None:
     """List records without front matter (metadata only)."""
     service = _service(ctx)
-    _emit(service, service.legacy_records())
+    emit(service, service.legacy_records())
 
 
 @app.command(
@@ -165,7 +151,7 @@ def migrate_legacy_command(
 ) -> None:
     """Give legacy records deterministic front matter (dry run or apply)."""
     service = _service(ctx)
-    _emit(service, service.migrate_legacy(_boolean_or_raw(dry_run)))
+    emit(service, service.migrate_legacy(_boolean_or_raw(dry_run)))
 
 
 @app.command("runs", epilog="\b\nExample:\n  dsh-memory runs --limit 5")
@@ -179,7 +165,7 @@ def runs_command(
     service = _service(ctx)
     operation = _utf8(operation, "runs-invalid-request", "--operation")
     status = _utf8(status, "runs-invalid-request", "--status")
-    _emit(service, service.runs(_integer_or_raw(limit), operation, status))
+    emit(service, service.runs(_integer_or_raw(limit), operation, status))
 
 
 @app.command(
@@ -195,7 +181,16 @@ def rollback_command(
 ) -> None:
     """Undo a whole applied run with a new rollback commit."""
     service = _service(ctx)
-    _emit(service, service.rollback(run_id, confirmation))
+    emit(service, service.rollback(run_id, confirmation))
+
+
+RankingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ranking",
+        help="lexical (default, or $DSH_RANKING) or hybrid (by meaning too; [semantic] extra).",
+    ),
+]
 
 
 @app.command("search", epilog='\b\nExample:\n  dsh-memory search "release checklist" --limit 5')
@@ -207,12 +202,14 @@ def search_command(
     scope: Annotated[
         str | None, typer.Option("--scope", help="active (default), archive or all.")
     ] = None,
+    ranking: RankingOption = None,
 ) -> None:
     """Full-text search over the records, with citations."""
     service = _service(ctx)
     query = _utf8(one_query(text, query), "search-invalid-request", "--query")
     scope = _utf8(scope, "search-invalid-request", "--scope")
-    _emit(service, service.search(query, _integer_or_raw(limit), scope))
+    ranking = _utf8(ranking, "search-invalid-request", "--ranking")
+    emit(service, service.search(query, _integer_or_raw(limit), scope, ranking))
 
 
 @app.command("context", epilog='\b\nExample:\n  dsh-memory context "deploy" --limit 5')
@@ -224,19 +221,28 @@ def context_command(
     scope: Annotated[
         str | None, typer.Option("--scope", help="active (default), archive or all.")
     ] = None,
+    ranking: RankingOption = None,
 ) -> None:
     """Bounded records for an agent's context; records usage."""
     service = _service(ctx)
     query = _utf8(one_query(text, query), "context-invalid-request", "--query")
     scope = _utf8(scope, "context-invalid-request", "--scope")
-    _emit(service, service.context(query, _integer_or_raw(limit), scope))
+    ranking = _utf8(ranking, "context-invalid-request", "--ranking")
+    emit(service, service.context(query, _integer_or_raw(limit), scope, ranking))
+
+
+@app.command("vectors", epilog="\b\nExample:\n  dsh-memory vectors")
+def vectors_command(ctx: typer.Context) -> None:
+    """Build the vectors hybrid ranking needs, with a progress bar ([semantic] extra)."""
+    service = _service(ctx)
+    emit(service, service.vectors())
 
 
 @app.command("previews", epilog="\b\nExample:\n  dsh-memory previews")
 def previews_command(ctx: typer.Context) -> None:
     """Pending sync previews, newest first."""
     service = _service(ctx)
-    _emit(service, service.previews())
+    emit(service, service.previews())
 
 
 @app.command(
@@ -248,7 +254,7 @@ def apply_preview_command(
 ) -> None:
     """Apply a pending preview as one journaled transaction (operation preview)."""
     service = _service(ctx)
-    _emit(service, service.apply_preview(preview_id))
+    emit(service, service.apply_preview(preview_id))
 
 
 @app.command(
@@ -261,7 +267,7 @@ def discard_preview_command(
 ) -> None:
     """Remove a pending preview without applying it."""
     service = _service(ctx)
-    _emit(service, service.discard_preview(preview_id))
+    emit(service, service.discard_preview(preview_id))
 
 
 @app.command("write", epilog="\b\nExample:\n  dsh-memory write handbook/uv.md --file notes/uv.md")
@@ -288,7 +294,7 @@ def write_command(
     else:
         content = sys.stdin.buffer.read(8 * 1024 * 1024)
     service = _service(ctx)
-    _emit(service, service.write(path, content))
+    emit(service, service.write(path, content))
 
 
 @app.command("remove", epilog="\b\nExample:\n  dsh-memory remove handbook/uv.md")
@@ -298,14 +304,14 @@ def remove_command(
 ) -> None:
     """Remove one record as a journaled edit run."""
     service = _service(ctx)
-    _emit(service, service.remove(path))
+    emit(service, service.remove(path))
 
 
 @app.command("adopt", epilog="\b\nExample:\n  dsh-memory adopt")
 def adopt_command(ctx: typer.Context) -> None:
     """Validate and commit the hand edits in the payload as one journaled edit run."""
     service = _service(ctx)
-    _emit(service, service.adopt())
+    emit(service, service.adopt())
 
 
 @app.command("recover", epilog="\b\nExample:\n  dsh-memory recover --confirmation RECOVER_MEMORY")
@@ -317,7 +323,7 @@ def recover_command(
 ) -> None:
     """Make an interrupted run consistent and release its dead lock."""
     service = _service(ctx)
-    _emit(service, service.recover(confirmation))
+    emit(service, service.recover(confirmation))
 
 
 @app.command(
@@ -344,11 +350,11 @@ def remote_command(
 
     service = _service(ctx)
     if action is None and url is None:
-        _emit(service, service.remote())
+        emit(service, service.remote())
     elif action == "set":
-        _emit(service, service.set_remote(url))
+        emit(service, service.set_remote(url))
     elif action == "remove" and url is None:
-        _emit(service, service.remove_remote())
+        emit(service, service.remove_remote())
     else:
         raise DshError(
             "use `dsh-memory remote`, `dsh-memory remote set URL` or `dsh-memory remote remove`",
@@ -360,14 +366,14 @@ def remote_command(
 def pull_command(ctx: typer.Context) -> None:
     """Fetch the remote and merge it in as one journaled run (never loses a record)."""
     service = _service(ctx)
-    _emit(service, service.pull())
+    emit(service, service.pull())
 
 
 @app.command("push", epilog="\b\nExample:\n  dsh-memory push")
 def push_command(ctx: typer.Context) -> None:
     """Push this memory to the remote, fast-forward only (pull first when it moved)."""
     service = _service(ctx)
-    _emit(service, service.push())
+    emit(service, service.push())
 
 
 @app.command("export", epilog="\b\nExample:\n  dsh-memory export --bundle memory.bundle")
@@ -377,7 +383,7 @@ def export_command(
 ) -> None:
     """Back the repository up as a git bundle plus FILE.manifest.json."""
     service = _service(ctx)
-    _emit(service, service.export_bundle(bundle))
+    emit(service, service.export_bundle(bundle))
 
 
 @app.command(
@@ -391,7 +397,7 @@ def import_command(
 ) -> None:
     """Restore a bundle into a new memory root (never over an existing one)."""
     service = _service(ctx)
-    _emit(service, service.import_bundle(bundle, new_root))
+    emit(service, service.import_bundle(bundle, new_root))
 
 
 @app.command("prompt-section", epilog="\b\nExample:\n  dsh-memory prompt-section")
@@ -420,7 +426,7 @@ def mcp_command(ctx: typer.Context) -> None:
 def hook_command(
     ctx: typer.Context,
     event: Annotated[str, typer.Argument(help="session-start.")],
-) -> None:
+) -> NoReturn:
     """Agent hook: print the memory prompt section as additionalContext."""
     from dsh_memory.hooks import main as hook_main
 
@@ -479,7 +485,7 @@ def ui_command(
     serve(resolve_memory_root(root), settings_path(), port=port, open_browser=not no_browser)
 
 
-def main() -> None:
+def main() -> NoReturn:
     from dsh_memory import __version__
 
     # --root is refused as invalid-path before anything is created; other option values reach
@@ -499,134 +505,6 @@ def main() -> None:
             },
             path_options=("--root",),
             refuse_undecodable_values=False,
-        )
-    )
-
-
-# -- dsh-memory-sync -------------------------------------------------------------------------
-
-sync_app = typer.Typer(
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    help="Consolidate new idle agent sessions into memory through a staging copy, an agent "
-    "and one validated transaction (or a preview of it).",
-)
-
-
-def _progress(quiet: bool) -> Any:
-    def report(message: str) -> None:
-        if not quiet:
-            sys.stderr.write(f"dsh-memory-sync: {message}\n")
-            sys.stderr.flush()
-
-    return report
-
-
-@sync_app.command()
-def sync_command(
-    root: RootOption = None,
-    sessions_dir: Annotated[
-        str | None, typer.Option("--sessions-dir", help="DSH logs (default $DSH_HOME/sessions).")
-    ] = None,
-    claude_projects: Annotated[
-        str | None, typer.Option("--claude-projects", help="Default ~/.claude/projects.")
-    ] = None,
-    codex_sessions: Annotated[
-        str | None, typer.Option("--codex-sessions", help="Default ~/.codex/sessions.")
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", help="dsh (default), claude, codex or command."),
-    ] = None,
-    agent_command: Annotated[
-        str | None,
-        typer.Option("--agent-command", help="The program to run (implies --agent command)."),
-    ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Agent time limit (s).")] = 1800.0,
-    json_output: Annotated[bool, typer.Option("--json", help="No progress on stderr.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report; write nothing.")] = False,
-    scan_only: Annotated[
-        bool, typer.Option("--scan-only", help="Only list the candidates (no agent).")
-    ] = False,
-    preview: Annotated[
-        str | None, typer.Option("--preview", help="Store the result as preview ID.")
-    ] = None,
-    apply_preview: Annotated[
-        str | None, typer.Option("--apply-preview", help="Apply preview ID.")
-    ] = None,
-    discard_preview: Annotated[
-        str | None, typer.Option("--discard-preview", help="Discard preview ID.")
-    ] = None,
-    remote: Annotated[
-        bool, typer.Option("--remote", help="Pull from the Git remote before, push after.")
-    ] = False,
-) -> None:
-    """Run one sync (see the package README)."""
-    import os
-
-    from dsh_memory.errors import SyncInvalidRequestError
-    from dsh_memory.root import resolve_memory_root
-    from dsh_memory.service import MemoryService
-    from dsh_memory.sessions import SessionSources
-    from dsh_memory.syncrun import SyncOptions, run_sync
-
-    chosen = [name for name, given in (("--dry-run", dry_run), ("--scan-only", scan_only),
-              ("--preview", preview is not None), ("--apply-preview", apply_preview is not None),
-              ("--discard-preview", discard_preview is not None)) if given]  # fmt: skip
-    if len(chosen) > 1:
-        raise SyncInvalidRequestError(f"{' and '.join(chosen)} are mutually exclusive")
-    if remote and chosen:
-        raise SyncInvalidRequestError(f"--remote syncs with the remote; {chosen[0]} does not")
-    if apply_preview is not None or discard_preview is not None:
-        from dsh_memory.settings import read_enabled, settings_path
-        from dsh_memory.syncrun import DISABLED_MESSAGE
-
-        if not read_enabled(settings_path()):  # the earlier tool checks this before anything
-            _progress(False)(DISABLED_MESSAGE)
-            emit_json({"ok": True, "status": "disabled", "message": DISABLED_MESSAGE})
-            return
-        service = MemoryService(root)
-        envelope = (
-            service.apply_preview(apply_preview)
-            if apply_preview is not None
-            else service.discard_preview(discard_preview)
-        )
-        _emit(service, envelope)
-        return
-    env = dict(os.environ)
-    mode = "dry-run" if dry_run else "scan-only" if scan_only else "preview" if preview else "sync"
-    options = SyncOptions(
-        root=resolve_memory_root(root),
-        sources=SessionSources.defaults(
-            env, sessions_dir=sessions_dir, claude_projects=claude_projects,
-            codex_sessions=codex_sessions,
-        ),
-        env=env, agent=agent, agent_command=agent_command, timeout=timeout, mode=mode,
-        preview_id=preview, progress=_progress(json_output),
-    )  # fmt: skip
-    if remote:
-        from dsh_memory.remote_sync import sync_with_remote
-
-        result = sync_with_remote(options)
-    else:
-        result = run_sync(options)
-    if result.get("status") == "disabled":
-        _progress(False)(str(result["message"]))
-    emit_json({"ok": True, **result})
-
-
-def sync_main() -> None:
-    from dsh_memory import __version__
-
-    sys.exit(
-        run_app(
-            sync_app,
-            prog_name="dsh-memory-sync",
-            render_error=render_error,
-            version=__version__,
-            path_options=("--root", "--sessions-dir", "--claude-projects", "--codex-sessions"),
-            bare_help=False,  # a bare dsh-memory-sync runs a sync
         )
     )
 

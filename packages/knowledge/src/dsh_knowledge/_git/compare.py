@@ -1,13 +1,13 @@
 """The comparison itself: recorded ``(commit, path)`` snapshots against the index and work tree.
 
-A constant number of git processes answers any number of pairs (see ``_git_inspect``): one
+A constant number of git processes answers any number of pairs (see ``_git.inspect``): one
 ``cat-file --batch-check`` (commits, recorded blobs, the recorded directories' trees), one
 ``ls-files -v -s`` (index flags, modes, staged blobs), two ``check-attr`` (filters and
 conversions, work tree and index), one ``hash-object --no-filters`` (work-tree blobs), one
 ``cat-file --batch`` of the distinct directory trees (the recorded file modes), and at most one
 ``git config`` (``core.autocrlf``, ``core.fileMode``, ``core.symlinks``) when a line ending or a
 mode is in question. Content is hashed raw and line-ending conversion redone in Python
-(``_git_conversion``): no filter, no conversion, nothing the repository names is ever run.
+(``_git.conversion``): no filter, no conversion, nothing the repository names is ever run.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from dsh_knowledge._git_conversion import (
+from dsh_knowledge._git.conversion import (
     MODE_EXECUTABLE,
     MODE_SYMLINK,
     CrlfAction,
@@ -30,7 +30,7 @@ from dsh_knowledge._git_conversion import (
     read_lf_form,
     would_convert_crlf,
 )
-from dsh_knowledge._git_session import (
+from dsh_knowledge._git.session import (
     FULL_OBJECT_ID,
     SnapshotCheck,
     _GitFailure,

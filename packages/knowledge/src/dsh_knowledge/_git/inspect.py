@@ -1,8 +1,8 @@
 """Batched, read-only comparison of recorded Git snapshots with the live repository.
 
-This is the engine behind provenance capture (M3), freshness (M3) and health (M5). It answers,
-for many ``(commit, path)`` pairs at once, "does the file at ``path`` in the work tree and in
-the index still hold the blob that ``commit`` recorded?" with a closed set of reason codes.
+This is the engine behind provenance capture, freshness and health. It answers, for many
+``(commit, path)`` pairs at once, "does the file at ``path`` in the work tree and in the index
+still hold the blob that ``commit`` recorded?" with a closed set of reason codes.
 
 Why it is shaped like this:
 
@@ -13,7 +13,7 @@ Why it is shaped like this:
   ``check-attr --stdin`` calls read filter/conversion attributes, one ``hash-object
   --no-filters --stdin-paths`` hashes the work-tree files, and one ``cat-file --batch`` reads
   the distinct recorded directory trees (file modes). The count does not grow with the number
-  of evidence entries (``_git_compare``).
+  of evidence entries (``_git.compare``).
 * **Nothing the repository names is ever executed.** None of those commands runs a clean,
   smudge or process filter (``hash-object`` gets ``--no-filters``; ``git diff``, which would run
   a clean filter on a stat-dirty file, is never used). ``dsh_common.git.GitRunner`` also turns
@@ -32,9 +32,9 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dsh_knowledge._git_compare import _compare_pairs
-from dsh_knowledge._git_conversion import MAX_LINE_ENDING_REHASH_BYTES
-from dsh_knowledge._git_session import (
+from dsh_knowledge._git.compare import _compare_pairs
+from dsh_knowledge._git.conversion import MAX_LINE_ENDING_REHASH_BYTES
+from dsh_knowledge._git.session import (
     FULL_OBJECT_ID,
     FreshnessStatus,
     SnapshotCheck,

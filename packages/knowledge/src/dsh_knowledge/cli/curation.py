@@ -1,0 +1,211 @@
+"""Keeping the store true to the code: freshness and health against a Git work tree, the
+review queue, automatic extraction from a session and provenance captured late."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dsh_common.cli import emit_json
+from dsh_knowledge.cli._app import app, repository_of, usage
+from dsh_knowledge.cli_results import filter_workspace, missing, scope_workspace
+
+
+@app.command(epilog="\b\nExample:\n  dsh-knowledge freshness ID --repo .")
+def freshness(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(metavar="ID", help="Item id.")],
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="The Git work tree to compare with (default: its top level)."),
+    ] = None,
+) -> None:
+    """Compare an item's Git-backed file evidence with the repository: the freshness report."""
+    from dsh_knowledge.freshness import check_freshness
+
+    if repo is None:
+        from dsh_knowledge.workspace_identity import checkout_root
+
+        repo = Path(checkout_root())
+    emit_json(check_freshness(repository_of(ctx).require(item_id), repo))
+
+
+@app.command(
+    epilog="\b\nExamples:\n  dsh-knowledge health ID1 ID2 --repo .\n"
+    "  dsh-knowledge health --all --workspace ~/src/app"
+)
+def health(
+    ctx: typer.Context,
+    item_ids: Annotated[
+        list[str] | None, typer.Argument(metavar="ID...", help="1 to 16 item ids.")
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option("--repo", help="The Git work tree to check against (default: the workspace)."),
+    ] = None,
+    guidance: Annotated[
+        bool, typer.Option("--guidance", help="Add advisory guidance per result.")
+    ] = False,
+    all_items: Annotated[
+        bool,
+        typer.Option(
+            "--all",
+            help="Every candidate and verified item of the workspace, in batches of 16 "
+            "(progress on stderr).",
+        ),
+    ] = False,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="With --all: the workspace (default: cwd's).")
+    ] = None,
+) -> None:
+    """Health of 1-16 items of one workspace: {"results": [...]}."""
+    from dsh_knowledge.health import check_health
+    from dsh_knowledge.workspace_identity import local_checkout
+
+    if all_items:
+        from dsh_knowledge.bulk import health_all
+
+        if item_ids:
+            missing("Give item ids or --all, not both.")
+        scope = scope_workspace(workspace)
+        repository = repository_of(ctx)
+        report = health_all(
+            repository, scope, repo or Path(local_checkout(scope)), include_guidance=guidance
+        )
+        emit_json(_with_warnings(report, repository.store.deployment_warnings()))
+        return
+    if not item_ids:
+        missing("Give 1 to 16 item ids, or --all.")
+    repository = repository_of(ctx)
+    items = [repository.require(item_id) for item_id in item_ids]
+    warnings = repository.store.deployment_warnings()
+    stored = str(items[0]["scope"]["workspace"])
+    where = repo if repo is not None else Path(local_checkout(stored)).resolve()
+    report = {"results": check_health(items, where, include_guidance=guidance)}
+    emit_json(_with_warnings(report, warnings))
+
+
+def _with_warnings(report: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """``report`` with ``"warnings"`` about the database's set-up, when there are any."""
+    return {**report, "warnings": warnings} if warnings else report
+
+
+@app.command(epilog="\b\nExample:\n  dsh-knowledge review --workspace . --limit 10 --repo .")
+def review(
+    ctx: typer.Context,
+    workspace: Annotated[str | None, typer.Option("--workspace", help="Workspace.")] = None,
+    project: Annotated[str | None, typer.Option("--project", help="Project.")] = None,
+    workspace_wide: Annotated[
+        bool, typer.Option("--workspace-wide", help="Only items without a project.")
+    ] = False,
+    origin: Annotated[
+        str | None, typer.Option("--origin", help="explicit or automatic (default both).")
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="Git work tree: add live health per item.")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most N candidates.")] = None,
+) -> None:
+    """Candidates to review, with evidence (and health with --repo): {"candidates": [...],
+    "total", "truncated"}."""
+    from dsh_common.cli import list_counts
+    from dsh_knowledge.models import validate_limit
+    from dsh_knowledge.repository import UNSET
+    from dsh_knowledge.review import review_candidates
+
+    if project is not None and workspace_wide:
+        usage("--project and --workspace-wide cannot be used together.")
+    if limit is not None:
+        validate_limit(limit)
+    where = filter_workspace(workspace)
+    scope = None if workspace_wide else (project if project is not None else UNSET)
+    repository = repository_of(ctx)
+    # Counted apart: health (with --repo) is checked for the shown candidates only.
+    total = len(
+        repository.list(workspace=where, project=scope, status="candidate", creation_origin=origin)
+    )
+    candidates = review_candidates(
+        repository,
+        workspace=where,
+        project=scope,
+        creation_origin=origin,
+        repo_dir=repo,
+        limit=limit,
+    )
+    emit_json({"candidates": candidates, **list_counts(len(candidates), total)})
+
+
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge extract --transcript ~/.claude/projects/p/session.jsonl"
+)
+def extract(
+    ctx: typer.Context,
+    transcript: Annotated[
+        Path, typer.Option("--transcript", help="Claude Code transcript or DSH session log.")
+    ],
+    session_id: Annotated[
+        str | None,
+        typer.Option("--session-id", help="Session id (default: the one the file names)."),
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Workspace (default: the file's cwd).")
+    ] = None,
+    project: Annotated[
+        str | None, typer.Option("--project", help="Project (else $DSH_KNOWLEDGE_PROJECT).")
+    ] = None,
+) -> None:
+    """Admit automatic candidates from a session's direct user messages (opt-in)."""
+    from dsh_knowledge.agent_config import resolve_project
+    from dsh_knowledge.extraction import extract_candidates
+    from dsh_knowledge.transcripts import read_transcript
+
+    parsed = read_transcript(transcript)
+    session = session_id or parsed.session_id
+    if not session:
+        usage("The transcript names no session; pass --session-id.")
+    directory = workspace or parsed.cwd
+    if not directory:
+        usage("The transcript names no working directory; pass --workspace.")
+    identity = None
+    if workspace is None:  # the session's checkout may carry a workspace identity
+        from dsh_knowledge.workspace_identity import workspace_identity
+
+        identity = workspace_identity(directory)
+    # Stored as add stores it: a directory by its canonical path ("." is no scope).
+    scope = identity or scope_workspace(directory)
+    report = extract_candidates(
+        repository_of(ctx),
+        parsed.turns,
+        session_id=session,
+        workspace=scope,
+        project=resolve_project(project),
+    )
+    emit_json(
+        {
+            "sessionId": session,
+            "turns": len(parsed.turns),
+            "unreadableLines": parsed.unreadable_lines,
+            **report.to_json(),
+        }
+    )
+
+
+@app.command(
+    epilog="\b\nExample:\n  dsh-knowledge provenance 7831ed9b-ec99-4c51-b65e-082cd6b5b01a --repo ."
+)
+def provenance(
+    ctx: typer.Context,
+    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="Item ids.")],
+    repo: Annotated[
+        Path | None, typer.Option("--repo", help="Git work tree (default: current directory).")
+    ] = None,
+) -> None:
+    """Capture Git provenance for file evidence that lacks it, once committed and clean."""
+    from dsh_knowledge.provenance_update import capture_missing_provenance
+
+    results = capture_missing_provenance(
+        repository_of(ctx), item_ids, repo if repo is not None else Path.cwd()
+    )
+    emit_json({"results": results})
