@@ -30,6 +30,8 @@ CASES = [
     ("dsh-knowledge", ["--db", "{tmp}/k.sqlite", "list", "--workspace", "{tmp}"]),
     ("dsh-memory", ["--root", "{tmp}/nowhere", "status", "--limit", "x"]),
     ("dsh-memory", ["search", "a", "--query", "b"]),
+    ("dsh-memory-sync", ["--help"]),
+    ("dsh-memory-sync", ["--bogus"]),
 ]
 
 

@@ -44,7 +44,7 @@ PROGRAMS = {
     "dsh-compound": "dsh_compound.cli:main",
     "dsh-knowledge": "dsh_knowledge.cli:main",
     "dsh-memory": "dsh_memory.cli:main",
-    "dsh-memory-sync": "dsh_memory.cli:sync_main",
+    "dsh-memory-sync": "dsh_memory.cli.sync:main",
 }
 
 
