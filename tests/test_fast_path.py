@@ -22,11 +22,16 @@ from dsh_test_support import commands, home
 from dsh_test_support.gitcmd import commit_all, init
 
 LESSON = {
-    "id": "pool-timeout", "title": "连接池耗尽导致超时", "tags": ["db"],
-    "problem": "Tests time out.", "rootCause": "The pool holds 2.", "resolution": "Use 10.",
+    "id": "pool-timeout",
+    "title": "连接池耗尽导致超时",
+    "tags": ["db"],
+    "problem": "Tests time out.",
+    "rootCause": "The pool holds 2.",
+    "resolution": "Use 10.",
     "whenToUse": "A test hangs on the database.",
-    "verification": {"command": "make test", "result": "passed"}, "files": ["app.py"],
-}  # fmt: skip
+    "verification": {"command": "make test", "result": "passed"},
+    "files": ["app.py"],
+}
 RECORD = "---\nschema_version: 1\nid: project/release\ntype: procedure\n---\nrelease checklist\n"
 
 
@@ -63,8 +68,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     # The model's weight cache (88 MB) stays out of the snapshot: hybrid cases copy it in.
     weights = base / "weights"
     warm = "from dsh_common import embedding; embedding.warm()"
-    subprocess.run([sys.executable, "-c", warm], env={**env, "DSH_HOME": str(weights)},
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", warm],
+        env={**env, "DSH_HOME": str(weights)},
+        check=True,
+        capture_output=True,
+    )
     return {"repo": str(repo), "home": str(dsh_home), "base": str(base)}
 
 
@@ -80,40 +89,72 @@ def _restore(world: dict[str, str], *, weights: bool = False) -> None:
 
 CASES = {
     "dsh-compound": [
-        ["recall", "pool"], ["recall", "--query", "连接池"], ["recall", "pool", "--limit", "2"],
-        ["recall", "--query=pool", "--limit=1"], ["recall", "pool", "--limit", "11"],
-        ["recall", "pool", "--limit", "x"], ["recall"], ["recall", "a", "--query", "b"],
-        ["recall", "pool", "--format", "text"], ["recall", "pool", "--bogus"],
-        ["recall", "--help"], ["recall", "pool", "--workspace", "/nonexistent"],
-        ["recall", "a", "b"], ["recall", "pool", "--ranking", "lexical"],
+        ["recall", "pool"],
+        ["recall", "--query", "连接池"],
+        ["recall", "pool", "--limit", "2"],
+        ["recall", "--query=pool", "--limit=1"],
+        ["recall", "pool", "--limit", "11"],
+        ["recall", "pool", "--limit", "x"],
+        ["recall"],
+        ["recall", "a", "--query", "b"],
+        ["recall", "pool", "--format", "text"],
+        ["recall", "pool", "--bogus"],
+        ["recall", "--help"],
+        ["recall", "pool", "--workspace", "/nonexistent"],
+        ["recall", "a", "b"],
+        ["recall", "pool", "--ranking", "lexical"],
         ["recall", "--query", "连接池", "--ranking=hybrid"],
-        ["recall", "pool", "--ranking", "bm25"], ["recall", "pool", "--ranking"],
+        ["recall", "pool", "--ranking", "bm25"],
+        ["recall", "pool", "--ranking"],
     ],
     "dsh-knowledge": [
-        ["retrieve", "pool"], ["retrieve", "--query", "pool", "--limit", "1"],
-        ["retrieve", "pool", "--limit", "0"], ["retrieve", "pool", "--limit", "abc"],
-        ["retrieve", "pool", "--status", "verified"], ["retrieve", "pool", "--status", "nope"],
-        ["retrieve"], ["search", "pool"], ["search", "pool", "--limit", "1"],
-        ["search", "--query", "pool", "--workspace", "."], ["search", "pool", "--limit", "-1"],
-        ["retrieve", "pool", "--format", "text"], ["retrieve", "pool", "--prefer", "fact"],
-        ["retrieve", "pool", "--ranking", "hybrid"], ["retrieve", "pool", "--ranking", "lexical"],
+        ["retrieve", "pool"],
+        ["retrieve", "--query", "pool", "--limit", "1"],
+        ["retrieve", "pool", "--limit", "0"],
+        ["retrieve", "pool", "--limit", "abc"],
+        ["retrieve", "pool", "--status", "verified"],
+        ["retrieve", "pool", "--status", "nope"],
+        ["retrieve"],
+        ["search", "pool"],
+        ["search", "pool", "--limit", "1"],
+        ["search", "--query", "pool", "--workspace", "."],
+        ["search", "pool", "--limit", "-1"],
+        ["retrieve", "pool", "--format", "text"],
+        ["retrieve", "pool", "--prefer", "fact"],
+        ["retrieve", "pool", "--ranking", "hybrid"],
+        ["retrieve", "pool", "--ranking", "lexical"],
         ["retrieve", "--query=database pool too small", "--ranking=hybrid", "--limit", "1"],
-        ["retrieve", "pool", "--ranking", "fast"], ["retrieve", "pool", "--ranking", "hybrid",
-        "--format", "text"],
+        ["retrieve", "pool", "--ranking", "fast"],
+        ["retrieve", "pool", "--ranking", "hybrid", "--format", "text"],
     ],
     "dsh-memory": [
-        ["status"], ["search", "release"], ["search", "--query", "release", "--limit", "1"],
-        ["search", "release", "--limit", "abc"], ["search"], ["context", "release"],
-        ["context", "--limit", "21"], ["search", "release", "--scope", "nope"],
-        ["status", "--root", "/nonexistent"], ["search", "x", "--format", "text"],
-        ["status", "--help"], ["search", "a", "--query", "b"], ["pull"], ["push"],
-        ["pull", "--root", "/nonexistent"], ["push", "--format", "text"],
-        ["search", "release", "--ranking", "hybrid"], ["context", "release", "--ranking=lexical"],
-        ["search", "release", "--ranking", "nope"], ["context", "--ranking", "hybrid"],
+        ["status"],
+        ["search", "release"],
+        ["search", "--query", "release", "--limit", "1"],
+        ["search", "release", "--limit", "abc"],
+        ["search"],
+        ["context", "release"],
+        ["context", "--limit", "21"],
+        ["search", "release", "--scope", "nope"],
+        ["status", "--root", "/nonexistent"],
+        ["search", "x", "--format", "text"],
+        ["status", "--help"],
+        ["search", "a", "--query", "b"],
+        ["pull"],
+        ["push"],
+        ["pull", "--root", "/nonexistent"],
+        ["push", "--format", "text"],
+        ["search", "release", "--ranking", "hybrid"],
+        ["context", "release", "--ranking=lexical"],
+        ["search", "release", "--ranking", "nope"],
+        ["context", "--ranking", "hybrid"],
     ],
-}  # fmt: skip
-MODULE = {"dsh-compound": "dsh_compound", "dsh-knowledge": "dsh_knowledge",
-          "dsh-memory": "dsh_memory"}  # fmt: skip
+}
+MODULE = {
+    "dsh-compound": "dsh_compound",
+    "dsh-knowledge": "dsh_knowledge",
+    "dsh-memory": "dsh_memory",
+}
 
 
 def _both(world: dict[str, str], tool: str, argv: list[str]) -> tuple[object, object]:
@@ -121,8 +162,9 @@ def _both(world: dict[str, str], tool: str, argv: list[str]) -> tuple[object, ob
     outs = []
     for command in ([str(commands.program(tool))], [sys.executable, "-m", f"{MODULE[tool]}.cli"]):
         _restore(world, weights=any("hybrid" in argument for argument in argv))
-        done = subprocess.run([*command, *argv], capture_output=True, env=env,
-                              cwd=world["repo"], timeout=120)  # fmt: skip
+        done = subprocess.run(
+            [*command, *argv], capture_output=True, env=env, cwd=world["repo"], timeout=120
+        )
         # context records the time of use: the one field that may differ between runs
         stdout = re.sub(rb'"last_usage":"[^"]*"', b'"last_usage":"<now>"', done.stdout)
         outs.append((done.returncode, stdout, done.stderr))
@@ -130,9 +172,10 @@ def _both(world: dict[str, str], tool: str, argv: list[str]) -> tuple[object, ob
 
 
 @pytest.mark.parametrize(
-    ("tool", "argv"), [(tool, argv) for tool, cases in CASES.items() for argv in cases],
+    ("tool", "argv"),
+    [(tool, argv) for tool, cases in CASES.items() for argv in cases],
     ids=lambda v: " ".join(v) if isinstance(v, list) else v,
-)  # fmt: skip
+)
 def test_fast_and_parser_paths_print_the_same_bytes(
     world: dict[str, str], tool: str, argv: list[str]
 ) -> None:
@@ -144,10 +187,14 @@ def test_fast_and_parser_paths_print_the_same_bytes(
 
 @pytest.mark.parametrize(
     ("tool", "argv"),
-    [("dsh-compound", ["recall", "pool"]), ("dsh-knowledge", ["retrieve", "pool"]),
-     ("dsh-knowledge", ["retrieve", "pool", "--ranking", "hybrid"]),
-     ("dsh-memory", ["status"]), ("dsh-memory", ["search", "release"])],
-)  # fmt: skip
+    [
+        ("dsh-compound", ["recall", "pool"]),
+        ("dsh-knowledge", ["retrieve", "pool"]),
+        ("dsh-knowledge", ["retrieve", "pool", "--ranking", "hybrid"]),
+        ("dsh-memory", ["status"]),
+        ("dsh-memory", ["search", "release"]),
+    ],
+)
 def test_the_fast_path_does_not_import_typer(
     world: dict[str, str], tool: str, argv: list[str]
 ) -> None:
@@ -172,7 +219,8 @@ def test_a_command_handed_to_the_parser_runs_with_the_garbage_collector(tool: st
         "try:\n    main()\nexcept SystemExit:\n"
         "    print('GC-ON' if gc.isenabled() else 'GC-OFF', file=sys.stderr)"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().endswith("GC-ON")

@@ -47,9 +47,13 @@ def test_the_shared_mcp_module_imports_without_the_sdk(tmp_path: Path) -> None:
         "except m.McpUnavailableError as exc:\n    print(exc.code)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], env=without_sdk(tmp_path),
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", probe],
+        env=without_sdk(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     # Any other missing module is a bug and stays one; only the SDK is the extra.
     assert done.stdout.splitlines() == ["not ours: dsh_common.no_such_module", "mcp-unavailable"]

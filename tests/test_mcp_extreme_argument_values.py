@@ -42,16 +42,25 @@ class RawSession:
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
-        self.request("initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "extreme-values-test", "version": "1"},
-        })  # fmt: skip
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "extreme-values-test", "version": "1"},
+            },
+        )
         self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
     def _read(self) -> None:
@@ -153,8 +162,9 @@ def test_a_capture_with_a_huge_integer_is_invalid_draft(tmp_path: Path) -> None:
         assert result["isError"] is True
         assert json.loads(result["content"][0]["text"])["error"]["code"] == "invalid-draft"
         deep = '{"name":"compound_recall","arguments":{"query":' + "[" * 500 + "]" * 500 + "}}"
-        refused = json.loads(session.request("tools/call", {}, raw=deep)["result"]["content"][0]
-                             ["text"])["error"]  # fmt: skip
+        refused = json.loads(
+            session.request("tools/call", {}, raw=deep)["result"]["content"][0]["text"]
+        )["error"]
         assert refused["code"] == "invalid-arguments"
         assert "nested too deeply" in refused["message"]
     finally:

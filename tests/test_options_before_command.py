@@ -21,10 +21,16 @@ def places(tmp_path: Path) -> dict[str, Path]:
     (work / "src").mkdir(parents=True)
     (work / "src" / "login.js").write_text("login()\n")
     draft = {
-        "id": "login-timeout", "title": "Login times out", "tags": ["login"],
-        "problem": "p", "rootCause": "r", "resolution": "s", "whenToUse": "login",
-        "verification": {"command": "c", "result": "r"}, "files": ["src/login.js"],
-    }  # fmt: skip
+        "id": "login-timeout",
+        "title": "Login times out",
+        "tags": ["login"],
+        "problem": "p",
+        "rootCause": "r",
+        "resolution": "s",
+        "whenToUse": "login",
+        "verification": {"command": "c", "result": "r"},
+        "files": ["src/login.js"],
+    }
     (work / "draft.json").write_text(json.dumps(draft))
     captured = in_process.run(
         "dsh-compound",
@@ -63,12 +69,14 @@ CASES = [
     ("dsh-compound", ["--workspace={work}"], ["recall", "--", "login"]),  # parser
     ("dsh-compound", ["--workspace", "{work}"], ["check"]),
     ("dsh-compound", ["--workspace", "{work}"], ["inspect", "--id", "login-timeout"]),
-    ("dsh-knowledge", ["--db", "{db}", "--workspace", "{work}", "--project", "web"],
-     ["search", "port"]),  # fast path
-    ("dsh-knowledge", ["--workspace", "{work}", "--db", "{db}", "--project", "web"],
-     ["list"]),
+    (
+        "dsh-knowledge",
+        ["--db", "{db}", "--workspace", "{work}", "--project", "web"],
+        ["search", "port"],
+    ),  # fast path
+    ("dsh-knowledge", ["--workspace", "{work}", "--db", "{db}", "--project", "web"], ["list"]),
     ("dsh-memory", ["--root", "{memory}"], ["status"]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("program", "options", "command"), CASES)

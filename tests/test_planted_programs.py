@@ -61,8 +61,11 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
 def planted_path_env(tmp_path: Path, extra_entries: list[str] | None = None) -> dict[str, str]:
     """PATH with the relative and empty entries first, then absolute ones without the venv
     (so no real dsh-memory-sync is found there)."""
-    system = [entry for entry in os.environ["PATH"].split(os.pathsep)
-              if entry and os.path.isabs(entry) and Path(entry) != BIN]  # fmt: skip
+    system = [
+        entry
+        for entry in os.environ["PATH"].split(os.pathsep)
+        if entry and os.path.isabs(entry) and Path(entry) != BIN
+    ]
     home = tmp_path / "home"
     (home / ".dsh").mkdir(parents=True, exist_ok=True)
     return {
@@ -79,8 +82,16 @@ def ran(markers: Path) -> list[str]:
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str], stdin: str = "") -> str:
-    done = subprocess.run(command, cwd=cwd, env=env, input=stdin, capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -92,11 +103,24 @@ def test_knowledge_add_captures_provenance_with_the_real_git_only(
     env = planted_path_env(tmp_path)
     head = git_head(repo)
     evidence = json.dumps({"type": "file", "source": "src/app.py"})
-    out = json.loads(run(
-        [str(BIN / "dsh-knowledge"), "--db", str(tmp_path / "k.db"), "add", "--type", "fact",
-         "--content", "The app listens on port 8080.", "--evidence", evidence],
-        repo, env,
-    ))  # fmt: skip
+    out = json.loads(
+        run(
+            [
+                str(BIN / "dsh-knowledge"),
+                "--db",
+                str(tmp_path / "k.db"),
+                "add",
+                "--type",
+                "fact",
+                "--content",
+                "The app listens on port 8080.",
+                "--evidence",
+                evidence,
+            ],
+            repo,
+            env,
+        )
+    )
     assert out["evidence"][0]["gitProvenance"]["commit"] == head
     assert ran(markers) == []
 
@@ -125,10 +149,14 @@ def test_mcp_knowledge_add_never_runs_a_planted_git(
                 ClientSession(read, write) as client,
             ):
                 await client.initialize()
-                result = await client.call_tool("knowledge_add", {
-                    "type": "fact", "content": "The app listens on port 8080.",
-                    "evidence": [{"type": "file", "source": "src/app.py"}],
-                })  # fmt: skip
+                result = await client.call_tool(
+                    "knowledge_add",
+                    {
+                        "type": "fact",
+                        "content": "The app listens on port 8080.",
+                        "evidence": [{"type": "file", "source": "src/app.py"}],
+                    },
+                )
                 seen["result"] = result.structured_content
 
     anyio.run(main)
@@ -144,10 +172,16 @@ def test_compound_hooks_and_check_run_nothing_from_the_repository(
     repo, markers = planted
     env = planted_path_env(tmp_path)
     draft = {
-        "id": "port", "title": "The app port", "tags": ["port"], "problem": "Which port?",
-        "rootCause": "r", "resolution": "8080", "whenToUse": "port questions",
-        "verification": {"command": "c", "result": "r"}, "files": ["src/app.py"],
-    }  # fmt: skip
+        "id": "port",
+        "title": "The app port",
+        "tags": ["port"],
+        "problem": "Which port?",
+        "rootCause": "r",
+        "resolution": "8080",
+        "whenToUse": "port questions",
+        "verification": {"command": "c", "result": "r"},
+        "files": ["src/app.py"],
+    }
     run([str(BIN / "dsh-compound"), "capture", "--input", "-"], repo, env, json.dumps(draft))
     (repo / "src" / "app.py").write_text("PORT = 9090\n")
     compound = str(BIN / "dsh-compound")
@@ -163,8 +197,9 @@ def foreign_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The installed ``dsh-memory`` in an environment without ``dsh-memory-sync`` beside its
     Python (a distribution or ``pip --user`` layout), so the sync is looked up on PATH."""
     root = tmp_path_factory.mktemp("install")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
-                   timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120
+    )
     site = sysconfig.get_paths(vars={"base": str(root), "platbase": str(root)})["purelib"]
     ours = sysconfig.get_paths()["purelib"]
     Path(site, "dsh-overlay.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
@@ -208,8 +243,9 @@ def python_without_scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Python that imports our packages but has no console script beside it (a system or
     ``pip --user`` layout): ``setup`` must then find the command elsewhere."""
     root = tmp_path_factory.mktemp("bare-python")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True,
-                   timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=120
+    )
     site = sysconfig.get_paths(vars={"base": str(root), "platbase": str(root)})["purelib"]
     ours = sysconfig.get_paths()["purelib"]
     Path(site, "dsh-overlay.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
@@ -222,12 +258,29 @@ def test_setup_never_writes_a_bare_program_name_the_host_would_look_up(
 ) -> None:
     repo, markers = planted
     executable(repo / "bin" / "dsh-compound", f"touch '{markers}/bin_dsh-compound'\n")
-    setup = [str(python_without_scripts), "-m", "dsh_compound.cli", "setup", "claude-code",
-             "--scope", "project", "--project-dir", str(repo), "--dry-run"]  # fmt: skip
+    setup = [
+        str(python_without_scripts),
+        "-m",
+        "dsh_compound.cli",
+        "setup",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(repo),
+        "--dry-run",
+    ]
     # Only the repository's planted copy is on PATH (relative entries): refused, not written
     # as "dsh-compound" for the host to find in the repository.
-    done = subprocess.run(setup, cwd=repo, env=planted_path_env(tmp_path), capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+    done = subprocess.run(
+        setup,
+        cwd=repo,
+        env=planted_path_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert json.loads(done.stderr)["error"]["code"] == "invalid-arguments"
     assert "absolute PATH entry" in json.loads(done.stderr)["error"]["message"]

@@ -16,15 +16,24 @@ from dsh_test_support import commands, in_process
 TWICE = "give the query once: positionally or as --query, not both"
 CASES = [
     ("dsh-compound", ["recall", "a", "--query", "b"], TWICE),
-    ("dsh-compound", ["recall"],
-     "a query is required: dsh-compound recall QUERY (or --query QUERY)"),
-    ("dsh-knowledge", ["search", "a", "--query", "b"],
-     "Give the query once: positionally or as --query, not both."),
-    ("dsh-knowledge", ["retrieve"],
-     "A query is required: dsh-knowledge retrieve QUERY (or --query QUERY)."),
+    (
+        "dsh-compound",
+        ["recall"],
+        "a query is required: dsh-compound recall QUERY (or --query QUERY)",
+    ),
+    (
+        "dsh-knowledge",
+        ["search", "a", "--query", "b"],
+        "Give the query once: positionally or as --query, not both.",
+    ),
+    (
+        "dsh-knowledge",
+        ["retrieve"],
+        "A query is required: dsh-knowledge retrieve QUERY (or --query QUERY).",
+    ),
     ("dsh-memory", ["search", "a", "--query", "b"], TWICE),
     ("dsh-memory", ["context", "a", "--query", "b"], TWICE),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("program", "args", "message"), CASES)

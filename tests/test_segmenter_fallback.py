@@ -51,19 +51,32 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     (work / ".git").mkdir()
     (work / "src" / "pool.py").write_text("POOL = 2\n")
     draft = {
-        "id": "pool-exhausted", "title": "数据库连接池耗尽导致登录超时", "tags": ["数据库"],
-        "problem": "登录超时", "rootCause": "连接池太小", "resolution": "调大连接池",
-        "whenToUse": "登录测试超时", "verification": {"command": "c", "result": "r"},
+        "id": "pool-exhausted",
+        "title": "数据库连接池耗尽导致登录超时",
+        "tags": ["数据库"],
+        "problem": "登录超时",
+        "rootCause": "连接池太小",
+        "resolution": "调大连接池",
+        "whenToUse": "登录测试超时",
+        "verification": {"command": "c", "result": "r"},
         "files": ["src/pool.py"],
-    }  # fmt: skip
+    }
     (work / "draft.json").write_text(json.dumps(draft, ensure_ascii=False))
     memory = tmp_path / "memory"
     for argv in (
         ["dsh-compound", "capture", "--input", "draft.json"],
-        ["dsh-knowledge", "--db", str(tmp_path / "k.db"), "add", "--type", "fact",
-         "--content", "数据库连接池耗尽会导致登录超时"],
+        [
+            "dsh-knowledge",
+            "--db",
+            str(tmp_path / "k.db"),
+            "add",
+            "--type",
+            "fact",
+            "--content",
+            "数据库连接池耗尽会导致登录超时",
+        ],
         ["dsh-memory", "--root", str(memory), "init"],
-    ):  # fmt: skip
+    ):
         done = in_process.run(argv[0], *argv[1:], cwd=work)
         assert done.returncode == 0, done.stderr
     write = in_process.run(
@@ -76,16 +89,22 @@ def setup(tmp_path: Path) -> dict[str, Path]:
         input="# 连接池\n数据库连接池耗尽会导致登录超时。\n",
     )
     assert write.returncode == 0, write.stderr
-    return {"hide": hide, "work": work, "db": tmp_path / "k.db", "memory": memory,
-            "asked": tmp_path / "icu-asked"}  # fmt: skip
+    return {
+        "hide": hide,
+        "work": work,
+        "db": tmp_path / "k.db",
+        "memory": memory,
+        "asked": tmp_path / "icu-asked",
+    }
 
 
 def run(setup: dict[str, Path], argv: list[str], hide: bool) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ICU_ASKED": str(setup["asked"])}
     env.pop("PYTHONWARNINGS", None)
     if hide:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(setup["hide"]),
-                                                          env.get("PYTHONPATH")]))  # fmt: skip
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(setup["hide"]), env.get("PYTHONPATH")])
+        )
     return commands.run(argv[0], *argv[1:], cwd=setup["work"], env=env)
 
 
@@ -99,9 +118,11 @@ def test_compound_warns_once_and_still_finds_the_chinese_lesson(setup: dict[str,
 
 @pytest.mark.parametrize(
     "argv",
-    [["dsh-knowledge", "--db", "{db}", "search", "连接池耗尽"],
-     ["dsh-memory", "--root", "{memory}", "search", "连接池耗尽"]],
-)  # fmt: skip
+    [
+        ["dsh-knowledge", "--db", "{db}", "search", "连接池耗尽"],
+        ["dsh-memory", "--root", "{memory}", "search", "连接池耗尽"],
+    ],
+)
 def test_knowledge_and_memory_need_no_segmenter(setup: dict[str, Path], argv: list[str]) -> None:
     filled = [arg.format(**setup) for arg in argv]
     run(setup, filled, hide=False)  # the first search builds memory's index: warm it

@@ -31,9 +31,16 @@ def test_dry_run_prints_the_diff_with_absolute_commands_and_writes_nothing(
     project = tmp_path / "proj"
     project.mkdir()
     done = run(
-        program, "setup", "claude-code", "--scope", "project", "--project-dir", str(project),
-        "--dry-run", home=tmp_path,
-    )  # fmt: skip
+        program,
+        "setup",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
+        "--dry-run",
+        home=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["server"] == program and result["dryRun"] is True
@@ -69,8 +76,11 @@ def weights_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".dsh" not in p.parts}  # fmt: skip
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".dsh" not in p.parts
+    }
 
 
 @pytest.mark.parametrize("program", PRODUCTS)
@@ -97,8 +107,7 @@ def test_ranking_hybrid_is_written_warmed_and_taken_out_again(
 
 
 def test_a_hybrid_dry_run_shows_the_variable_and_writes_nothing(tmp_path: Path) -> None:
-    done = run("dsh-knowledge", "setup", "codex", "--ranking", "hybrid", "--dry-run",
-               home=tmp_path)  # fmt: skip
+    done = run("dsh-knowledge", "setup", "codex", "--ranking", "hybrid", "--dry-run", home=tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert 'DSH_RANKING = "hybrid"' in result["diff"]
@@ -109,9 +118,11 @@ def test_a_hybrid_dry_run_shows_the_variable_and_writes_nothing(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("args", "code"),
-    [(["--ranking", "fast"], "invalid-ranking"),
-     (["--ranking", "hybrid", "--remove"], "invalid-arguments")],
-)  # fmt: skip
+    [
+        (["--ranking", "fast"], "invalid-ranking"),
+        (["--ranking", "hybrid", "--remove"], "invalid-arguments"),
+    ],
+)
 def test_a_bad_ranking_is_refused_before_anything_is_written(
     args: list[str], code: str, tmp_path: Path
 ) -> None:

@@ -176,9 +176,12 @@ def test_ranking_keeps_the_users_env_and_the_words_in_front_of_our_hook(tmp_path
     home = tmp_path / "home"
     assert setup("dsh-knowledge", "codex", home=home).returncode == 0
     config = home / ".codex" / "config.toml"
-    config.write_text(config.read_text().replace(
-        'default_tools_approval_mode = "approve"',
-        'default_tools_approval_mode = "approve"\nenv = { TZ = "UTC" }'))  # fmt: skip
+    config.write_text(
+        config.read_text().replace(
+            'default_tools_approval_mode = "approve"',
+            'default_tools_approval_mode = "approve"\nenv = { TZ = "UTC" }',
+        )
+    )
     hooks_file = home / ".codex" / "hooks.json"
     hooks = json.loads(hooks_file.read_text())
     ours = hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]
@@ -299,9 +302,14 @@ def test_a_linked_folder_deeper_in_the_project_is_refused(tmp_path: Path) -> Non
     (project / ".claude").mkdir(parents=True)
     (project / ".claude" / "skills").symlink_to(elsewhere)  # the skill would land outside
     done = setup(
-        "dsh-compound", "claude-code", "--scope", "project", "--project-dir", str(project),
+        "dsh-compound",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
         home=home,
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     assert json.loads(done.stderr)["error"]["code"] == "symlink-rejected"
     assert list(elsewhere.iterdir()) == [] and sorted(os.listdir(project)) == [".claude"]
@@ -362,10 +370,21 @@ def _namespace_problem() -> str | None:
     if unshare is None:
         return "unshare (util-linux) is missing"
     probe = subprocess.run(
-        [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
-         "mount -t tmpfs -o size=4k tmpfs /mnt"],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        [
+            unshare,
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=4k tmpfs /mnt",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return None if probe.returncode == 0 else f"no private mount namespace: {probe.stderr}"
 
 
@@ -381,9 +400,16 @@ def test_a_read_only_settings_folder_fails_before_anything_is_written(tmp_path: 
     folder = home / ".claude"
     # Root ignores permission bits: a read-only bind mount is what really refuses the write.
     prefix = (
-        "unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-        f"mount --bind -o ro '{folder}' '{folder}' && exec \"$@\"", "sh",
-    )  # fmt: skip
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        f"mount --bind -o ro '{folder}' '{folder}' && exec \"$@\"",
+        "sh",
+    )
     done = setup("dsh-memory", "claude-code", home=home, prefix=prefix)
     assert done.returncode == 1
     error = json.loads(done.stderr)["error"]

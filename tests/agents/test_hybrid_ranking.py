@@ -33,8 +33,9 @@ def test_codex_ranks_by_meaning_after_setup_ranking_hybrid(
     agent_clis: AgentClis, agent_home: Path, tmp_path: Path
 ) -> None:
     project = init(tmp_path / "proj")
-    dsh("dsh-knowledge", "add", "--workspace", str(project), "--type", "lesson",
-        "--content", LESSON)  # fmt: skip
+    dsh(
+        "dsh-knowledge", "add", "--workspace", str(project), "--type", "lesson", "--content", LESSON
+    )
     codex_home = agent_home / ".codex"
     config = codex_home / "config.toml"
     config.write_text(USER_CONFIG)
@@ -45,13 +46,27 @@ def test_codex_ranks_by_meaning_after_setup_ranking_hybrid(
 
     with running(FakeModel(script=SCRIPT)) as model:
         done = subprocess.run(
-            [str(agent_clis.codex), "exec", "--skip-git-repo-check", "-s", "workspace-write",
-             "--dangerously-bypass-hook-trust", "-c",
-             f'model_providers.fake.base_url="{model.url}/v1"',
-             "-C", str(project), PROMPT],
-            cwd=project, env=dict(os.environ), stdin=subprocess.DEVNULL, capture_output=True,
-            text=True, timeout=180, check=False,
-        )  # fmt: skip
+            [
+                str(agent_clis.codex),
+                "exec",
+                "--skip-git-repo-check",
+                "-s",
+                "workspace-write",
+                "--dangerously-bypass-hook-trust",
+                "-c",
+                f'model_providers.fake.base_url="{model.url}/v1"',
+                "-C",
+                str(project),
+                PROMPT,
+            ],
+            cwd=project,
+            env=dict(os.environ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr
     first = request_text(model.requests[0])
     assert "<dsh-knowledge" in first and "登录请求在测试环境超时" in first  # the hook, hybrid

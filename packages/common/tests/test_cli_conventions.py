@@ -132,19 +132,26 @@ def test_hoisting_leaves_data_after_double_dash_alone() -> None:
     assert hoist_global_options(["a", "--root"], {"--root"}) == ["--root", "a"]
     assert take_format(["a", "--format", "yaml"]) == (["a", "--format", "yaml"], None)
     assert expand_flag_values(["--root", "migrate", "migrate", "--apply"], {}) == [
-        "--root", "migrate", "migrate", "--apply",
-    ]  # fmt: skip
+        "--root",
+        "migrate",
+        "migrate",
+        "--apply",
+    ]
     assert expand_flag_values(
-        ["--root", "migrate", "migrate", "--apply"], {"migrate": {"--dry-run": "--apply"}},
+        ["--root", "migrate", "migrate", "--apply"],
+        {"migrate": {"--dry-run": "--apply"}},
         {"--root"},
-    ) == ["--root", "migrate", "migrate", "--dry-run", "false"]  # fmt: skip
+    ) == ["--root", "migrate", "migrate", "--dry-run", "false"]
 
 
 def test_command_options_before_the_subcommand_move_after_it() -> None:
     sink = sink_command_options
     assert sink(["--workspace", "W", "recall", "q"], {"--workspace"}) == [
-        "recall", "--workspace", "W", "q",
-    ]  # fmt: skip
+        "recall",
+        "--workspace",
+        "W",
+        "q",
+    ]
     assert sink(["--workspace=W", "recall", "q"], {"--workspace"}) == [
         "recall",
         "--workspace=W",
@@ -152,14 +159,28 @@ def test_command_options_before_the_subcommand_move_after_it() -> None:
     ]
     # Global options stay in front and their values are never taken for the subcommand.
     assert sink(["--db", "recall", "--project", "p", "search", "x"], {"--project"}, {"--db"}) == [
-        "--db", "recall", "search", "--project", "p", "x",
-    ]  # fmt: skip
+        "--db",
+        "recall",
+        "search",
+        "--project",
+        "p",
+        "x",
+    ]
     assert sink(["--project", "a", "--project", "b", "list"], {"--project"}) == [
-        "list", "--project", "a", "--project", "b",
-    ]  # fmt: skip
+        "list",
+        "--project",
+        "a",
+        "--project",
+        "b",
+    ]
     # Nothing to move, no subcommand, or data after "--": left as written.
-    for args in (["recall", "--workspace", "W"], ["--workspace", "W"], ["--", "--workspace", "W"],
-                 ["--workspace"], []):  # fmt: skip
+    for args in (
+        ["recall", "--workspace", "W"],
+        ["--workspace", "W"],
+        ["--", "--workspace", "W"],
+        ["--workspace"],
+        [],
+    ):
         assert sink(args, {"--workspace"}) == args
 
 
@@ -168,9 +189,14 @@ def test_summary_of_envelopes_lists_and_errors() -> None:
         {"ok": True, "value": {"count": 4, "results": [{"score": 1, "id": "a"}] * 5, "x": None}}
     )
     assert text.splitlines() == [
-        "count: 4", "results: 5", "  - id=a score=1", "  - id=a score=1", "  - id=a score=1",
-        "  … 2 more", "x: -",
-    ]  # fmt: skip
+        "count: 4",
+        "results: 5",
+        "  - id=a score=1",
+        "  - id=a score=1",
+        "  - id=a score=1",
+        "  … 2 more",
+        "x: -",
+    ]
     assert render_summary({"ok": False, "error": {"code": "c", "message": "m"}}) == "error c: m\n"
     assert render_summary([1, 2]) == "items: 2\n  - 1\n  - 2\n"
     wrapped = render_summary({"results": [{"knowledge": {"id": "k1", "content": "c"}, "score": 3}]})

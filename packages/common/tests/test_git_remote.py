@@ -171,8 +171,15 @@ def test_hooks_and_config_of_a_local_remote_never_run(repo: Path, tmp_path: Path
     hooks, not our -c options: every program it names is a marker script."""
     marker = tmp_path / "ran"
     bare = init(tmp_path / "remote.git", bare=True)
-    for hook in ("pre-receive", "update", "post-receive", "post-update",
-                 "reference-transaction", "push-to-checkout", "proc-receive"):  # fmt: skip
+    for hook in (
+        "pre-receive",
+        "update",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "proc-receive",
+    ):
         _script(bare / "hooks" / hook, marker)
     fsmonitor = _script(tmp_path / "fsmonitor", marker)
     git(bare, "config", "core.fsmonitor", str(fsmonitor))

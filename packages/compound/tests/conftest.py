@@ -57,9 +57,12 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("weights") / "dsh"
     done = subprocess.run(
         [sys.executable, "-c", "from dsh_common import embedding; print(embedding.warm())"],
-        env={**os.environ, "DSH_HOME": str(home)}, capture_output=True, text=True,
-        timeout=600, check=False,
-    )  # fmt: skip
+        env={**os.environ, "DSH_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return home / "cache" / "embedding"
 

@@ -20,37 +20,89 @@ run_cli = in_process.runner("dsh-compound")
 def test_capture_from_stdin_names_discarded_fields(make_draft: Any, workspace: Path) -> None:
     draft = make_draft(extra="x", notes=[1])
     draft["verification"]["by"] = "me"
-    result = ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                        input=json.dumps(draft), cwd=workspace))  # fmt: skip
+    result = ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(draft),
+            cwd=workspace,
+        )
+    )
     assert result["id"] == "login-timeout"
     assert result["warnings"] == [
         "draft fields not in schema 1 were discarded: 'extra', 'notes', 'verification.by'"
     ]
     assert (corpus_of(workspace) / "login-timeout.md").is_file()
     # Without unknown fields there is no warnings key (the earlier output is unchanged).
-    clean = ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                       input=json.dumps(make_draft(id="clean")), cwd=workspace))  # fmt: skip
+    clean = ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(make_draft(id="clean")),
+            cwd=workspace,
+        )
+    )
     assert "warnings" not in clean
 
 
 def test_stdin_draft_errors_change_nothing(make_draft: Any, workspace: Path) -> None:
-    assert error(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                         input="{not json", cwd=workspace))["code"] == "invalid-draft"  # fmt: skip
+    assert (
+        error(
+            run_cli(
+                "capture",
+                "--workspace",
+                str(workspace),
+                "--input",
+                "-",
+                input="{not json",
+                cwd=workspace,
+            )
+        )["code"]
+        == "invalid-draft"
+    )
     big = json.dumps(make_draft(problem="x" * 40_000))
-    assert error(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                         input=big, cwd=workspace))["code"] == "draft-too-large"  # fmt: skip
+    assert (
+        error(
+            run_cli(
+                "capture", "--workspace", str(workspace), "--input", "-", input=big, cwd=workspace
+            )
+        )["code"]
+        == "draft-too-large"
+    )
     assert not corpus_of(workspace).exists()
 
 
 def test_template_is_a_valid_draft_once_filled(workspace: Path) -> None:
     template = ok(run_cli("template"))
     assert list(template) == [
-        "id", "title", "tags", "problem", "rootCause", "resolution", "whenToUse",
-        "verification", "files",
-    ]  # fmt: skip
+        "id",
+        "title",
+        "tags",
+        "problem",
+        "rootCause",
+        "resolution",
+        "whenToUse",
+        "verification",
+        "files",
+    ]
     template.update(id="from-template", files=["src/login.js"])
-    result = ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                        input=json.dumps(template), cwd=workspace))  # fmt: skip
+    result = ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(template),
+            cwd=workspace,
+        )
+    )
     assert result["id"] == "from-template"
     assert "template" in run_cli("capture", "--help").stdout
 
@@ -67,8 +119,17 @@ def test_workspace_defaults_to_the_git_top_level(make_draft: Any, workspace: Pat
 def test_recall_in_a_subdirectory_warns_that_the_corpus_is_higher_up(
     make_draft: Any, workspace: Path
 ) -> None:
-    ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-               input=json.dumps(make_draft()), cwd=workspace))  # fmt: skip
+    ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(make_draft()),
+            cwd=workspace,
+        )
+    )
     found = ok(run_cli("recall", "--workspace", str(workspace / "src"), "login"))
     assert found["results"] == []
     assert found["warnings"] == [
@@ -78,8 +139,17 @@ def test_recall_in_a_subdirectory_warns_that_the_corpus_is_higher_up(
 
 
 def test_query_positional_or_option_but_not_two_different(make_draft: Any, workspace: Path) -> None:
-    ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-               input=json.dumps(make_draft()), cwd=workspace))  # fmt: skip
+    ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(make_draft()),
+            cwd=workspace,
+        )
+    )
     by_position = ok(run_cli("recall", "--workspace", str(workspace), "login"))
     by_option = ok(run_cli("recall", "--workspace", str(workspace), "--query", "login"))
     assert by_position["results"] == by_option["results"] != []
@@ -89,27 +159,62 @@ def test_query_positional_or_option_but_not_two_different(make_draft: Any, works
 
 
 def test_remove_is_compare_and_swap(make_draft: Any, workspace: Path) -> None:
-    captured = ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                          input=json.dumps(make_draft()), cwd=workspace))  # fmt: skip
+    captured = ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(make_draft()),
+            cwd=workspace,
+        )
+    )
     record = corpus_of(workspace) / "login-timeout.md"
     stale = "0" * 64
-    lost = error(run_cli("remove", "--workspace", str(workspace), "--id", "login-timeout",
-                          "--digest", stale))  # fmt: skip
+    lost = error(
+        run_cli("remove", "--workspace", str(workspace), "--id", "login-timeout", "--digest", stale)
+    )
     assert lost["code"] == "digest-mismatch"
     assert "inspect it again" in lost["message"]
     assert record.is_file()
-    bad = error(run_cli("remove", "--workspace", str(workspace), "--id", "login-timeout",
-                         "--digest", "nothex"))  # fmt: skip
+    bad = error(
+        run_cli(
+            "remove", "--workspace", str(workspace), "--id", "login-timeout", "--digest", "nothex"
+        )
+    )
     assert bad["code"] == "invalid-digest"
     assert record.is_file()
-    done = ok(run_cli("remove", "--workspace", str(workspace), "--id", "login-timeout",
-                       "--digest", captured["digest"]))  # fmt: skip
-    assert done == {"id": "login-timeout", "path": str(record), "removed": True,
-                    "digest": captured["digest"]}  # fmt: skip
+    done = ok(
+        run_cli(
+            "remove",
+            "--workspace",
+            str(workspace),
+            "--id",
+            "login-timeout",
+            "--digest",
+            captured["digest"],
+        )
+    )
+    assert done == {
+        "id": "login-timeout",
+        "path": str(record),
+        "removed": True,
+        "digest": captured["digest"],
+    }
     assert not record.exists()
     assert not (corpus_of(workspace) / "login-timeout.lock").exists()
-    again = error(run_cli("remove", "--workspace", str(workspace), "--id", "login-timeout",
-                           "--digest", captured["digest"]))  # fmt: skip
+    again = error(
+        run_cli(
+            "remove",
+            "--workspace",
+            str(workspace),
+            "--id",
+            "login-timeout",
+            "--digest",
+            captured["digest"],
+        )
+    )
     assert again["code"] == "record-not-found"
     assert "to remove" in again["message"]
 
@@ -117,12 +222,30 @@ def test_remove_is_compare_and_swap(make_draft: Any, workspace: Path) -> None:
 def test_remove_refuses_a_hard_linked_record(
     make_draft: Any, workspace: Path, tmp_path: Path
 ) -> None:
-    captured = ok(run_cli("capture", "--workspace", str(workspace), "--input", "-",
-                          input=json.dumps(make_draft()), cwd=workspace))  # fmt: skip
+    captured = ok(
+        run_cli(
+            "capture",
+            "--workspace",
+            str(workspace),
+            "--input",
+            "-",
+            input=json.dumps(make_draft()),
+            cwd=workspace,
+        )
+    )
     record = corpus_of(workspace) / "login-timeout.md"
     os.link(record, tmp_path / "elsewhere.md")
-    refused = error(run_cli("remove", "--workspace", str(workspace), "--id", "login-timeout",
-                             "--digest", captured["digest"]))  # fmt: skip
+    refused = error(
+        run_cli(
+            "remove",
+            "--workspace",
+            str(workspace),
+            "--id",
+            "login-timeout",
+            "--digest",
+            captured["digest"],
+        )
+    )
     assert refused["code"] == "hard-linked-record"
     assert record.is_file()
 

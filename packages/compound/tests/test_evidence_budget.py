@@ -64,9 +64,11 @@ def write_records(root: Path, files_of: list[list[str]], digest_of: Any) -> None
         }
         digests = [digest_of(index, position) for position in range(len(files))]
         metadata = build_metadata(
-            draft, digests, created_at="2026-01-02T03:04:05.006Z",
+            draft,
+            digests,
+            created_at="2026-01-02T03:04:05.006Z",
             updated_at="2026-01-02T03:04:05.006Z",
-        )  # fmt: skip
+        )
         (corpus / f"{draft['id']}.md").write_bytes(render_record(metadata))
 
 

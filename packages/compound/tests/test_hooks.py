@@ -166,7 +166,10 @@ def test_the_prompt_hook_loads_only_what_it_needs(
     result = subprocess.run(
         [sys.executable, "-c", probe],
         input=json.dumps({"cwd": str(workspace), "prompt": "Why does login time out?"}),
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert "id: login-timeout" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == "[]"

@@ -175,11 +175,23 @@ def test_capture_twice_is_record_exists_and_keeps_the_first(
 def test_recall_takes_the_ranking_and_explains_hybrid_hits(
     project: Path, write_record: Callable[..., Path], home_with_weights: Path
 ) -> None:
-    write_record(project, id="pool-exhausted", title="数据库连接池耗尽导致请求超时",
-                 problem="夜间任务从不归还连接，连接池耗尽，请求超时。", tags=["运维"],
-                 rootCause="见上。", resolution="见上。", whenToUse="见上。")  # fmt: skip
-    write_record(project, id="disk-full", title="Build agents ran out of disk space",
-                 tags=["ci"], problem="Docker layers filled the disk.")  # fmt: skip
+    write_record(
+        project,
+        id="pool-exhausted",
+        title="数据库连接池耗尽导致请求超时",
+        problem="夜间任务从不归还连接，连接池耗尽，请求超时。",
+        tags=["运维"],
+        rootCause="见上。",
+        resolution="见上。",
+        whenToUse="见上。",
+    )
+    write_record(
+        project,
+        id="disk-full",
+        title="Build agents ran out of disk space",
+        tags=["ci"],
+        problem="Docker layers filled the disk.",
+    )
     query = "database connection pool ran dry"
 
     async def body(session: ClientSession) -> list[Any]:

@@ -31,8 +31,16 @@ def recall(workspace: Path, *args: str, run: Runner = PATHS["parser"]) -> Any:
 def three_lessons(workspace: Path, write_record: Any) -> Path:
     for name in ("alpha", "bravo", "charlie"):
         write_record(workspace, id=f"pool-{name}", title=f"Pool timeout {name}")
-    write_record(workspace, id="unrelated", title="Zebra", tags=["zoo"], problem="Stripes.",
-                 rootCause="Genes.", resolution="None.", whenToUse="Never.")  # fmt: skip
+    write_record(
+        workspace,
+        id="unrelated",
+        title="Zebra",
+        tags=["zoo"],
+        problem="Stripes.",
+        rootCause="Genes.",
+        resolution="None.",
+        whenToUse="Never.",
+    )
     return workspace
 
 

@@ -80,9 +80,11 @@ def test_the_mcp_server_finds_the_sub_projects_lesson(monorepo: Path) -> None:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=str(commands.program("dsh-compound")), args=["mcp"],
-        cwd=str(monorepo / "services" / "api" / "src"), env=dict(os.environ),
-    )  # fmt: skip
+        command=str(commands.program("dsh-compound")),
+        args=["mcp"],
+        cwd=str(monorepo / "services" / "api" / "src"),
+        env=dict(os.environ),
+    )
     found: dict[str, Any] = {}
 
     async def main() -> None:

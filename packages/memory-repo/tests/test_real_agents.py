@@ -33,9 +33,13 @@ CLAUDE_RECORD = (
     "Written by Claude Code through the sync.\n"
 )
 CODEX_RECORD_LINES = [
-    "---", "schema_version: 1", "id: agent/codex-fact", "type: fact", "---",
+    "---",
+    "schema_version: 1",
+    "id: agent/codex-fact",
+    "type: fact",
+    "---",
     "Written by Codex through the sync.",
-]  # fmt: skip
+]
 CODEX_PATCH = (
     "*** Begin Patch\n*** Add File: handbook/codex-fact.md\n"
     + "".join(f"+{line}\n" for line in CODEX_RECORD_LINES)
@@ -66,8 +70,13 @@ def agent_bin() -> Path:
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed: the real agent CLIs cannot be installed")
-    done = subprocess.run([npm, "install", "--prefix", str(CLI_DIR), *PACKAGES],
-                          capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(CLI_DIR), *PACKAGES],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     if done.returncode != 0 or not (BIN / "claude").exists() or not (BIN / "codex").exists():
         pytest.skip(f"npm could not install the agent CLIs: {done.stderr[-500:]}")
     return BIN
@@ -97,16 +106,20 @@ def test_claude_code_writes_a_record_the_sync_applies(
 ) -> None:
     session_logs.dsh("d1", "remember: claude edits memory")
     env = dict(os.environ)
-    env.update({
-        "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
-        "ANTHROPIC_API_KEY": "test",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-        "DSH_MEMORY_PROVIDER_ENV_NAMES": "ANTHROPIC_BASE_URL ANTHROPIC_API_KEY"
-        " CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER DISABLE_TELEMETRY"
-        " DISABLE_ERROR_REPORTING",
-    })  # fmt: skip
+    env.update(
+        {
+            "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
+            "ANTHROPIC_API_KEY": "test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DSH_MEMORY_PROVIDER_ENV_NAMES": "ANTHROPIC_BASE_URL ANTHROPIC_API_KEY"
+            " CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER DISABLE_TELEMETRY"
+            " DISABLE_ERROR_REPORTING",
+        }
+    )
     result = _sync(sync_root, session_logs, "claude", env)
     assert result["status"] == "applied", result
     assert result["changedPaths"] == ["handbook/claude-fact.md"]
@@ -129,11 +142,14 @@ def test_codex_writes_a_record_the_sync_applies(
         'wire_api = "responses"\n[analytics]\nenabled = false\n'
     )
     env = dict(os.environ)
-    env.update({
-        "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
-        "CODEX_HOME": str(codex_home), "FAKE_API_KEY": "test",
-        "DSH_MEMORY_PROVIDER_ENV_NAMES": "CODEX_HOME FAKE_API_KEY",
-    })  # fmt: skip
+    env.update(
+        {
+            "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
+            "CODEX_HOME": str(codex_home),
+            "FAKE_API_KEY": "test",
+            "DSH_MEMORY_PROVIDER_ENV_NAMES": "CODEX_HOME FAKE_API_KEY",
+        }
+    )
     result = _sync(sync_root, session_logs, "codex", env)
     assert result["status"] == "applied", result
     assert result["changedPaths"] == ["handbook/codex-fact.md"]
