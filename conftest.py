@@ -11,6 +11,9 @@ import os
 
 import pytest
 
+# The shared test toolkit's fixtures (tests/support/dsh_test_support), for every package.
+pytest_plugins = ["dsh_test_support.fixtures"]
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]

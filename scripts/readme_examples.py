@@ -52,8 +52,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-READMES = ("README.md", *(f"packages/{name}/README.md" for name in (
-    "common", "compound", "memory-repo", "knowledge")))  # fmt: skip
+READMES = (
+    "README.md",
+    *(f"packages/{name}/README.md" for name in ("common", "compound", "memory-repo", "knowledge")),
+)
 MARKER = "<!-- readme-example"
 SITE_PAGES = "docs"
 _END = "\x1fREADME-EXAMPLE-END"
@@ -174,10 +176,16 @@ class Shell:
         self.script = sandbox / "command.sh"
         self.process = subprocess.Popen(
             ["bash", "--noprofile", "--norc"],
-            cwd=work, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, encoding="utf-8", errors="replace",
+            cwd=work,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
             start_new_session=True,
-        )  # fmt: skip
+        )
         # A reader thread, so a command that never ends is a clear failure, not a hang.
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

@@ -12,8 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def _demo(*args: str) -> str:
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "demo.py"), *args],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -23,10 +23,24 @@ ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config),
-         "--site-dir", str(site)],
-        capture_output=True, text=True, timeout=300, check=False, cwd=config.parent, env=ENV,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(config),
+            "--site-dir",
+            str(site),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=config.parent,
+        env=ENV,
+    )
 
 
 def test_the_site_builds_strictly_without_a_warning(tmp_path: Path) -> None:

@@ -23,23 +23,23 @@ from pathlib import Path
 
 import pytest
 import yaml
+from dsh_test_support import commands, home
+from dsh_test_support.gitcmd import git, git_result
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "integrations" / "github-actions" / "dsh-compound-check.yml"
 WHEELHOUSE = ROOT / ".wheelhouse"
-BIN = Path(sys.executable).parent
+BIN = commands.BIN  # pre-commit and the dsh console scripts of this environment
+#: A commit runs the pre-commit hook, whose first run builds its environment.
+HOOKS = 600
 
 
-def _environment(home: Path, pre_commit_home: Path) -> dict[str, str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PIP_", "GIT_", "VIRTUAL_ENV", "PRE_COMMIT"))
-    }
+def _environment(home_dir: Path, pre_commit_home: Path) -> dict[str, str]:
+    """A team member's environment: the toolkit's hermetic home at ``home_dir`` (identity,
+    DSH data, nothing of the developer's), offline pip, pre-commit's own cache folder."""
+    made = home.make_home(home_dir)
+    env = {k: v for k, v in made.environ.items() if not k.startswith(("PIP_", "VIRTUAL_ENV"))}
     env.update(
-        HOME=str(home),
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
         PRE_COMMIT_HOME=str(pre_commit_home),
         PIP_NO_INDEX="1",
         PIP_FIND_LINKS=str(WHEELHOUSE),
@@ -60,29 +60,23 @@ def run(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
 
 def _clone_of_this_checkout(target: Path, env: dict[str, str]) -> str:
     """A repository holding this checkout's files as they are now, committed; its commit."""
-    listed = run(
-        "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT, env=env
-    )
-    assert listed.returncode == 0, listed.stderr
-    for name in filter(None, listed.stdout.split("\0")):
+    listed = git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard", env=env)
+    for name in filter(None, listed.split("\0")):
         source = ROOT / name
         if not source.is_file() or source.is_symlink():
             continue  # a file deleted in the work tree but not yet from the index
         destination = target / name
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, destination)
-    for argv in (("git", "init", "-q", "-b", "main"), ("git", "add", "-A")):
-        assert run(*argv, cwd=target, env=env).returncode == 0
-    assert run("git", "commit", "-q", "-m", "dsh", cwd=target, env=env).returncode == 0
-    return run("git", "rev-parse", "HEAD", cwd=target, env=env).stdout.strip()
+    git(target, "init", "-q", "-b", "main", env=env)
+    git(target, "add", "-A", env=env)
+    git(target, "commit", "-q", "-m", "dsh", env=env)
+    return git(target, "rev-parse", "HEAD", env=env).strip()
 
 
 class Setting:
     def __init__(self, base: Path) -> None:
-        home = base / "home"
-        home.mkdir()
-        (home / ".gitconfig").write_text("[user]\n\tname = Test\n\temail = test@example.com\n")
-        self.env = _environment(home, base / "pre-commit-home")
+        self.env = _environment(base / "home", base / "pre-commit-home")
         self.hooks_repo = base / "dsh"
         self.hooks_repo.mkdir()
         self.rev = _clone_of_this_checkout(self.hooks_repo, self.env)
@@ -102,7 +96,7 @@ def _project(base: Path, setting: Setting) -> Path:
     (project / "src" / "pool.py").write_text("POOL_SIZE = 4\n")
     (project / "notes.txt").write_text("notes\n")
     env = setting.env
-    assert run("git", "init", "-q", "-b", "main", cwd=project, env=env).returncode == 0
+    git(project, "init", "-q", "-b", "main", env=env)
     draft = {
         "id": "pool-size",
         "title": "The pool needs 4 connections",
@@ -115,7 +109,7 @@ def _project(base: Path, setting: Setting) -> Path:
         "files": ["src/pool.py"],
     }
     (project / "draft.json").write_text(json.dumps(draft))
-    done = run(str(BIN / "dsh-compound"), "capture", "--input", "draft.json", cwd=project, env=env)
+    done = commands.run("dsh-compound", "capture", "--input", "draft.json", cwd=project, env=env)
     assert done.returncode == 0, done.stderr
     (project / "draft.json").unlink()
     config = (
@@ -126,8 +120,8 @@ def _project(base: Path, setting: Setting) -> Path:
         "      - id: dsh-compound-check\n"
     )
     (project / ".pre-commit-config.yaml").write_text(config)
-    for argv in (("git", "add", "-A"), ("git", "commit", "-q", "-m", "start")):
-        assert run(*argv, cwd=project, env=env).returncode == 0
+    git(project, "add", "-A", env=env)
+    git(project, "commit", "-q", "-m", "start", env=env)
     return project
 
 
@@ -139,11 +133,11 @@ def test_try_repo_fails_a_commit_that_changes_a_lessons_source(
     try_repo = (pre_commit, "try-repo", str(setting.hooks_repo), "dsh-compound-check")
     try_repo += ("--ref", setting.rev)
     (project / "notes.txt").write_text("more notes\n")
-    run("git", "add", "notes.txt", cwd=project, env=setting.env)
+    git(project, "add", "notes.txt", env=setting.env)
     done = run(*try_repo, cwd=project, env=setting.env)
     assert done.returncode == 0, done.stdout + done.stderr
     (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
-    run("git", "add", "src/pool.py", cwd=project, env=setting.env)
+    git(project, "add", "src/pool.py", env=setting.env)
     done = run(*try_repo, cwd=project, env=setting.env)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "pool-size: The pool needs 4 connections" in done.stdout
@@ -157,14 +151,14 @@ def test_the_installed_hook_blocks_the_commit_until_the_lesson_is_recaptured(
     env = setting.env
     assert run(str(BIN / "pre-commit"), "install", cwd=project, env=env).returncode == 0
     (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
-    run("git", "add", "src/pool.py", cwd=project, env=env)
-    done = run("git", "commit", "-q", "-m", "bigger pool", cwd=project, env=env)
+    git(project, "add", "src/pool.py", env=env)
+    done = git_result(project, "commit", "-q", "-m", "bigger pool", env=env, timeout=HOOKS)
     assert done.returncode == 1
     assert "sources changed: src/pool.py" in done.stdout + done.stderr
-    head = run("git", "rev-parse", "HEAD", cwd=project, env=env).stdout
+    head = git(project, "rev-parse", "HEAD", env=env)
     # Re-verify, re-capture (compare-and-swap on the digest), and the same commit lands.
     digest = json.loads(
-        run(str(BIN / "dsh-compound"), "inspect", "--id", "pool-size", cwd=project, env=env).stdout
+        commands.run("dsh-compound", "inspect", "--id", "pool-size", cwd=project, env=env).stdout
     )["digest"]
     draft = {
         "id": "pool-size",
@@ -178,14 +172,14 @@ def test_the_installed_hook_blocks_the_commit_until_the_lesson_is_recaptured(
         "files": ["src/pool.py"],
     }
     (project / "draft.json").write_text(json.dumps(draft))
-    recapture = (str(BIN / "dsh-compound"), "capture", "--input", "draft.json")
-    done = run(*recapture, "--replace", digest, cwd=project, env=env)
+    recapture = ("capture", "--input", "draft.json", "--replace", digest)
+    done = commands.run("dsh-compound", *recapture, cwd=project, env=env)
     assert done.returncode == 0, done.stderr
     (project / "draft.json").unlink()
-    run("git", "add", "-A", cwd=project, env=env)
-    done = run("git", "commit", "-q", "-m", "bigger pool", cwd=project, env=env)
+    git(project, "add", "-A", env=env)
+    done = git_result(project, "commit", "-q", "-m", "bigger pool", env=env, timeout=HOOKS)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert run("git", "rev-parse", "HEAD", cwd=project, env=env).stdout != head
+    assert git(project, "rev-parse", "HEAD", env=env) != head
 
 
 def test_the_installed_hook_catches_a_commit_that_only_deletes_a_source(
@@ -194,8 +188,8 @@ def test_the_installed_hook_catches_a_commit_that_only_deletes_a_source(
     project = _project(tmp_path, setting)
     env = setting.env
     assert run(str(BIN / "pre-commit"), "install", cwd=project, env=env).returncode == 0
-    run("git", "rm", "-q", "src/pool.py", cwd=project, env=env)
-    done = run("git", "commit", "-q", "-m", "drop the pool", cwd=project, env=env)
+    git(project, "rm", "-q", "src/pool.py", env=env)
+    done = git_result(project, "commit", "-q", "-m", "drop the pool", env=env, timeout=HOOKS)
     assert done.returncode == 1
     assert "sources missing: src/pool.py" in done.stdout + done.stderr
 
@@ -215,18 +209,20 @@ def test_the_installed_hook_sees_commit_a_and_partial_commits(
     project = _installed(setting, tmp_path)
     env = setting.env
     (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")  # never staged
-    done = run("git", "commit", "-q", "-am", "bigger pool", cwd=project, env=env)
+    done = git_result(project, "commit", "-q", "-am", "bigger pool", env=env, timeout=HOOKS)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "sources changed: src/pool.py" in done.stdout + done.stderr
-    done = run("git", "commit", "-q", "-m", "bigger pool", "src/pool.py", cwd=project, env=env)
+    done = git_result(
+        project, "commit", "-q", "-m", "bigger pool", "src/pool.py", env=env, timeout=HOOKS
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "sources changed: src/pool.py" in done.stdout + done.stderr
     # A partial commit of another file passes, though src/pool.py is staged beside it.
-    run("git", "add", "src/pool.py", cwd=project, env=env)
+    git(project, "add", "src/pool.py", env=env)
     (project / "notes.txt").write_text("more notes\n")
-    done = run("git", "commit", "-q", "-m", "notes", "notes.txt", cwd=project, env=env)
+    done = git_result(project, "commit", "-q", "-m", "notes", "notes.txt", env=env, timeout=HOOKS)
     assert done.returncode == 0, done.stdout + done.stderr
-    staged = run("git", "diff", "--cached", "--name-only", cwd=project, env=env).stdout
+    staged = git(project, "diff", "--cached", "--name-only", env=env)
     assert staged == "src/pool.py\n"
 
 
@@ -244,7 +240,7 @@ def test_pre_commit_run_modes_each_check_their_own_change(setting: Setting, tmp_
 
     # The source changes in a commit made without the hook: nothing is staged now.
     (project / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
-    run("git", "commit", "-q", "--no-verify", "-am", "bigger pool", cwd=project, env=env)
+    git(project, "commit", "-q", "--no-verify", "-am", "bigger pool", env=env)
     assert not passes()  # nothing staged, not in a commit: every lesson
     assert not passes("--all-files")
     assert not passes("--hook-stage", "manual", "--all-files")
@@ -264,14 +260,14 @@ def test_a_monorepo_points_the_hook_at_its_workspace_and_keeps_the_gate(
     service = project / "services" / "api"
     service.mkdir(parents=True)
     for name in ("docs", "src"):
-        run("git", "mv", name, f"services/api/{name}", cwd=project, env=env)
+        git(project, "mv", name, f"services/api/{name}", env=env)
     config = project / ".pre-commit-config.yaml"
     config.write_text(config.read_text() + "        args: [--workspace, services/api]\n")
-    run("git", "add", "-A", cwd=project, env=env)
-    assert run("git", "commit", "-q", "-m", "move", cwd=project, env=env).returncode == 0
+    git(project, "add", "-A", env=env)
+    git(project, "commit", "-q", "-m", "move", env=env)
     assert run(str(BIN / "pre-commit"), "install", cwd=project, env=env).returncode == 0
     (service / "src" / "pool.py").write_text("POOL_SIZE = 8\n")
-    done = run("git", "commit", "-q", "-am", "bigger pool", cwd=project, env=env)
+    done = git_result(project, "commit", "-q", "-am", "bigger pool", env=env, timeout=HOOKS)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "sources changed: src/pool.py" in done.stdout + done.stderr
     hook = (str(BIN / "pre-commit"), "run", "dsh-compound-check", "--files")
@@ -301,11 +297,9 @@ def test_the_github_workflow_installs_and_annotates_as_written(
     # A pull request: the base branch on origin, one commit on top changing a lesson's source.
     origin = _project(tmp_path, setting)
     checkout = tmp_path / "checkout"
-    assert (
-        run("git", "clone", "-q", str(origin), str(checkout), cwd=tmp_path, env=env).returncode == 0
-    )
+    git(tmp_path, "clone", "-q", str(origin), str(checkout), env=env)
     (checkout / "src" / "pool.py").write_text("POOL_SIZE = 16\n")
-    assert run("git", "commit", "-qam", "bigger pool", cwd=checkout, env=env).returncode == 0
+    git(checkout, "commit", "-qam", "bigger pool", env=env)
     env["GITHUB_BASE_REF"] = "main"
     check_step = steps["check the lessons this pull request touches"]["run"]
     done = run("bash", "-ec", check_step, cwd=checkout, env=env)

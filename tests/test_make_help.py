@@ -25,8 +25,11 @@ def test_make_help_lists_every_phony_target() -> None:
     declared = set(re.search(r"^\.PHONY:(.*)$", makefile, re.M)[1].split())  # type: ignore[index]
     done = subprocess.run(
         ["make", "--no-print-directory", "-C", str(ROOT), "help"],
-        capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     listed = {line.split("\t")[0] for line in done.stdout.splitlines() if "\t" in line}
     assert listed == declared
 

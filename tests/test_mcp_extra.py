@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent
+from dsh_test_support import commands
 
 # What an installation without the extra looks like to Python: the SDK cannot be imported.
 NO_SDK = 'import sys\nsys.modules["mcp"] = None\nsys.modules["mcp_types"] = None\n'
@@ -28,10 +27,7 @@ def without_sdk(tmp_path: Path) -> dict[str, str]:
 def test_mcp_without_the_extra_says_how_to_install_it(
     program: str, envelope: dict[str, bool], tmp_path: Path
 ) -> None:
-    done = subprocess.run(
-        [str(BIN / program), "mcp"], env=without_sdk(tmp_path), stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    done = commands.run(program, "mcp", env=without_sdk(tmp_path))
     assert (done.returncode, done.stdout) == (1, "")
     assert json.loads(done.stderr) == {
         **envelope,
@@ -51,9 +47,13 @@ def test_the_shared_mcp_module_imports_without_the_sdk(tmp_path: Path) -> None:
         "except m.McpUnavailableError as exc:\n    print(exc.code)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], env=without_sdk(tmp_path),
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", probe],
+        env=without_sdk(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     # Any other missing module is a bug and stays one; only the SDK is the extra.
     assert done.stdout.splitlines() == ["not ours: dsh_common.no_such_module", "mcp-unavailable"]

@@ -8,40 +8,57 @@ Through the installed commands, fast path and full parser both: dsh-compound's
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-BIN = Path(sys.executable).parent
-
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=cwd, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+from dsh_test_support import commands, in_process
 
 
 @pytest.fixture
 def places(tmp_path: Path) -> dict[str, Path]:
+    """A lesson, a knowledge item and a memory repository (set up in process)."""
     work = tmp_path / "work"
     (work / "src").mkdir(parents=True)
     (work / "src" / "login.js").write_text("login()\n")
     draft = {
-        "id": "login-timeout", "title": "Login times out", "tags": ["login"],
-        "problem": "p", "rootCause": "r", "resolution": "s", "whenToUse": "login",
-        "verification": {"command": "c", "result": "r"}, "files": ["src/login.js"],
-    }  # fmt: skip
+        "id": "login-timeout",
+        "title": "Login times out",
+        "tags": ["login"],
+        "problem": "p",
+        "rootCause": "r",
+        "resolution": "s",
+        "whenToUse": "login",
+        "verification": {"command": "c", "result": "r"},
+        "files": ["src/login.js"],
+    }
     (work / "draft.json").write_text(json.dumps(draft))
-    assert run("dsh-compound", "capture", "--workspace", str(work), "--input",
-               str(work / "draft.json"), cwd=work).returncode == 0  # fmt: skip
+    captured = in_process.run(
+        "dsh-compound",
+        "capture",
+        "--workspace",
+        str(work),
+        "--input",
+        str(work / "draft.json"),
+        cwd=work,
+    )
+    assert captured.returncode == 0, captured.stderr
     db = tmp_path / "k.db"
     fact = ["--type", "fact", "--content", "Login runs on port 8080."]
-    added = run("dsh-knowledge", "--db", str(db), "add", "--workspace", str(work), "--project",
-                "web", *fact, cwd=work)  # fmt: skip
+    added = in_process.run(
+        "dsh-knowledge",
+        "--db",
+        str(db),
+        "add",
+        "--workspace",
+        str(work),
+        "--project",
+        "web",
+        *fact,
+        cwd=work,
+    )
     assert added.returncode == 0, added.stderr
     memory = tmp_path / "memory"
-    assert run("dsh-memory", "--root", str(memory), "init", cwd=tmp_path).returncode == 0
+    assert in_process.run("dsh-memory", "--root", str(memory), "init", cwd=tmp_path).returncode == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     return {"work": work, "db": db, "memory": memory, "elsewhere": elsewhere}
@@ -52,12 +69,14 @@ CASES = [
     ("dsh-compound", ["--workspace={work}"], ["recall", "--", "login"]),  # parser
     ("dsh-compound", ["--workspace", "{work}"], ["check"]),
     ("dsh-compound", ["--workspace", "{work}"], ["inspect", "--id", "login-timeout"]),
-    ("dsh-knowledge", ["--db", "{db}", "--workspace", "{work}", "--project", "web"],
-     ["search", "port"]),  # fast path
-    ("dsh-knowledge", ["--workspace", "{work}", "--db", "{db}", "--project", "web"],
-     ["list"]),
+    (
+        "dsh-knowledge",
+        ["--db", "{db}", "--workspace", "{work}", "--project", "web"],
+        ["search", "port"],
+    ),  # fast path
+    ("dsh-knowledge", ["--workspace", "{work}", "--db", "{db}", "--project", "web"], ["list"]),
     ("dsh-memory", ["--root", "{memory}"], ["status"]),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("program", "options", "command"), CASES)
@@ -66,15 +85,19 @@ def test_before_equals_after(
 ) -> None:
     filled = [option.format(**places) for option in options]
     split = command.index("--") if "--" in command else len(command)
-    before = run(program, *filled, *command, cwd=places["elsewhere"])
-    after = run(program, *command[:split], *filled, *command[split:], cwd=places["elsewhere"])
+    before = commands.run(program, *filled, *command, cwd=places["elsewhere"])
+    after = commands.run(
+        program, *command[:split], *filled, *command[split:], cwd=places["elsewhere"]
+    )
     assert before.returncode == 0, before.stderr
     assert (before.stdout, before.stderr) == (after.stdout, after.stderr)
     assert json.loads(before.stdout)  # a real answer, not an empty one
 
 
 def test_an_option_the_command_does_not_have_is_still_refused(places: dict[str, Path]) -> None:
-    done = run("dsh-compound", "--workspace", str(places["work"]), "template", cwd=places["work"])
+    done = commands.run(
+        "dsh-compound", "--workspace", str(places["work"]), "template", cwd=places["work"]
+    )
     assert done.returncode == 1
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "invalid-arguments" and "--workspace" in error["message"]

@@ -21,9 +21,13 @@ SCRIPT = ROOT / "scripts" / "readme_examples.py"
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(SCRIPT), *args],
-        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=ROOT,
         env={**os.environ, **(env or {})},
-    )  # fmt: skip
+    )
 
 
 def test_every_readme_example_matches_a_real_run() -> None:
@@ -34,8 +38,12 @@ def test_every_readme_example_matches_a_real_run() -> None:
 
 
 def test_every_readme_has_examples_and_no_unchecked_command() -> None:
-    for relative in ("README.md", "packages/compound/README.md",
-                     "packages/memory-repo/README.md", "packages/knowledge/README.md"):  # fmt: skip
+    for relative in (
+        "README.md",
+        "packages/compound/README.md",
+        "packages/memory-repo/README.md",
+        "packages/knowledge/README.md",
+    ):
         assert "<!-- readme-example" in (ROOT / relative).read_text(encoding="utf-8"), relative
 
 

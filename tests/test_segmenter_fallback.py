@@ -14,15 +14,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands, in_process
 
 from dsh_common.text import FALLBACK_WARNING
 
-BIN = Path(sys.executable).parent
 HIDE_ICU = textwrap.dedent(
     """
     import os, sys
@@ -42,6 +41,8 @@ HIDE_ICU = textwrap.dedent(
 
 @pytest.fixture
 def setup(tmp_path: Path) -> dict[str, Path]:
+    """A lesson, a knowledge item and a memory record, all about the connection pool (set up
+    in process: ICU is hidden only from the commands under test)."""
     hide = tmp_path / "hide"
     hide.mkdir()
     (hide / "sitecustomize.py").write_text(HIDE_ICU)
@@ -50,40 +51,61 @@ def setup(tmp_path: Path) -> dict[str, Path]:
     (work / ".git").mkdir()
     (work / "src" / "pool.py").write_text("POOL = 2\n")
     draft = {
-        "id": "pool-exhausted", "title": "数据库连接池耗尽导致登录超时", "tags": ["数据库"],
-        "problem": "登录超时", "rootCause": "连接池太小", "resolution": "调大连接池",
-        "whenToUse": "登录测试超时", "verification": {"command": "c", "result": "r"},
+        "id": "pool-exhausted",
+        "title": "数据库连接池耗尽导致登录超时",
+        "tags": ["数据库"],
+        "problem": "登录超时",
+        "rootCause": "连接池太小",
+        "resolution": "调大连接池",
+        "whenToUse": "登录测试超时",
+        "verification": {"command": "c", "result": "r"},
         "files": ["src/pool.py"],
-    }  # fmt: skip
+    }
     (work / "draft.json").write_text(json.dumps(draft, ensure_ascii=False))
     memory = tmp_path / "memory"
     for argv in (
         ["dsh-compound", "capture", "--input", "draft.json"],
-        ["dsh-knowledge", "--db", str(tmp_path / "k.db"), "add", "--type", "fact",
-         "--content", "数据库连接池耗尽会导致登录超时"],
+        [
+            "dsh-knowledge",
+            "--db",
+            str(tmp_path / "k.db"),
+            "add",
+            "--type",
+            "fact",
+            "--content",
+            "数据库连接池耗尽会导致登录超时",
+        ],
         ["dsh-memory", "--root", str(memory), "init"],
-    ):  # fmt: skip
-        done = subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=work, capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+    ):
+        done = in_process.run(argv[0], *argv[1:], cwd=work)
         assert done.returncode == 0, done.stderr
-    write = subprocess.run(
-        [str(BIN / "dsh-memory"), "--root", str(memory), "write", "handbook/pool.md", "-"],
-        input="# 连接池\n数据库连接池耗尽会导致登录超时。\n", capture_output=True, text=True,
-        timeout=60, check=False,
-    )  # fmt: skip
+    write = in_process.run(
+        "dsh-memory",
+        "--root",
+        str(memory),
+        "write",
+        "handbook/pool.md",
+        "-",
+        input="# 连接池\n数据库连接池耗尽会导致登录超时。\n",
+    )
     assert write.returncode == 0, write.stderr
-    return {"hide": hide, "work": work, "db": tmp_path / "k.db", "memory": memory,
-            "asked": tmp_path / "icu-asked"}  # fmt: skip
+    return {
+        "hide": hide,
+        "work": work,
+        "db": tmp_path / "k.db",
+        "memory": memory,
+        "asked": tmp_path / "icu-asked",
+    }
 
 
 def run(setup: dict[str, Path], argv: list[str], hide: bool) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ICU_ASKED": str(setup["asked"])}
     env.pop("PYTHONWARNINGS", None)
     if hide:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(setup["hide"]),
-                                                          env.get("PYTHONPATH")]))  # fmt: skip
-    return subprocess.run([str(BIN / argv[0]), *argv[1:]], cwd=setup["work"], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(setup["hide"]), env.get("PYTHONPATH")])
+        )
+    return commands.run(argv[0], *argv[1:], cwd=setup["work"], env=env)
 
 
 def test_compound_warns_once_and_still_finds_the_chinese_lesson(setup: dict[str, Path]) -> None:
@@ -96,9 +118,11 @@ def test_compound_warns_once_and_still_finds_the_chinese_lesson(setup: dict[str,
 
 @pytest.mark.parametrize(
     "argv",
-    [["dsh-knowledge", "--db", "{db}", "search", "连接池耗尽"],
-     ["dsh-memory", "--root", "{memory}", "search", "连接池耗尽"]],
-)  # fmt: skip
+    [
+        ["dsh-knowledge", "--db", "{db}", "search", "连接池耗尽"],
+        ["dsh-memory", "--root", "{memory}", "search", "连接池耗尽"],
+    ],
+)
 def test_knowledge_and_memory_need_no_segmenter(setup: dict[str, Path], argv: list[str]) -> None:
     filled = [arg.format(**setup) for arg in argv]
     run(setup, filled, hide=False)  # the first search builds memory's index: warm it

@@ -4,31 +4,24 @@ and ``--ranking`` writing DSH_RANKING into our entries (and warming the model) o
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands
 
-BIN = Path(sys.executable).parent
+BIN = commands.BIN
 PRODUCTS = ("dsh-compound", "dsh-memory", "dsh-knowledge")
 
 
 def run(program: str, *args: str, home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex")}
-    env.pop("DSH_HOME", None)
-    env.pop("DSH_RANKING", None)
-    env.update(extra)
-    return subprocess.run(
-        [str(BIN / program), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    """The console script with ``home`` as HOME (DSH data in its default place there unless
+    ``extra`` says otherwise): setup writes the command it was started as, so this must be
+    the installed script."""
+    changes: dict[str, str | None] = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    changes["DSH_HOME"] = None
+    changes.update(extra)
+    return commands.run(program, *args, env=commands.environ(**changes))
 
 
 @pytest.mark.parametrize("program", PRODUCTS)
@@ -38,9 +31,16 @@ def test_dry_run_prints_the_diff_with_absolute_commands_and_writes_nothing(
     project = tmp_path / "proj"
     project.mkdir()
     done = run(
-        program, "setup", "claude-code", "--scope", "project", "--project-dir", str(project),
-        "--dry-run", home=tmp_path,
-    )  # fmt: skip
+        program,
+        "setup",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
+        "--dry-run",
+        home=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["server"] == program and result["dryRun"] is True
@@ -76,8 +76,11 @@ def weights_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".dsh" not in p.parts}  # fmt: skip
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".dsh" not in p.parts
+    }
 
 
 @pytest.mark.parametrize("program", PRODUCTS)
@@ -96,18 +99,15 @@ def test_ranking_hybrid_is_written_warmed_and_taken_out_again(
     server = json.loads((home / ".claude.json").read_text())["mcpServers"][program]
     assert server["env"] == {"DSH_RANKING": "hybrid"}
     settings = json.loads((home / ".claude" / "settings.json").read_text())
-    commands = [h["command"] for g in settings["hooks"].values() for x in g for h in x["hooks"]]
-    assert commands and all(
-        c.startswith(f"DSH_RANKING=hybrid {BIN / program} hook ") for c in commands
-    )
+    hooks = [h["command"] for g in settings["hooks"].values() for x in g for h in x["hooks"]]
+    assert hooks and all(c.startswith(f"DSH_RANKING=hybrid {BIN / program} hook ") for c in hooks)
     done = run(program, "setup", "claude-code", "--ranking", "lexical", home=home, **shared)
     assert json.loads(done.stdout)["ranking"] == "lexical"
     assert snapshot(home) == plain  # only ours changed, and back to what it was
 
 
 def test_a_hybrid_dry_run_shows_the_variable_and_writes_nothing(tmp_path: Path) -> None:
-    done = run("dsh-knowledge", "setup", "codex", "--ranking", "hybrid", "--dry-run",
-               home=tmp_path)  # fmt: skip
+    done = run("dsh-knowledge", "setup", "codex", "--ranking", "hybrid", "--dry-run", home=tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert 'DSH_RANKING = "hybrid"' in result["diff"]
@@ -118,9 +118,11 @@ def test_a_hybrid_dry_run_shows_the_variable_and_writes_nothing(tmp_path: Path) 
 
 @pytest.mark.parametrize(
     ("args", "code"),
-    [(["--ranking", "fast"], "invalid-ranking"),
-     (["--ranking", "hybrid", "--remove"], "invalid-arguments")],
-)  # fmt: skip
+    [
+        (["--ranking", "fast"], "invalid-ranking"),
+        (["--ranking", "hybrid", "--remove"], "invalid-arguments"),
+    ],
+)
 def test_a_bad_ranking_is_refused_before_anything_is_written(
     args: list[str], code: str, tmp_path: Path
 ) -> None:

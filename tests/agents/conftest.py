@@ -7,7 +7,7 @@ and skips, saying why, only where npm cannot run at all. Every test gets a fresh
 ``HOME``, ``CODEX_HOME`` and ``TMPDIR`` inside ``tmp_path`` (both CLIs write caches there),
 git's identity there too, and the DSH data under ``$HOME/.dsh`` - the default, because Codex
 starts MCP servers with a minimal environment. The model is a scripted server on 127.0.0.1
-(``fake_model.py``); nothing leaves the machine.
+(``dsh_test_support.fake_model``); nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from dsh_test_support import home
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_DIR = REPO_ROOT / ".tools" / "agent-clis"
 PACKAGES = ("@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0")
+IDENTITY = ("Agent Test", "agent-test@example.com")
 
 
 @dataclass(frozen=True)
@@ -77,24 +79,19 @@ def agent_clis() -> AgentClis:
 
 @pytest.fixture
 def agent_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An isolated home for one CLI run; the environment of this process points into it."""
-    home = tmp_path / "home"
-    (home / ".codex").mkdir(parents=True)
+    """An isolated home for one CLI run; the environment of this process points into it.
+
+    The toolkit's hermetic home (dsh_test_support.home) at ``tmp_path/home`` with
+    ``DSH_HOME`` unset, plus what both CLIs need to stay offline and quiet."""
+    made = home.enter(monkeypatch, tmp_path / "home", dsh_home=None, identity=IDENTITY)
+    (made.home / ".codex").mkdir()
     (tmp_path / "tmp").mkdir()
-    gitconfig = home / ".gitconfig"
-    gitconfig.write_text("[user]\n\tname = Agent Test\n\temail = agent-test@example.com\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("CODEX_HOME", str(made.home / ".codex"))
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for name in ("DSH_HOME", "DSH_MEMORY_ROOT", "DSH_KNOWLEDGE_DB", "DSH_KNOWLEDGE_PROJECT",
-                 "DSH_KNOWLEDGE_WORKSPACE"):  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
     monkeypatch.setenv("DISABLE_AUTOUPDATER", "1")
     monkeypatch.setenv("DISABLE_TELEMETRY", "1")
     monkeypatch.setenv("DISABLE_ERROR_REPORTING", "1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
     monkeypatch.setenv("FAKE_API_KEY", "test")
-    yield home
+    yield made.home

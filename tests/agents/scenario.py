@@ -12,13 +12,13 @@ tool results it carries.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-BIN = Path(sys.executable).parent
+from dsh_test_support import commands, gitcmd
+
+BIN = commands.BIN
 PRODUCTS = ("dsh-compound", "dsh-memory", "dsh-knowledge")
 PROMPT = "Why does the login request time out?"
 SUMMARY_MARKER = "The team ships the login service on Fridays."
@@ -28,24 +28,14 @@ ADDED_MARKER = "E2E: login retries are capped at three"
 
 def dsh(program: str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run an installed dsh console script (this environment's), checking success."""
-    done = subprocess.run(
-        [str(BIN / program), *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=dict(os.environ),
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    done = commands.run(program, *args, cwd=cwd)
     assert done.returncode == 0, f"{program} {args}: {done.stderr}"
     return done
 
 
 def build_project(root: Path, home: Path) -> Path:
-    project = root / "proj"
-    (project / "src").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
+    project = gitcmd.init(root / "proj")
+    (project / "src").mkdir()
     (project / "src" / "login.js").write_text("export const timeoutMs = 30000;\n")
     draft = {
         "id": "login-timeout",

@@ -7,8 +7,9 @@ import os
 import subprocess
 from pathlib import Path
 
+from dsh_test_support.fake_model import FakeModel, running
+
 from .conftest import AgentClis
-from .fake_model import FakeModel, serve
 from .scenario import (
     ADDED_MARKER,
     KNOWLEDGE_MARKER,
@@ -49,22 +50,17 @@ def test_claude_code_gets_context_from_every_hook_and_runs_every_mcp_server(
     setup_all("claude-code", "--scope", "project", "--project-dir", str(project))
     assert json.loads(settings.read_text())["permissions"] == {"allow": ["Read"]}
 
-    model = FakeModel(script=SCRIPT)
-    server = serve(model)
-    try:
+    with running(FakeModel(script=SCRIPT)) as model:
         done = subprocess.run(
             [str(agent_clis.claude), "-p", PROMPT, "--allowedTools", ",".join(TOOLS)],
             cwd=project,
-            env={**os.environ, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model.port}"},
+            env={**os.environ, "ANTHROPIC_BASE_URL": model.url},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=180,
             check=False,
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert done.returncode == 0, done.stderr
     assert "All three dsh tools answered." in done.stdout
 

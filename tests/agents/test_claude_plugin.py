@@ -14,8 +14,9 @@ import os
 import subprocess
 from pathlib import Path
 
+from dsh_test_support.fake_model import FakeModel, running
+
 from .conftest import REPO_ROOT, AgentClis
-from .fake_model import FakeModel, serve
 from .scenario import (
     BIN,
     KNOWLEDGE_MARKER,
@@ -66,22 +67,16 @@ def test_marketplace_add_install_then_a_session_uses_hooks_and_tools(
     # The user's project has no dsh configuration of its own: everything comes from the plugin.
     assert not (project / ".mcp.json").exists() and not (project / ".claude").exists()
 
-    model = FakeModel(
-        script=(
-            ("tool", TOOLS[0], {"query": "login timeout"}),
-            ("tool", TOOLS[1], {"query": "codegen"}),
-            ("text", "The plugin's tools answered."),
-        )
+    script = (
+        ("tool", TOOLS[0], {"query": "login timeout"}),
+        ("tool", TOOLS[1], {"query": "codegen"}),
+        ("text", "The plugin's tools answered."),
     )
-    server = serve(model)
-    try:
-        env["ANTHROPIC_BASE_URL"] = f"http://127.0.0.1:{model.port}"
+    with running(FakeModel(script=script)) as model:
+        env["ANTHROPIC_BASE_URL"] = model.url
         out = claude(
             agent_clis, "-p", PROMPT, "--allowedTools", ",".join(TOOLS), cwd=project, env=env
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert "The plugin's tools answered." in out
 
     first = request_text(model.requests[0])

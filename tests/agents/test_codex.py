@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from dsh_test_support.fake_model import FakeModel, running
+
 from .conftest import AgentClis
-from .fake_model import FakeModel, serve
 from .scenario import (
     ADDED_MARKER,
     KNOWLEDGE_MARKER,
@@ -70,9 +71,7 @@ def test_codex_gets_context_from_every_hook_and_runs_every_mcp_server(
     setup_all("codex")
     assert config.read_text().startswith(USER_CONFIG)
 
-    model = FakeModel(script=SCRIPT)
-    server = serve(model)
-    try:
+    with running(FakeModel(script=SCRIPT)) as model:
         done = subprocess.run(
             [
                 str(agent_clis.codex),
@@ -83,7 +82,7 @@ def test_codex_gets_context_from_every_hook_and_runs_every_mcp_server(
                 # Hooks Codex has not been told to trust are skipped; a test cannot click.
                 "--dangerously-bypass-hook-trust",
                 "-c",
-                f'model_providers.fake.base_url="http://127.0.0.1:{model.port}/v1"',
+                f'model_providers.fake.base_url="{model.url}/v1"',
                 "-C",
                 str(project),
                 PROMPT,
@@ -96,9 +95,6 @@ def test_codex_gets_context_from_every_hook_and_runs_every_mcp_server(
             timeout=180,
             check=False,
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     assert done.returncode == 0, done.stderr
     assert "All three dsh tools answered." in done.stdout
 

@@ -14,8 +14,10 @@ import os
 import subprocess
 from pathlib import Path
 
+from dsh_test_support.fake_model import FakeModel, running
+from dsh_test_support.gitcmd import init
+
 from .conftest import AgentClis
-from .fake_model import FakeModel, serve
 from .scenario import dsh, request_text, snapshot
 from .test_codex import USER_CONFIG, outputs
 
@@ -30,11 +32,10 @@ SCRIPT = (
 def test_codex_ranks_by_meaning_after_setup_ranking_hybrid(
     agent_clis: AgentClis, agent_home: Path, tmp_path: Path
 ) -> None:
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)
-    dsh("dsh-knowledge", "add", "--workspace", str(project), "--type", "lesson",
-        "--content", LESSON)  # fmt: skip
+    project = init(tmp_path / "proj")
+    dsh(
+        "dsh-knowledge", "add", "--workspace", str(project), "--type", "lesson", "--content", LESSON
+    )
     codex_home = agent_home / ".codex"
     config = codex_home / "config.toml"
     config.write_text(USER_CONFIG)
@@ -43,20 +44,29 @@ def test_codex_ranks_by_meaning_after_setup_ranking_hybrid(
     result = json.loads(dsh("dsh-knowledge", "setup", "codex", "--ranking", "hybrid").stdout)
     assert result["ranking"] == "hybrid" and result["weights"] in {"built", "mapped"}
 
-    model = FakeModel(script=SCRIPT)
-    server = serve(model)
-    try:
+    with running(FakeModel(script=SCRIPT)) as model:
         done = subprocess.run(
-            [str(agent_clis.codex), "exec", "--skip-git-repo-check", "-s", "workspace-write",
-             "--dangerously-bypass-hook-trust", "-c",
-             f'model_providers.fake.base_url="http://127.0.0.1:{model.port}/v1"',
-             "-C", str(project), PROMPT],
-            cwd=project, env=dict(os.environ), stdin=subprocess.DEVNULL, capture_output=True,
-            text=True, timeout=180, check=False,
-        )  # fmt: skip
-    finally:
-        server.shutdown()
-        server.server_close()
+            [
+                str(agent_clis.codex),
+                "exec",
+                "--skip-git-repo-check",
+                "-s",
+                "workspace-write",
+                "--dangerously-bypass-hook-trust",
+                "-c",
+                f'model_providers.fake.base_url="{model.url}/v1"',
+                "-C",
+                str(project),
+                PROMPT,
+            ],
+            cwd=project,
+            env=dict(os.environ),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     assert done.returncode == 0, done.stderr
     first = request_text(model.requests[0])
     assert "<dsh-knowledge" in first and "登录请求在测试环境超时" in first  # the hook, hybrid

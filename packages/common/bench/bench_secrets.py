@@ -142,16 +142,20 @@ def main() -> int:
     runs = parser.parse_args().runs
 
     print("Realistic transcript text (median ms)")
-    print(f"{'size':>8} | {'earlier filter':>14} | {'redact (eager)':>14} | {'ratio':>5} | "
-          f"{'find (refusing)':>15} | {'secrets':>7}")  # fmt: skip
+    print(
+        f"{'size':>8} | {'earlier filter':>14} | {'redact (eager)':>14} | {'ratio':>5} | "
+        f"{'find (refusing)':>15} | {'secrets':>7}"
+    )
     for size in (64 * KIB, 256 * KIB, 1024 * KIB):
         text = realistic(size)
         base = median_ms(lambda text=text: old_filter(text), runs)
         new = median_ms(lambda text=text: new_filter(text), runs)
         strict = median_ms(lambda text=text: find_secrets(text), runs)
         found = len(find_secrets(text))
-        print(f"{size // KIB:>5} KiB | {base:>14.1f} | {new:>14.1f} | {new / base:>5.1f} | "
-              f"{strict:>15.1f} | {found:>7}")  # fmt: skip
+        print(
+            f"{size // KIB:>5} KiB | {base:>14.1f} | {new:>14.1f} | {new / base:>5.1f} | "
+            f"{strict:>15.1f} | {found:>7}"
+        )
 
     print("\nAdversarial input (median ms; growth = time at 1 MiB / time at 256 KiB, linear = 4)")
     print(f"{'input':<22} | {'256 KiB':>8} | {'1 MiB':>8} | {'growth':>6} | {'eager 1 MiB':>11}")

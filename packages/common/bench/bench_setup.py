@@ -70,8 +70,10 @@ def main() -> int:
         f"{RUNS} runs each (ms, median); load average before: {load:.1f} on {os.cpu_count()} cores"
     )
     print()
-    print("| ~/.claude.json | dry-run (baseline) | setup, writes | ratio | setup, unchanged "
-          "| 3 products at once |")  # fmt: skip
+    print(
+        "| ~/.claude.json | dry-run (baseline) | setup, writes | ratio | setup, unchanged "
+        "| 3 products at once |"
+    )
     print("|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="dsh-bench-setup-") as tmp:
         base = Path(tmp)
@@ -87,8 +89,10 @@ def main() -> int:
                 together.append(timed([setup(p) for p in PRODUCTS], env))
             row = [statistics.median(v) for v in (dry, write, again, together)]
             size = f"{len(text) / 1e6:.2f} MB" if len(text) > 1e5 else f"{len(text)} bytes"
-            print(f"| {size} | {row[0]:.0f} | {row[1]:.0f} | {row[1] / row[0]:.2f} "
-                  f"| {row[2]:.0f} | {row[3]:.0f} |")  # fmt: skip
+            print(
+                f"| {size} | {row[0]:.0f} | {row[1]:.0f} | {row[1] / row[0]:.2f} "
+                f"| {row[2]:.0f} | {row[3]:.0f} |"
+            )
     print()
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0

@@ -37,23 +37,36 @@ def build(base: Path, env: dict[str, str]) -> Path:
     from dsh_compound.writing import capture
 
     for n in range(100):
-        capture(repo, {
-            "id": f"lesson-{n}", "title": f"Lesson {n}: pool timeout 连接池 {n}",
-            "tags": ["db", f"t{n % 7}"], "problem": f"Problem {n} with the connection pool.",
-            "rootCause": "The pool is too small.", "resolution": "Raise it.",
-            "whenToUse": "A test hangs.", "verification": {"command": "make", "result": "ok"},
-            "files": [f"src/m{n % 20}.py"],
-        })  # fmt: skip
+        capture(
+            repo,
+            {
+                "id": f"lesson-{n}",
+                "title": f"Lesson {n}: pool timeout 连接池 {n}",
+                "tags": ["db", f"t{n % 7}"],
+                "problem": f"Problem {n} with the connection pool.",
+                "rootCause": "The pool is too small.",
+                "resolution": "Raise it.",
+                "whenToUse": "A test hangs.",
+                "verification": {"command": "make", "result": "ok"},
+                "files": [f"src/m{n % 20}.py"],
+            },
+        )
     from dsh_knowledge.repository import KnowledgeRepository
     from dsh_knowledge.store import KnowledgeStore
 
     store = KnowledgeStore(base / "home" / "knowledge" / "knowledge.sqlite")
-    KnowledgeRepository(store).create_many([
-        {"type": ("fact", "decision", "lesson")[n % 3],
-         "content": f"Item {n}: the service {n % 40} uses port {8000 + n} and pool size {n % 9}",
-         "scope": {"workspace": str(repo.resolve()), "project": None}}
-        for n in range(1000)
-    ])  # fmt: skip
+    KnowledgeRepository(store).create_many(
+        [
+            {
+                "type": ("fact", "decision", "lesson")[n % 3],
+                "content": (
+                    f"Item {n}: the service {n % 40} uses port {8000 + n} and pool size {n % 9}"
+                ),
+                "scope": {"workspace": str(repo.resolve()), "project": None},
+            }
+            for n in range(1000)
+        ]
+    )
     store.close()
     subprocess.run([str(BIN / "dsh-memory"), "init"], check=True, env=env, capture_output=True)
     memory = base / "home" / "storages" / "memory"
@@ -71,8 +84,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="dsh-bench-") as tmp:
         base = Path(tmp)
         (base / ".gitconfig").write_text("[user]\n\tname = b\n\temail = b@example.invalid\n")
-        env = {**os.environ, "DSH_HOME": str(base / "home"), "HOME": str(base),
-               "GIT_CONFIG_GLOBAL": str(base / ".gitconfig")}  # fmt: skip
+        env = {
+            **os.environ,
+            "DSH_HOME": str(base / "home"),
+            "HOME": str(base),
+            "GIT_CONFIG_GLOBAL": str(base / ".gitconfig"),
+        }
         env.pop("DSH_MEMORY_ROOT", None)
         # An installed package has its bytecode compiled at install time; a checkout run
         # with PYTHONDONTWRITEBYTECODE would compile every module at every start instead.

@@ -2,44 +2,23 @@
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dsh_test_support.gitcmd import commit_file, init
 
 
 @pytest.fixture(autouse=True)
-def hermetic_home(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
-    home = tmp_path_factory.mktemp("home")
-    (home / ".gitconfig").write_text(
-        "[user]\n\tname = dsh test\n\temail = test@example.invalid\n"
-        "[init]\n\tdefaultBranch = main\n"
-    )
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / ".gitconfig"))
-    yield home
-
-
-def git(cwd: Path, *args: str) -> str:
-    """Plain git for building fixtures (the code under test uses GitRunner)."""
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True)
-    return done.stdout
+def hermetic_home(hermetic_home: Path) -> Path:
+    """Every dsh-common test runs in the toolkit's hermetic home (dsh_test_support.home)."""
+    return hermetic_home
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one committed file, ``tracked.txt``."""
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "tracked.txt").write_text("hello\n")
-    git(root, "add", "tracked.txt")
-    git(root, "commit", "-q", "-m", "first")
+    root = init(tmp_path / "repo")
+    commit_file(root, "tracked.txt", "hello\n", "first")
     return root
 
 

@@ -6,12 +6,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import in_process
 
 from dsh_common.agent_setup import FileChange, Integration, SetupOption, run_setup
 from dsh_common.agent_setup_entries import refresh_words
@@ -298,18 +298,26 @@ RANKING = SetupOption("--ranking", "Ranking.", server=False, hooks=("user-prompt
         (None, ["mcp"], [], ["mcp"]),
         (["mcp", "--db", "x"], ["mcp"], [], ["mcp", "--db", "x"]),
         (["--db", "x", "mcp"], ["mcp"], [], ["mcp", "--db", "x"]),  # options first: ours out
-        (["mcp", "--db=x", "--project", "p"], ["mcp"], [("--db", "y")],
-         ["mcp", "--db", "y", "--project", "p"]),
+        (
+            ["mcp", "--db=x", "--project", "p"],
+            ["mcp"],
+            [("--db", "y")],
+            ["mcp", "--db", "y", "--project", "p"],
+        ),
         (
             ["hook", "session-start", "--host", "codex", "--mine"],
             ["hook", "session-start", "--mcp-server", "m", "--host", "claude-code"],
             [],
             ["hook", "session-start", "--mcp-server", "m", "--host", "claude-code", "--mine"],
         ),
-        (["mcp", "--", "--db", "x"], ["mcp"], [("--db", "y")],
-         ["mcp", "--db", "y", "--", "--db", "x"]),
+        (
+            ["mcp", "--", "--db", "x"],
+            ["mcp"],
+            [("--db", "y")],
+            ["mcp", "--db", "y", "--", "--db", "x"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_refresh_words_keeps_the_users_words_after_ours(
     existing: list[str] | None,
     fixed: list[str],
@@ -381,8 +389,13 @@ def test_our_hook_is_refreshed_in_place_with_its_group_and_keys(project: Path) -
 
 def test_our_server_entry_keeps_the_users_keys(project: Path) -> None:
     mcp = project / ".mcp.json"
-    mine = {"type": "stdio", "command": "/old/dsh-knowledge", "args": ["mcp", "--project", "p"],
-            "env": {"DSH_KNOWLEDGE_DB": "/data/k.sqlite"}, "timeout": 9}  # fmt: skip
+    mine = {
+        "type": "stdio",
+        "command": "/old/dsh-knowledge",
+        "args": ["mcp", "--project", "p"],
+        "env": {"DSH_KNOWLEDGE_DB": "/data/k.sqlite"},
+        "timeout": 9,
+    }
     mcp.write_text(json.dumps({"mcpServers": {"dsh-knowledge": mine}}, indent=2) + "\n")
     run_setup(KNOWLEDGE, "claude-code", scope="project", project_dir=project)
     entry = json.loads(mcp.read_text())["mcpServers"]["dsh-knowledge"]
@@ -447,8 +460,9 @@ def test_a_project_folder_that_is_a_file_is_config_invalid(tmp_path: Path) -> No
     project.mkdir()
     (project / ".codex").write_text("not a folder")
     with pytest.raises(DshError) as caught:
-        run_setup(COMPOUND, "codex", scope="project", project_dir=project,
-                  env={"HOME": str(tmp_path)})  # fmt: skip
+        run_setup(
+            COMPOUND, "codex", scope="project", project_dir=project, env={"HOME": str(tmp_path)}
+        )
     assert caught.value.code == "config-invalid"
     assert sorted(os.listdir(project)) == [".codex"]
 
@@ -484,37 +498,39 @@ def test_a_file_changed_since_it_was_read_is_not_overwritten(tmp_path: Path) -> 
     assert second.read_text() == '{"host": "wrote this meanwhile"}\n'
 
 
-SETUP_APP = '''
-import sys
-import typer
-from dsh_common.agent_setup import Integration, SetupOption
-from dsh_common.cli import add_setup_command, run_app
+def setup_app() -> Any:
+    """A Typer app with ``add_setup_command`` declaring one option (``--db``)."""
+    import typer
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+    from dsh_common.cli import add_setup_command
 
-@app.command()
-def other() -> None:
-    """Another command."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 
-def integration() -> Integration:
-    return Integration(server="demo", program="demo", command="/opt/bin/demo",
-                       hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),))
+    @app.command()
+    def other() -> None:
+        """Another command."""
 
-add_setup_command(app, integration, summary="Register demo.", examples=["demo setup codex"],
-                  options=[SetupOption("--db", "The demo database.", metavar="URL",
-                                       hooks=("user-prompt-submit",))])
-sys.exit(run_app(app, prog_name="demo"))
-'''
+    def integration() -> Integration:
+        return Integration(
+            server="demo",
+            program="demo",
+            command="/opt/bin/demo",
+            hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit")),),
+        )
+
+    option = SetupOption("--db", "The demo database.", metavar="URL", hooks=("user-prompt-submit",))
+    add_setup_command(
+        app, integration, summary="Register demo.", examples=["demo setup codex"], options=[option]
+    )
+    return app
 
 
 def test_the_setup_command_offers_each_declared_option(tmp_path: Path) -> None:
-    script = tmp_path / "demo.py"
-    script.write_text(SETUP_APP)
+    app = setup_app()
     env = {**os.environ, "HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "codex")}
 
     def demo(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(script), "setup", *args], env=env,
-                              capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+        return in_process.run_app(app, "demo", "setup", *args, env=env)
 
     helped = demo("--help")
     assert helped.returncode == 0 and "--db URL" in helped.stdout
@@ -578,8 +594,12 @@ def test_a_variable_goes_into_our_server_env_and_before_our_hooks(project: Path)
 
 def test_a_variable_changes_only_its_own_words_and_keys(project: Path) -> None:
     mcp = project / ".mcp.json"
-    mine = {"type": "stdio", "command": "/opt/bin/dsh-knowledge", "args": ["mcp"],
-            "env": {"TZ": "UTC", "DSH_RANKING": "lexical", "LANG": "C"}}  # fmt: skip
+    mine = {
+        "type": "stdio",
+        "command": "/opt/bin/dsh-knowledge",
+        "args": ["mcp"],
+        "env": {"TZ": "UTC", "DSH_RANKING": "lexical", "LANG": "C"},
+    }
     mcp.write_text(json.dumps({"mcpServers": {"dsh-knowledge": mine}}, indent=2) + "\n")
     settings = project / ".claude" / "settings.json"
     line = "TZ=UTC DSH_RANKING=lexical /opt/bin/dsh-knowledge hook user-prompt-submit --project p"

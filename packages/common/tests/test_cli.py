@@ -1,4 +1,5 @@
-"""The JSON CLI convention, through a real Typer app run as a real process."""
+"""The JSON CLI convention, through a real Typer app run by ``run_app``: in this process
+for what a command prints, as a real process where argv bytes that are not UTF-8 matter."""
 
 from __future__ import annotations
 
@@ -7,78 +8,34 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
+from dsh_test_support import in_process
 
 from dsh_common.cli import emit_json, escape_undecodable, json_safe
 from dsh_common.errors import DshError, InvalidJsonError
 from dsh_common.jsonio import dumps, dumps_bytes, loads
 
-APP = textwrap.dedent(
-    '''
-    import os
-    import sys
-    from typing import Annotated
-    import typer
-    from dsh_common.cli import emit_json, run_app
-    from dsh_common.errors import DshError
+from . import greet_app
 
-    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-
-    @app.command()
-    def greet(name: Annotated[str, typer.Option("--name")],
-              times: Annotated[int, typer.Option(min=1, max=3)] = 1) -> None:
-        """Say hello."""
-        if name == "bad":
-            raise DshError("bad name", code="bad-name")
-        if name == "crash":
-            raise RuntimeError("boom")
-        emit_json({"hello": name, "times": times})
-
-    @app.command()
-    def other() -> None:
-        """Another command."""
-
-    @app.command()
-    def touch(path: Annotated[str, typer.Option("--path")]) -> None:
-        """Create a file (to show that a refused argument changes nothing)."""
-        open(path, "w").close()
-        emit_json({"created": path})
-
-    @app.command()
-    def listing(directory: Annotated[str, typer.Option("--dir")]) -> None:
-        """Fail naming the first file of a directory, as a library error quoting a name."""
-        name = sorted(os.listdir(directory))[0]
-        raise DshError(f"cannot use {name}", code="bad-name")
-
-    if __name__ == "__main__":
-        envelope = len(sys.argv) > 1 and sys.argv[1] == "--envelope"
-        args = sys.argv[2:] if envelope else sys.argv[1:]
-        def envelope_error(code, message):
-            return {"ok": False, "error": {"code": code}}
-        kwargs = {"render_error": envelope_error} if envelope else {}
-        sys.exit(run_app(app, args=args, prog_name="demo", **kwargs))
-    '''
-)
+GREET_APP = Path(__file__).with_name("greet_app.py")
 
 
-@pytest.fixture
-def app_script(tmp_path: Path) -> Path:
-    script = tmp_path / "app.py"
-    script.write_text(APP)
-    return script
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The demo app's command line, run in this process (what a process would print)."""
+    return in_process.run_main(greet_app.main, "demo", *args)
 
 
-def _run(script: Path, *args: str | bytes) -> subprocess.CompletedProcess[str]:
+def _process(*args: str | bytes) -> subprocess.CompletedProcess[str]:
+    """The demo app as a real process: argv bytes reach it as a shell passes them."""
     return subprocess.run(
-        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=60
+        [sys.executable, str(GREET_APP), *args], capture_output=True, text=True, timeout=60
     )
 
 
-def test_success_prints_json_to_stdout(app_script: Path) -> None:
-    done = _run(app_script, "greet", "--name", "ada")
+def test_success_prints_json_to_stdout() -> None:
+    done = _run("greet", "--name", "ada")
     assert done.returncode == 0
     assert json.loads(done.stdout) == {"hello": "ada", "times": 1}
     assert done.stderr == ""
@@ -88,8 +45,8 @@ def test_success_prints_json_to_stdout(app_script: Path) -> None:
     "args",
     [("greet",), ("greet", "--name", "x", "--times", "9"), ("nope",), ("greet", "--bogus")],
 )
-def test_argument_errors_are_json_with_exit_1(app_script: Path, args: tuple[str, ...]) -> None:
-    done = _run(app_script, *args)
+def test_argument_errors_are_json_with_exit_1(args: tuple[str, ...]) -> None:
+    done = _run(*args)
     assert done.returncode == 1
     assert done.stdout == ""
     error = json.loads(done.stderr)["error"]
@@ -98,27 +55,27 @@ def test_argument_errors_are_json_with_exit_1(app_script: Path, args: tuple[str,
     assert error["message"]
 
 
-def test_dsh_error_keeps_its_code(app_script: Path) -> None:
-    done = _run(app_script, "greet", "--name", "bad")
+def test_dsh_error_keeps_its_code() -> None:
+    done = _run("greet", "--name", "bad")
     assert done.returncode == 1
     assert json.loads(done.stderr) == {"error": {"code": "bad-name", "message": "bad name"}}
 
 
-def test_unexpected_error_has_no_traceback(app_script: Path) -> None:
-    done = _run(app_script, "greet", "--name", "crash")
+def test_unexpected_error_has_no_traceback() -> None:
+    done = _run("greet", "--name", "crash")
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert json.loads(done.stderr)["error"]["code"] == "internal-error"
 
 
-def test_custom_error_envelope(app_script: Path) -> None:
-    done = _run(app_script, "--envelope", "greet")
+def test_custom_error_envelope() -> None:
+    done = _run("--envelope", "greet")
     assert done.returncode == 1
     assert json.loads(done.stderr) == {"ok": False, "error": {"code": "invalid-arguments"}}
 
 
-def test_help_still_works(app_script: Path) -> None:
-    done = _run(app_script, "greet", "--help")
+def test_help_still_works() -> None:
+    done = _run("greet", "--help")
     assert done.returncode == 0
     assert "Say hello." in done.stdout
 
@@ -142,11 +99,9 @@ def test_error_to_json_has_exactly_code_and_message() -> None:
     assert error.to_json() == {"code": "c", "message": "m"}
 
 
-def test_non_utf8_argument_is_refused_before_the_command_runs(
-    app_script: Path, tmp_path: Path
-) -> None:
+def test_non_utf8_argument_is_refused_before_the_command_runs(tmp_path: Path) -> None:
     target = os.fsencode(tmp_path) + b"/\xffnope"
-    done = _run(app_script, "touch", "--path", target)
+    done = _process("touch", "--path", target)
     assert done.returncode == 1
     assert done.stdout == ""
     assert "Traceback" not in done.stderr
@@ -159,19 +114,17 @@ def test_non_utf8_argument_is_refused_before_the_command_runs(
     assert not os.path.lexists(target)  # nothing was created under the undecodable name
 
 
-def test_non_utf8_argument_uses_the_product_envelope(app_script: Path) -> None:
-    done = _run(app_script, "--envelope", "greet", b"--n\xe9me", "x")
+def test_non_utf8_argument_uses_the_product_envelope() -> None:
+    done = _process("--envelope", "greet", b"--n\xe9me", "x")
     assert done.returncode == 1
     assert json.loads(done.stderr) == {"ok": False, "error": {"code": "invalid-arguments"}}
 
 
-def test_error_quoting_a_non_utf8_file_name_is_printed_escaped(
-    app_script: Path, tmp_path: Path
-) -> None:
+def test_error_quoting_a_non_utf8_file_name_is_printed_escaped(tmp_path: Path) -> None:
     directory = tmp_path / "names"
     directory.mkdir()
     (Path(os.fsdecode(os.fsencode(directory) + b"/caf\xe9.md"))).touch()
-    done = _run(app_script, "listing", "--dir", str(directory))
+    done = _run("listing", "--dir", str(directory))
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
     assert json.loads(done.stderr) == {

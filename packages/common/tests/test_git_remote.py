@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from dsh_test_support.git_http import git_http_server
+from dsh_test_support.gitcmd import commit_file, git, head, init
 
 from dsh_common.errors import GitError
 from dsh_common.git import GitRunner
@@ -29,8 +30,6 @@ from dsh_common.git_remote import (
     repository_config,
 )
 
-from .conftest import git
-
 TRACKING = "refs/remotes/origin/main"
 
 
@@ -38,22 +37,6 @@ def _script(path: Path, marker: Path, *, exit_code: int = 0) -> Path:
     path.write_text(f"#!/bin/sh\necho ran >> '{marker}'\nexit {exit_code}\n")
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
-
-
-def _bare(path: Path) -> Path:
-    git(path.parent, "init", "-q", "--bare", "-b", "main", str(path))
-    return path
-
-
-def _head(repo: Path) -> str:
-    return git(repo, "rev-parse", "HEAD").strip()
-
-
-def _commit(repo: Path, name: str, text: str) -> str:
-    (repo / name).write_text(text)
-    git(repo, "add", name)
-    git(repo, "commit", "-qm", f"add {name}")
-    return _head(repo)
 
 
 # -- which URLs --------------------------------------------------------------------------
@@ -150,17 +133,17 @@ def test_redact_url_hides_every_credential_in_a_message() -> None:
 def test_push_is_fast_forward_only_and_fetch_brings_the_commit_back(
     repo: Path, tmp_path: Path
 ) -> None:
-    remote = parse_remote_url(str(_bare(tmp_path / "remote.git")))
+    remote = parse_remote_url(str(init(tmp_path / "remote.git", bare=True)))
     runner = GitRunner(repo)
-    first = _head(repo)
+    first = head(repo)
     assert push(runner, remote, first, "main").status == "pushed"
     assert push(runner, remote, first, "main").status == "up-to-date"
     # Another machine pushes on top; our own next commit is no longer a fast-forward.
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(tmp_path / "remote.git"), str(other))
-    theirs = _commit(other, "theirs.txt", "theirs\n")
+    theirs = commit_file(other, "theirs.txt", "theirs\n", "add theirs.txt")
     git(other, "push", "-q", "origin", "main")
-    ours = _commit(repo, "ours.txt", "ours\n")
+    ours = commit_file(repo, "ours.txt", "ours\n", "add ours.txt")
     rejected = push(runner, remote, ours, "main")
     assert rejected.status == "rejected"
     assert git(tmp_path / "remote.git", "rev-parse", "main").strip() == theirs
@@ -171,8 +154,8 @@ def test_push_is_fast_forward_only_and_fetch_brings_the_commit_back(
 def test_an_empty_remote_has_no_branch_and_leaves_no_tracking_ref(
     repo: Path, tmp_path: Path
 ) -> None:
-    remote = parse_remote_url(str(_bare(tmp_path / "empty.git")))
-    git(repo, "update-ref", TRACKING, _head(repo))
+    remote = parse_remote_url(str(init(tmp_path / "empty.git", bare=True)))
+    git(repo, "update-ref", TRACKING, head(repo))
     assert fetch_branch(GitRunner(repo), remote, "main", TRACKING) is None
     assert git(repo, "for-each-ref", TRACKING) == ""
 
@@ -187,9 +170,16 @@ def test_hooks_and_config_of_a_local_remote_never_run(repo: Path, tmp_path: Path
     """The receiving and uploading git run in the remote repository and read its config and
     hooks, not our -c options: every program it names is a marker script."""
     marker = tmp_path / "ran"
-    bare = _bare(tmp_path / "remote.git")
-    for hook in ("pre-receive", "update", "post-receive", "post-update",
-                 "reference-transaction", "push-to-checkout", "proc-receive"):  # fmt: skip
+    bare = init(tmp_path / "remote.git", bare=True)
+    for hook in (
+        "pre-receive",
+        "update",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "proc-receive",
+    ):
         _script(bare / "hooks" / hook, marker)
     fsmonitor = _script(tmp_path / "fsmonitor", marker)
     git(bare, "config", "core.fsmonitor", str(fsmonitor))
@@ -199,8 +189,8 @@ def test_hooks_and_config_of_a_local_remote_never_run(repo: Path, tmp_path: Path
     (bare / "objects" / "info" / "alternates").write_text(str(repo / ".git" / "objects") + "\n")
     remote = parse_remote_url(str(bare))
     runner = GitRunner(repo)
-    assert push(runner, remote, _head(repo), "main").status == "pushed"
-    assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+    assert push(runner, remote, head(repo), "main").status == "pushed"
+    assert fetch_branch(runner, remote, "main", TRACKING) == head(repo)
     assert not marker.exists()
 
 
@@ -216,7 +206,7 @@ def test_a_non_bare_remote_never_checks_a_push_out(repo: Path, tmp_path: Path) -
     git(target, "add", ".gitattributes")
     git(target, "commit", "-qm", "attributes")
     git(repo, "pull", "-q", str(target), "main")
-    ours = _commit(repo, "new.txt", "new\n")
+    ours = commit_file(repo, "new.txt", "new\n", "add new.txt")
     outcome = push(GitRunner(repo), parse_remote_url(str(target)), ours, "main")
     assert outcome.status == "rejected"
     assert not marker.exists()
@@ -268,7 +258,7 @@ def test_a_repository_url_rewrite_is_refused_before_git_starts(repo: Path, tmp_p
     assert refused.value.code == "unsafe-config"
     assert runner.commands_run - before == 1  # the config read, no fetch
     with pytest.raises(RemoteConfigError):
-        push(runner, parse_remote_url(str(tmp_path)), _head(repo), "main")
+        push(runner, parse_remote_url(str(tmp_path)), head(repo), "main")
 
 
 def test_the_users_own_url_rewrite_is_allowed(repo: Path, hermetic_home: Path) -> None:
@@ -303,13 +293,13 @@ def test_push_and_fetch_over_http_with_credentials_that_never_show(
 ) -> None:
     served = tmp_path / "served"
     served.mkdir()
-    _bare(served / "memory.git")
+    init(served / "memory.git", bare=True)
     with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
         good = parse_remote_url(server.url("memory.git", with_credentials=True))
         assert "s3cr3t" not in good.shown
         runner = GitRunner(repo)
-        assert push(runner, good, _head(repo), "main").status == "pushed"
-        assert fetch_branch(runner, good, "main", TRACKING) == _head(repo)
+        assert push(runner, good, head(repo), "main").status == "pushed"
+        assert fetch_branch(runner, good, "main", TRACKING) == head(repo)
         assert {r.user for r in server.requests if r.status == 200} == {"me"}
         wrong = parse_remote_url(server.url("memory.git").replace("://", "://me:wrong@"))
         with pytest.raises(GitError) as failed:
@@ -353,7 +343,7 @@ def test_a_url_scoped_credential_helper_of_the_user_is_used(
     both scoped to one host. The repository's own helpers, scoped or not, never run."""
     served = tmp_path / "served"
     served.mkdir()
-    _bare(served / "memory.git")
+    init(served / "memory.git", bare=True)
     log, marker = tmp_path / "helper.log", tmp_path / "ran"
     helper = _helper_script(tmp_path / "helper", log, "me", "s3cr3t-t0k3n")
     with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
@@ -368,8 +358,8 @@ def test_a_url_scoped_credential_helper_of_the_user_is_used(
         git(repo, "config", "credential.helper", f"!{_script(tmp_path / 'd', marker)}")
         remote = parse_remote_url(server.url("memory.git"))  # no credentials in the URL
         runner = GitRunner(repo)
-        assert push(runner, remote, _head(repo), "main").status == "pushed"
-        assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+        assert push(runner, remote, head(repo), "main").status == "pushed"
+        assert fetch_branch(runner, remote, "main", TRACKING) == head(repo)
         assert {r.user for r in server.requests if r.status == 200} == {"me"}
     assert "get" in log.read_text().split()
     assert not marker.exists()
@@ -381,7 +371,7 @@ def test_a_helper_named_by_name_runs_through_our_own_git(
     """``helper = store --file F``: git runs ``git credential-store --file F``."""
     served = tmp_path / "served"
     served.mkdir()
-    _bare(served / "memory.git")
+    init(served / "memory.git", bare=True)
     store = tmp_path / "credentials"
     with git_http_server(served, credentials=("me", "s3cr3t-t0k3n")) as server:
         store.write_text(f"http://me:s3cr3t-t0k3n@127.0.0.1:{server.port}\n")
@@ -390,7 +380,7 @@ def test_a_helper_named_by_name_runs_through_our_own_git(
             f'[credential "http://127.0.0.1:{server.port}/"]\n\thelper = store --file {store}\n',
         )
         remote = parse_remote_url(server.url("memory.git"))
-        assert push(GitRunner(repo), remote, _head(repo), "main").status == "pushed"
+        assert push(GitRunner(repo), remote, head(repo), "main").status == "pushed"
 
 
 def test_a_helper_of_the_user_inside_the_repository_is_refused(
@@ -466,7 +456,7 @@ def test_the_repositorys_own_http_config_never_applies_to_a_transfer(
     plain git would use every one. The user's own http settings still apply."""
     served = tmp_path / "served"
     served.mkdir()
-    _bare(served / "memory.git")
+    init(served / "memory.git", bare=True)
     cookies = tmp_path / "cookies.txt"
     cookies.write_text("127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\trepo-cookie\n")
     with git_http_server(served) as server:
@@ -485,8 +475,8 @@ def test_the_repositorys_own_http_config_never_applies_to_a_transfer(
         _user_config(hermetic_home, "[http]\n\textraHeader = X-User: mine\n")
         remote = parse_remote_url(url)
         runner = GitRunner(repo)
-        assert push(runner, remote, _head(repo), "main").status == "pushed"
-        assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+        assert push(runner, remote, head(repo), "main").status == "pushed"
+        assert fetch_branch(runner, remote, "main", TRACKING) == head(repo)
         assert server.requests
         for request in server.requests:
             assert "x-repo" not in request.headers and "cookie" not in request.headers
@@ -499,12 +489,12 @@ def test_a_fetch_brings_its_objects_into_the_repository_and_leaves_nothing_behin
     """A small fetch arrives as loose objects, a large one as a pack: both end in the
     repository's store; the private git directory is gone; an old one left by a killed
     process is removed, a recent one (another transfer under way) kept."""
-    bare = _bare(tmp_path / "remote.git")
+    bare = init(tmp_path / "remote.git", bare=True)
     runner = GitRunner(repo)
-    push(runner, parse_remote_url(str(bare)), _head(repo), "main")
+    push(runner, parse_remote_url(str(bare)), head(repo), "main")
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(bare), str(other))
-    small = _commit(other, "one.txt", "one\n")
+    small = commit_file(other, "one.txt", "one\n", "add one.txt")
     git(other, "push", "-q", "origin", "main")
     transfers = repo / ".git" / "dsh-transfer"  # made by the push
     (transfers / "t-old").mkdir()
@@ -517,7 +507,7 @@ def test_a_fetch_brings_its_objects_into_the_repository_and_leaves_nothing_behin
         (other / f"f{index}.txt").write_text(f"{index}\n")
     git(other, "add", "-A")
     git(other, "commit", "-qm", "many")
-    large = _head(other)
+    large = head(other)
     git(other, "push", "-q", "origin", "main")
     assert fetch_branch(runner, remote, "main", TRACKING) == large
     assert list((repo / ".git" / "objects" / "pack").glob("*.idx")), "the large fetch's pack"
@@ -530,11 +520,11 @@ def test_a_fetch_brings_its_objects_into_the_repository_and_leaves_nothing_behin
 def test_a_runner_given_a_relative_directory_fetches_and_pushes(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    remote = parse_remote_url(str(_bare(tmp_path / "remote.git")))
+    remote = parse_remote_url(str(init(tmp_path / "remote.git", bare=True)))
     monkeypatch.chdir(tmp_path)
     runner = GitRunner(Path("repo"))
-    assert push(runner, remote, _head(repo), "main").status == "pushed"
-    assert fetch_branch(runner, remote, "main", TRACKING) == _head(repo)
+    assert push(runner, remote, head(repo), "main").status == "pushed"
+    assert fetch_branch(runner, remote, "main", TRACKING) == head(repo)
 
 
 def test_an_object_store_on_another_file_system_gets_the_objects_copied(
@@ -545,10 +535,10 @@ def test_an_object_store_on_another_file_system_gets_the_objects_copied(
 
     from dsh_common import git_transfer_dir
 
-    bare = _bare(tmp_path / "remote.git")
+    bare = init(tmp_path / "remote.git", bare=True)
     other = tmp_path / "other"
     git(tmp_path, "clone", "-q", str(bare), str(other))
-    theirs = _commit(other, "one.txt", "one\n")
+    theirs = commit_file(other, "one.txt", "one\n", "add one.txt")
     git(other, "push", "-q", "origin", "HEAD:main")
     real_replace = os.replace
 
@@ -568,5 +558,5 @@ def test_a_link_where_the_private_directory_goes_is_refused(repo: Path, tmp_path
     elsewhere.mkdir()
     (repo / ".git" / "dsh-transfer").symlink_to(elsewhere)
     with pytest.raises(RemoteConfigError):
-        fetch(GitRunner(repo), parse_remote_url(str(_bare(tmp_path / "r.git"))), ["main"])
+        fetch(GitRunner(repo), parse_remote_url(str(init(tmp_path / "r.git", bare=True))), ["main"])
     assert list(elsewhere.iterdir()) == []

@@ -1,7 +1,7 @@
 """No repository config can make the runner reach a transport (and so run a program).
 
-The attack from issue 8: a repository that says it is a partial clone of a promisor remote
-whose URL is ``ext::<command>``, with ``protocol.ext.allow always``. Plain git runs the command
+The threat: a repository that says it is a partial clone of a promisor remote whose URL is
+``ext::<command>``, with ``protocol.ext.allow always``. Plain git runs the command
 the moment anything looks up an object it does not have; the runner must not, for every
 command that can look up an object, and for every transport a repository can name.
 """
@@ -9,21 +9,20 @@ command that can look up an object, and for every transport a repository can nam
 from __future__ import annotations
 
 import stat
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dsh_test_support.gitcmd import git, git_result
 
 from dsh_common.git import GitRunner, hardened_env
-
-from .conftest import git
 
 UNKNOWN = "0123456789abcdef0123456789abcdef01234567"
 
 
 def plant_ext_promisor(repo: Path, marker: Path) -> None:
-    """Exactly the reported attack, as real config in ``repo/.git/config``."""
+    """A promisor remote whose URL is an ``ext::`` command, as real config in
+    ``repo/.git/config``."""
     git(repo, "config", "extensions.partialClone", "origin")
     git(repo, "config", "remote.origin.promisor", "true")
     git(repo, "config", "remote.origin.url", f"ext::sh -c touch% {marker}")
@@ -60,7 +59,7 @@ def plant_named_helper(repo: Path, marker: Path) -> None:
     git(repo, "config", "protocol.evil.allow", "always")
 
 
-ATTACKS: dict[str, Callable[[Path, Path], None]] = {
+PLANTED: dict[str, Callable[[Path, Path], None]] = {
     "ext": plant_ext_promisor,
     "file-uploadpack": plant_file_uploadpack,
     "ssh-command": plant_ssh_command,
@@ -85,7 +84,7 @@ LOOKUPS: dict[str, list[str]] = {
 
 
 @pytest.fixture
-def attack_path(tmp_path: Path) -> Path:
+def marker(tmp_path: Path) -> Path:
     return tmp_path / "MARKER"
 
 
@@ -97,60 +96,55 @@ def _env_with_helper_path(repo: Path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
-def test_plain_git_runs_each_planted_command(repo: Path, attack_path: Path, attack: str) -> None:
-    # Proves the attack is real on this git: without the runner the marker appears.
-    ATTACKS[attack](repo, attack_path)
-    subprocess.run(
-        ["git", "cat-file", "-t", UNKNOWN],
-        cwd=repo,
-        env=_env_with_helper_path(repo),
-        capture_output=True,
-        check=False,
-    )
-    assert attack_path.exists()
+@pytest.mark.parametrize("planted", sorted(PLANTED))
+def test_plain_git_runs_each_planted_command(repo: Path, marker: Path, planted: str) -> None:
+    # Proves each planted command really runs under this git: without the runner the marker
+    # appears.
+    PLANTED[planted](repo, marker)
+    git_result(repo, "cat-file", "-t", UNKNOWN, env=_env_with_helper_path(repo))
+    assert marker.exists()
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+@pytest.mark.parametrize("planted", sorted(PLANTED))
 @pytest.mark.parametrize("lookup", sorted(LOOKUPS))
 def test_runner_never_reaches_a_transport_when_an_object_is_missing(
     repo: Path,
-    attack_path: Path,
-    attack: str,
+    marker: Path,
+    planted: str,
     lookup: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ATTACKS[attack](repo, attack_path)
+    PLANTED[planted](repo, marker)
     # The named helper really is on PATH for git to find: the runner must still refuse it.
     monkeypatch.setenv("PATH", f"{repo.parent / 'bin'}:{_env_with_helper_path(repo)['PATH']}")
     # A caller's own permissive setting must not leak through either.
     monkeypatch.setenv("GIT_ALLOW_PROTOCOL", "ext:file:ssh:evil")
     result = GitRunner(repo).run(LOOKUPS[lookup], check=False)
     assert result.returncode != 0
-    assert not attack_path.exists()
+    assert not marker.exists()
 
 
-def test_runner_batch_helpers_on_missing_objects_run_nothing(repo: Path, attack_path: Path) -> None:
-    plant_ext_promisor(repo, attack_path)
+def test_runner_batch_helpers_on_missing_objects_run_nothing(repo: Path, marker: Path) -> None:
+    plant_ext_promisor(repo, marker)
     runner = GitRunner(repo)
     assert runner.cat_file_batch_check([UNKNOWN])[0].type == "missing"
     assert runner.cat_file_batch([f"{UNKNOWN}:tracked.txt"])[0].type == "missing"
     assert runner.rev_parse(f"{UNKNOWN}^{{commit}}") is None
-    assert not attack_path.exists()
+    assert not marker.exists()
 
 
-@pytest.mark.parametrize("attack", sorted(ATTACKS))
+@pytest.mark.parametrize("planted", sorted(PLANTED))
 def test_explicit_fetch_and_ls_remote_are_refused_too(
-    repo: Path, attack_path: Path, attack: str, monkeypatch: pytest.MonkeyPatch
+    repo: Path, marker: Path, planted: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Not a lazy fetch: the transport layer itself is closed, independent of
     # GIT_NO_LAZY_FETCH (which git before 2.39.4 ignores).
-    ATTACKS[attack](repo, attack_path)
+    PLANTED[planted](repo, marker)
     monkeypatch.setenv("PATH", _env_with_helper_path(repo)["PATH"])
     runner = GitRunner(repo)
     for args in (["fetch", "origin"], ["ls-remote", "origin"], ["pull", "origin"]):
         assert runner.run(args, check=False).returncode != 0
-    assert not attack_path.exists()
+    assert not marker.exists()
 
 
 def test_transport_name_allowed_by_the_environment_cannot_name_a_helper() -> None:
@@ -164,17 +158,17 @@ def test_transport_name_allowed_by_the_environment_cannot_name_a_helper() -> Non
 
 
 def test_attributes_read_from_an_index_blob_the_repository_lacks_run_nothing(
-    repo: Path, attack_path: Path
+    repo: Path, marker: Path
 ) -> None:
     # No .gitattributes in the work tree: git reads the index's, whose blob is missing -
     # so every check-attr (and anything that converts content) would fetch it lazily.
-    plant_ext_promisor(repo, attack_path)
+    plant_ext_promisor(repo, marker)
     git(repo, "update-index", "--add", "--cacheinfo", f"100644,{UNKNOWN},.gitattributes")
-    subprocess.run(["git", "check-attr", "-a", "tracked.txt"], cwd=repo, capture_output=True)
-    assert attack_path.exists()  # plain git runs it
-    attack_path.unlink()
+    git_result(repo, "check-attr", "-a", "tracked.txt")
+    assert marker.exists()  # plain git runs it
+    marker.unlink()
     runner = GitRunner(repo)
     for cached in ([], ["--cached"]):
         runner.run(["check-attr", *cached, "-a", "tracked.txt"], check=False)
     runner.run(["hash-object", "tracked.txt"], check=False)
-    assert not attack_path.exists()
+    assert not marker.exists()

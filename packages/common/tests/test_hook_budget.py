@@ -58,10 +58,16 @@ def test_the_budget_is_disarmed_after_the_hook(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.parametrize(
     ("raw", "expected"),
-    [("", DEFAULT_BUDGET_SECONDS), ("2.5", 2.5), ("0", DEFAULT_BUDGET_SECONDS),
-     ("-1", DEFAULT_BUDGET_SECONDS), ("soon", DEFAULT_BUDGET_SECONDS),
-     ("nan", DEFAULT_BUDGET_SECONDS), ("inf", DEFAULT_BUDGET_SECONDS)],
-)  # fmt: skip
+    [
+        ("", DEFAULT_BUDGET_SECONDS),
+        ("2.5", 2.5),
+        ("0", DEFAULT_BUDGET_SECONDS),
+        ("-1", DEFAULT_BUDGET_SECONDS),
+        ("soon", DEFAULT_BUDGET_SECONDS),
+        ("nan", DEFAULT_BUDGET_SECONDS),
+        ("inf", DEFAULT_BUDGET_SECONDS),
+    ],
+)
 def test_the_budget_setting(raw: str, expected: float) -> None:
     assert budget_seconds({BUDGET_ENVIRONMENT: raw}) == expected
 

@@ -242,8 +242,9 @@ def test_accepted_paths_stay_inside_and_never_cross_a_link(
 
 
 def test_device_names_are_full_matches_not_prefix_matches_with_a_newline() -> None:
-    # match() with "$" accepted "nul\n" as the device NUL (issue 8, point 11); the control
-    # character is what makes such a name invalid, and validation still says so.
+    # A name must match the device pattern in full: "$" would also accept "nul\n" as the
+    # device NUL. The control character is what makes such a name invalid, and validation
+    # still says so.
     from dsh_common.errors import InvalidPathError
     from dsh_common.paths import is_windows_device_name, validate_relative_path
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 
 def run(script: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_buffered_output_to_a_pipe_is_flushed_and_the_code_kept() -> None:
@@ -58,8 +59,9 @@ def test_the_interpreter_teardown_is_skipped(tmp_path: Path) -> None:
         "exit_now(0) if sys.argv[1] == 'quick' else sys.exit(0)\n"
     )
     for mode in ("quick", "ordinary"):
-        done = subprocess.run([sys.executable, "-c", script, mode], capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", script, mode], capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "quick").read_text() == ""
     assert (tmp_path / "ordinary").read_text() == "finalised"

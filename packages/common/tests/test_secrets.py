@@ -26,9 +26,22 @@ def _mark(span: Span) -> str:
 def test_the_table_covers_every_kind_the_detector_reports() -> None:
     assert len(SHAPES) >= 50
     kinds = {shape.kind for shape in SHAPES}
-    assert {"openai-key", "anthropic-key", "github-token", "aws-access-key-id", "slack-token",
-            "slack-webhook", "stripe-key", "google-api-key", "jwt", "bearer", "basic-auth",
-            "private-key", "url-password", "assignment"} <= kinds  # fmt: skip
+    assert {
+        "openai-key",
+        "anthropic-key",
+        "github-token",
+        "aws-access-key-id",
+        "slack-token",
+        "slack-webhook",
+        "stripe-key",
+        "google-api-key",
+        "jwt",
+        "bearer",
+        "basic-auth",
+        "private-key",
+        "url-password",
+        "assignment",
+    } <= kinds
 
 
 @pytest.mark.parametrize("eager", [False, True], ids=["refusing", "redacting"])
@@ -75,9 +88,12 @@ _HIDDEN = {s.snippet: s.hidden for s in SHAPES}
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(_PIECES),
-                          st.sampled_from([" ", "\n", "，", "密钥", "\t", "。"])),
-                max_size=6))  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(_PIECES), st.sampled_from([" ", "\n", "，", "密钥", "\t", "。"])),
+        max_size=6,
+    )
+)
 def test_any_mix_of_shapes_and_prose_is_redacted_in_both_sensitivities(
     pieces: list[tuple[str, str]],
 ) -> None:
@@ -99,20 +115,49 @@ def test_any_mix_of_shapes_and_prose_is_redacted_in_both_sensitivities(
 @pytest.mark.parametrize(
     ("name", "secret"),
     [
-        ("password", True), ("DB_PASSWORD", True), ("MYSQL_ROOT_PASSWORD", True),
-        ("client_secret", True), ("clientSecret", True), ("AWS_SECRET_ACCESS_KEY", True),
-        ("aws_secret_access_key", True), ("GITHUB_TOKEN", True), ("APIKey", True),
-        ("api-key", True), ("x-api-key", True), ("private_key", True), ("signingKey", True),
-        ("DB_PASS", True), ("_authToken", True), ("passphrase", True),
-        ("PGPASSWORD", True), ("DBPASSWORD", True), ("DBPASS", True), ("SSHPASS", True),
-        ("MYSQLPASS", True), ("rootpasswd", True), ("pgpassphrase", True),
-        ("max_token", False), ("max_tokens", False), ("token_count", False),
-        ("password_reset", False), ("DB_PASSWORD_FILE", False), ("key", False),
-        ("primary_key", False), ("pass", False), ("bypass", False), ("auth", False),
-        ("tokenizer", False), ("", False), ("compass", False), ("trespass", False),
-        ("surpass", False), ("passport", False), ("PGPASSFILE", False), ("passenger", False),
+        ("password", True),
+        ("DB_PASSWORD", True),
+        ("MYSQL_ROOT_PASSWORD", True),
+        ("client_secret", True),
+        ("clientSecret", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("aws_secret_access_key", True),
+        ("GITHUB_TOKEN", True),
+        ("APIKey", True),
+        ("api-key", True),
+        ("x-api-key", True),
+        ("private_key", True),
+        ("signingKey", True),
+        ("DB_PASS", True),
+        ("_authToken", True),
+        ("passphrase", True),
+        ("PGPASSWORD", True),
+        ("DBPASSWORD", True),
+        ("DBPASS", True),
+        ("SSHPASS", True),
+        ("MYSQLPASS", True),
+        ("rootpasswd", True),
+        ("pgpassphrase", True),
+        ("max_token", False),
+        ("max_tokens", False),
+        ("token_count", False),
+        ("password_reset", False),
+        ("DB_PASSWORD_FILE", False),
+        ("key", False),
+        ("primary_key", False),
+        ("pass", False),
+        ("bypass", False),
+        ("auth", False),
+        ("tokenizer", False),
+        ("", False),
+        ("compass", False),
+        ("trespass", False),
+        ("surpass", False),
+        ("passport", False),
+        ("PGPASSFILE", False),
+        ("passenger", False),
     ],
-)  # fmt: skip
+)
 def test_secret_names(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
 
@@ -141,9 +186,16 @@ def test_a_private_key_block_goes_whole_and_a_cut_one_up_to_its_body() -> None:
 
 
 def test_placeholders_and_the_marker_are_not_secrets() -> None:
-    for text in ["password=${DB_PASSWORD}", "token=$TOKEN", "api_key: <api-key>",
-                 "secret=***", "password: [REDACTED]", "postgres://u:${PW}@h/db",
-                 "password=null", "https://***@github.com/x"]:  # fmt: skip
+    for text in [
+        "password=${DB_PASSWORD}",
+        "token=$TOKEN",
+        "api_key: <api-key>",
+        "secret=***",
+        "password: [REDACTED]",
+        "postgres://u:${PW}@h/db",
+        "password=null",
+        "https://***@github.com/x",
+    ]:
         assert not contains_secret(text, eager=True), text
 
 
@@ -220,9 +272,22 @@ def test_no_pattern_can_backtrack_over_a_run_or_needs_a_newer_python() -> None:
 def test_a_megabyte_of_near_misses_is_answered_correctly() -> None:
     # Correctness on the bench's adversarial inputs (their speed is bench_secrets.py's job).
     megabyte = 1024 * 1024
-    near_misses = ["sk-ab ", "eyJaaaaaaaaaaa-", "password=", "a=", 'password="', "x://u:p",
-                   "-----BEGIN RSA PRIVATE KEY-----\n", "%41", "Bearer x ", "AKIA",
-                   "密码：", "password：“", "密码：“a", "“token”＝“"]  # fmt: skip
+    near_misses = [
+        "sk-ab ",
+        "eyJaaaaaaaaaaa-",
+        "password=",
+        "a=",
+        'password="',
+        "x://u:p",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+        "%41",
+        "Bearer x ",
+        "AKIA",
+        "密码：",
+        "password：“",
+        "密码：“a",
+        "“token”＝“",
+    ]
     for unit in near_misses:
         text = (unit * (megabyte // len(unit) + 1))[:megabyte]
         spans = find_secrets(text)

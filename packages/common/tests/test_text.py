@@ -146,6 +146,7 @@ def test_an_ascii_query_does_not_load_icu() -> None:
         "import sys; from dsh_common.text import query_terms; "
         "print(query_terms('Why does login time out?'), 'icu' in sys.modules)"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          check=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
     assert done.stdout.strip() == "['why', 'does', 'login', 'time', 'out'] False"

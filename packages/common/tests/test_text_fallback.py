@@ -82,8 +82,18 @@ def test_without_icu_falls_back_with_exactly_one_warning() -> None:
     assert han[:8] == ["数", "据", "库", "连", "接", "池", "耗", "尽"]
     assert han[-3:] == ["connection", "pool", "exhausted"]
     assert out["segments"][1] == [
-        "don't", "retry", "e.g", "after", "3.14", "s", "or", "1,000", "calls", "user_id", "42",
-    ]  # fmt: skip
+        "don't",
+        "retry",
+        "e.g",
+        "after",
+        "3.14",
+        "s",
+        "or",
+        "1,000",
+        "calls",
+        "user_id",
+        "42",
+    ]
     assert out["segments"][2] == ["カタカナ", "한국어", "Ünïcode"]
     # Chinese recall still works: the Han bigrams are identical on both paths.
     with_icu = json.loads(_run(hide_icu=False).stdout)

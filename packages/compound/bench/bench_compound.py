@@ -161,8 +161,10 @@ def table(rows: list[tuple[str, str, list[float]]], baseline: dict[str, float]) 
         cpu = statistics.median(CPU_SAMPLES[id(samples)])
         key = next((k for k in baseline if name.endswith(k)), None)
         versus = f"{median / baseline[key]:.2f}x" if key is not None else "-"
-        print(f"| {name} | {corpus} | {len(samples)} | {median:.1f} | {p95(samples):.1f} "
-              f"| {cpu:.1f} | {versus} |")  # fmt: skip
+        print(
+            f"| {name} | {corpus} | {len(samples)} | {median:.1f} | {p95(samples):.1f} "
+            f"| {cpu:.1f} | {versus} |"
+        )
 
 
 def processes(
@@ -243,13 +245,24 @@ def main() -> None:
             recall(ws500, query, 10, ranking="hybrid")
             hybrid = measure(lambda q=query: recall(ws500, q, 10, ranking="hybrid"), lib_runs)
             library.append((f"recall library, {label}, hybrid", "500", hybrid))
-        library.append(("check library (hashes every evidence file)", "500",
-                        measure(lambda: check(ws500), max(3, lib_runs // 5))))  # fmt: skip
+        library.append(
+            (
+                "check library (hashes every evidence file)",
+                "500",
+                measure(lambda: check(ws500), max(3, lib_runs // 5)),
+            )
+        )
 
         empty = base / "empty-workspace"
         empty.mkdir()
-        payload = json.dumps({"cwd": ws500, "hook_event_name": "UserPromptSubmit",
-                              "session_id": "bench", "prompt": PROMPT})  # fmt: skip
+        payload = json.dumps(
+            {
+                "cwd": ws500,
+                "hook_event_name": "UserPromptSubmit",
+                "session_id": "bench",
+                "prompt": PROMPT,
+            }
+        )
         commands = {
             "`python -c pass`": process(sys.executable, "-c", "pass"),
             "prompt hook process": process(dsh, "hook", "user-prompt-submit", stdin=payload),
@@ -291,8 +304,9 @@ def main() -> None:
         def capture_replace() -> None:
             state["digest"] = capture(capture_root, draft, replace=state["digest"])["digest"]
 
-        writes.append(("capture library, --replace (CAS)", "100",
-                       measure(capture_replace, lib_runs)))  # fmt: skip
+        writes.append(
+            ("capture library, --replace (CAS)", "100", measure(capture_replace, lib_runs))
+        )
         draft_path = capture_root / "bench-draft.json"
 
         def capture_cli() -> None:
@@ -318,9 +332,10 @@ def main() -> None:
         for label in ("typical en", "typical zh")
     )
     worst = max(
-        value for (name, _), value in medians.items()
+        value
+        for (name, _), value in medians.items()
         if name.startswith("recall library, worst") and name.endswith("cached")
-    )  # fmt: skip
+    )
     hook = medians[("prompt hook process, at rest", "500")]
     hybrid_hook = medians[("prompt hook process, DSH_RANKING=hybrid, at rest", "500")]
     cpu = {
@@ -333,14 +348,21 @@ def main() -> None:
         for label, _ in queries
     )
     print()
-    verdict(f"library recall, typical query, 500 records: {typical:.1f} ms", typical,
-            LIBRARY_TARGET_MS)  # fmt: skip
+    verdict(
+        f"library recall, typical query, 500 records: {typical:.1f} ms", typical, LIBRARY_TARGET_MS
+    )
     verdict(f"library recall, worst query, 500 records: {worst:.1f} ms", worst, WORST_TARGET_MS)
     verdict(f"prompt hook, whole process, at rest: {hook:.1f} ms", hook, HOOK_TARGET_MS)
-    verdict(f"prompt hook with DSH_RANKING=hybrid, whole process, at rest: {hybrid_hook:.1f} ms",
-            hybrid_hook, HYBRID_HOOK_TARGET_MS)  # fmt: skip
-    verdict(f"hybrid ranking's CPU per query in a long-lived process, 500 records: "
-            f"+{overhead:.1f} ms", overhead, HYBRID_OVERHEAD_TARGET_MS)  # fmt: skip
+    verdict(
+        f"prompt hook with DSH_RANKING=hybrid, whole process, at rest: {hybrid_hook:.1f} ms",
+        hybrid_hook,
+        HYBRID_HOOK_TARGET_MS,
+    )
+    verdict(
+        f"hybrid ranking's CPU per query in a long-lived process, 500 records: +{overhead:.1f} ms",
+        overhead,
+        HYBRID_OVERHEAD_TARGET_MS,
+    )
 
 
 def verdict(measured: str, value: float, target: float) -> None:

@@ -74,11 +74,19 @@ def build_workspace(root: Path, items: list[dict[str, Any]], distractors: int) -
     directory.mkdir(parents=True, exist_ok=True)
     drafts = []
     for item in items:
-        drafts.append({
-            "id": f"eval-{item['id']}", "title": item["title"], "tags": [item["kind"]],
-            "problem": item["text"], "rootCause": "-", "resolution": "-", "whenToUse": "-",
-            "verification": {"command": "-", "result": "-"}, "files": [sources[0]],
-        })  # fmt: skip
+        drafts.append(
+            {
+                "id": f"eval-{item['id']}",
+                "title": item["title"],
+                "tags": [item["kind"]],
+                "problem": item["text"],
+                "rootCause": "-",
+                "resolution": "-",
+                "whenToUse": "-",
+                "verification": {"command": "-", "result": "-"},
+                "files": [sources[0]],
+            }
+        )
     for index in range(distractors):
         draft = corpus.make_draft(random.Random(1000 + index), index, sources, rng.randint(1, 3))
         draft["id"] = f"noise-{index:04d}-{draft['id'].rsplit('-', 1)[-1]}"
@@ -210,12 +218,16 @@ def main() -> None:
     ranks = result["ranks"]
     answerable = sum(len(v) for v in ranks["hybrid"].values())
     encoded = result["vectors"]["encoded"]
-    print(f"\n{len(items)} labelled items + {options.distractors} distractors = "
-          f"{result['records']} records (the scan bound is {CORPUS_BOUND}); {answerable} "
-          f"answerable queries; vectors: {encoded} encoded in "
-          f"{result['build_seconds']:.1f} s\n")  # fmt: skip
-    print(f"| ranking | {' | '.join(GROUPS)} | cross-lingual + paraphrase top-3 | "
-          "keyword top-3 / MRR |")  # fmt: skip
+    print(
+        f"\n{len(items)} labelled items + {options.distractors} distractors = "
+        f"{result['records']} records (the scan bound is {CORPUS_BOUND}); {answerable} "
+        f"answerable queries; vectors: {encoded} encoded in "
+        f"{result['build_seconds']:.1f} s\n"
+    )
+    print(
+        f"| ranking | {' | '.join(GROUPS)} | cross-lingual + paraphrase top-3 | "
+        "keyword top-3 / MRR |"
+    )
     print("|---|" + "---:|" * (len(GROUPS) + 2))
     for name in ("bm25", "lexical", "hybrid"):
         cells = []
@@ -224,14 +236,20 @@ def main() -> None:
             cells.append(f"{top1:.2f} / {top3:.2f} / {mrr:.2f}")
         pooled = [r for g in HYBRID_GROUPS for r in ranks[name][g]]
         mono = [r for g in MONO_GROUPS for r in ranks[name][g]]
-        print(f"| {name} | {' | '.join(cells)} | {summarise(pooled)[1]:.2f} | "
-              f"{summarise(mono)[1]:.2f} / {summarise(mono)[2]:.2f} |")  # fmt: skip
+        print(
+            f"| {name} | {' | '.join(cells)} | {summarise(pooled)[1]:.2f} | "
+            f"{summarise(mono)[1]:.2f} / {summarise(mono)[2]:.2f} |"
+        )
     measured = goals(ranks)
-    print(f"\nno-answer questions whose hybrid top 3 holds a semantic-only hit: "
-          f"{result['semantic_only_none']} of {result['none']}")  # fmt: skip
+    print(
+        f"\nno-answer questions whose hybrid top 3 holds a semantic-only hit: "
+        f"{result['semantic_only_none']} of {result['none']}"
+    )
     per_query = result["cpu_ms_per_query"]
-    print(f"library recall, CPU per query (all 220, this process): hybrid "
-          f"{per_query['hybrid']:.1f} ms, lexical {per_query['lexical']:.1f} ms")  # fmt: skip
+    print(
+        f"library recall, CPU per query (all 220, this process): hybrid "
+        f"{per_query['hybrid']:.1f} ms, lexical {per_query['lexical']:.1f} ms"
+    )
     print()
     checks = [
         ("hybrid cross-lingual + paraphrase top-3", measured["hybrid_xl_para_top3"], 0.60),
@@ -239,8 +257,10 @@ def main() -> None:
         ("hybrid keyword MRR vs BM25's", measured["hybrid_mono_mrr"], measured["bm25_mono_mrr"]),
     ]
     for label, value, target in checks:
-        print(f"- {label}: {value:.3f} (target >= {target:.3f}): "
-              f"{'PASS' if value >= target else 'FAIL'}")  # fmt: skip
+        print(
+            f"- {label}: {value:.3f} (target >= {target:.3f}): "
+            f"{'PASS' if value >= target else 'FAIL'}"
+        )
     sys.stdout.flush()
 
 

@@ -1,5 +1,6 @@
-"""Shared fixtures: an isolated home, a workspace with real source files, draft builders,
-and the recall cache's parity with the cold scan on every corpus a test leaves behind.
+"""Shared fixtures: the toolkit's hermetic home, a workspace with real source files, draft
+builders, and the recall cache's parity with the cold scan on every corpus a test leaves
+behind.
 
 After each test, :func:`check_corpus` reads every corpus under the test's ``tmp_path`` three
 ways - the cold scan (every file read and parsed), then through the recall cache twice (the
@@ -30,18 +31,11 @@ from dsh_compound.scoring import Terms, recall_terms
 
 
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point HOME, DSH_HOME and git's global config into tmp_path."""
-    home = tmp_path / "home"
-    home.mkdir()
-    gitconfig = home / ".gitconfig"
-    gitconfig.write_text("[user]\n\tname = Test\n\temail = test@example.com\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("DSH_RANKING", raising=False)  # lexical unless a test asks
-    return home
+def isolated_home(hermetic_home: Path) -> Path:
+    """The toolkit's hermetic home (dsh_test_support.home): HOME, DSH_HOME and git's global
+    config in a fresh folder, no developer setting (DSH_RANKING included: lexical unless a
+    test asks)."""
+    return hermetic_home
 
 
 @pytest.fixture(autouse=True)
@@ -63,9 +57,12 @@ def weights(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("weights") / "dsh"
     done = subprocess.run(
         [sys.executable, "-c", "from dsh_common import embedding; print(embedding.warm())"],
-        env={**os.environ, "DSH_HOME": str(home)}, capture_output=True, text=True,
-        timeout=600, check=False,
-    )  # fmt: skip
+        env={**os.environ, "DSH_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return home / "cache" / "embedding"
 
@@ -146,18 +143,40 @@ def write_json(path: Path, value: Any) -> Path:
     return path
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``dsh-compound`` as a real process (the module entry point of this venv)."""
-    env = dict(os.environ)
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_compound.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=60,
-        check=False,
+STAMP = "2026-01-02T03:04:05.006Z"
+
+
+def plant_record(root: Path, record_id: str, files: list[tuple[str, str]], **fields: Any) -> Path:
+    """Write a consistent record naming ``files`` as ``(path, sha256)`` pairs, whatever the
+    files hold now (fast setup for records whose evidence a test controls)."""
+    draft: dict[str, Any] = {
+        "id": record_id,
+        "title": f"Lesson {record_id}",
+        "tags": ["login"],
+        "problem": "Login times out.",
+        "rootCause": "Pool exhausted.",
+        "resolution": "Raise the pool size.",
+        "whenToUse": "When login times out.",
+        "verification": {"command": "make test", "result": "passed"},
+        "files": [path for path, _ in files],
+        **fields,
+    }
+    metadata = build_metadata(
+        draft, [digest for _, digest in files], created_at=STAMP, updated_at=STAMP
     )
+    corpus = corpus_of(root)
+    corpus.mkdir(parents=True, exist_ok=True)
+    location = corpus / f"{record_id}.md"
+    location.write_bytes(render_record(metadata))
+    return location
+
+
+def source(root: Path, relative: str, text: str = "x = 1\n") -> tuple[str, str]:
+    """Write a source file; its ``(relative path, sha256)`` for :func:`plant_record`."""
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return relative, sha256(path.read_bytes())
 
 
 @pytest.fixture(name="make_draft")
@@ -178,11 +197,6 @@ def corpus_of_fixture() -> Callable[[Path], Path]:
 @pytest.fixture(name="write_json")
 def write_json_fixture() -> Callable[[Path, Any], Path]:
     return write_json
-
-
-@pytest.fixture(name="run_cli")
-def run_cli_fixture() -> Callable[..., subprocess.CompletedProcess[str]]:
-    return run_cli
 
 
 FIXED_QUERIES = [

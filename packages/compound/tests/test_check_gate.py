@@ -1,6 +1,7 @@
 """``check`` as a gate: exit codes, GitHub annotations, and only what a change touched.
 
-Everything runs the installed ``dsh-compound`` console script on real git repositories.
+The gate runs the installed ``dsh-compound`` console script on real git repositories (its
+exit code is what CI and git hooks see); lessons are captured in process to set up.
 """
 
 from __future__ import annotations
@@ -9,27 +10,19 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands, in_process
+from dsh_test_support.gitcmd import git, git_result, head, init
 
 from dsh_compound.check_report import github_annotations
 
-BIN = Path(sys.executable).parent / "dsh-compound"
+BIN = commands.program("dsh-compound")
 
 
 def dsh(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN), *args], capture_output=True, text=True, cwd=cwd, timeout=60, check=False
-    )
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, text=True, timeout=60, check=True
-    )
-    return done.stdout
+    return commands.run("dsh-compound", *args, cwd=cwd)
 
 
 def capture(repo: Path, workspace: Path, **fields: object) -> None:
@@ -44,7 +37,16 @@ def capture(repo: Path, workspace: Path, **fields: object) -> None:
         **fields,
     }
     (workspace / "draft.json").write_text(json.dumps(draft, ensure_ascii=False))
-    done = dsh("capture", "--input", "draft.json", "--workspace", str(workspace), cwd=workspace)
+    # Setting up, not the gate under test: the command line in process.
+    done = in_process.run(
+        "dsh-compound",
+        "capture",
+        "--input",
+        "draft.json",
+        "--workspace",
+        str(workspace),
+        cwd=workspace,
+    )
     assert done.returncode == 0, done.stderr
     (workspace / "draft.json").unlink()
 
@@ -59,7 +61,7 @@ def repo(tmp_path: Path) -> Path:
     (root / "src" / "login.js").write_text("export const timeoutMs = 30000;\n")
     (root / "src" / "pool.js").write_text("export const size = 2;\n")
     (root / "README.md").write_text("readme\n")
-    git(root, "init", "-q", "-b", "main")
+    init(root)
     capture(root, root, id="login-timeout", files=["config/test.json", "src/login.js"])
     capture(root, root, id="pool-size", title="Pool size, 100% of it", files=["src/pool.js"])
     git(root, "add", "-A")
@@ -164,7 +166,7 @@ def test_text_format_is_a_list_for_a_person(repo: Path) -> None:
 
 
 def test_changed_since_keeps_to_the_lessons_a_branch_touched(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD").strip()
+    base = head(repo)
     (repo / "README.md").write_text("an unrelated edit\n")
     git(repo, "commit", "-qam", "docs")
     done = run_check(repo, "--changed-since", base, "--fail-on", "changed")
@@ -183,7 +185,7 @@ def test_changed_since_keeps_to_the_lessons_a_branch_touched(repo: Path) -> None
 
 
 def test_changed_since_sees_a_rename_under_both_names(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD").strip()
+    base = head(repo)
     git(repo, "mv", "src/login.js", "src/signin.js")
     git(repo, "commit", "-qm", "rename")
     done = run_check(repo, "--changed-since", base, "--format", "github")
@@ -207,7 +209,7 @@ def test_changed_since_includes_uncommitted_and_untracked_work(repo: Path) -> No
 
 
 def test_a_recaptured_lesson_is_selected_and_passes(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD").strip()
+    base = head(repo)
     (repo / "src" / "pool.js").write_text("export const size = 8;\n")
     inspect = json.loads(dsh("inspect", "--id", "pool-size", cwd=repo).stdout)
     (repo / "d.json").write_text(
@@ -250,7 +252,7 @@ def test_a_sub_folder_workspace_names_paths_from_the_repository_top(tmp_path: Pa
     service = top / "services" / "api"
     (service / "src").mkdir(parents=True)
     (service / "src" / "app.py").write_text("PORT = 8080\n")
-    git(top, "init", "-q", "-b", "main")
+    init(top)
     capture(top, service, id="api-port", files=["src/app.py"])
     git(top, "add", "-A")
     git(top, "commit", "-q", "-m", "lesson")
@@ -317,7 +319,7 @@ def test_outside_a_git_work_tree_is_a_json_error(tmp_path: Path, option: str) ->
 
 
 def test_changed_since_catches_a_commit_that_only_deletes_a_source(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD").strip()
+    base = head(repo)
     git(repo, "rm", "-q", "src/pool.js")
     git(repo, "commit", "-qm", "drop the pool")
     done = run_check(repo, "--changed-since", base, "--fail-on", "changed")
@@ -327,13 +329,9 @@ def test_changed_since_catches_a_commit_that_only_deletes_a_source(repo: Path) -
     assert [item["evidenceStatus"] for item in result["needsReview"]] == ["missing"]
 
 
-def commit(
-    repo: Path, *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", "commit", "-q", *args],
-        cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+def commit(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``git commit -q ARGS``, which the installed hook may refuse."""
+    return git_result(repo, "commit", "-q", *args)
 
 
 def install_git_hook(repo: Path, command: str) -> None:
@@ -370,10 +368,7 @@ def with_env(**values: str) -> dict[str, str]:
 
 
 def run_env(repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(BIN), *args], capture_output=True, text=True, cwd=repo, env=env, timeout=60,
-        check=False,
-    )  # fmt: skip
+    return commands.run("dsh-compound", *args, cwd=repo, env=env)
 
 
 @pytest.mark.parametrize("value", ["/etc/passwd", "README.md", "../index", ".git", "link"])
@@ -462,7 +457,7 @@ def test_pre_commit_mode_in_a_commit_reads_the_commits_index(repo: Path) -> None
 
 
 def test_pre_commit_mode_reads_a_from_to_range(repo: Path) -> None:
-    base = git(repo, "rev-parse", "HEAD").strip()
+    base = head(repo)
     git(repo, "mv", "src/login.js", "src/signin.js")
     git(repo, "commit", "-qm", "rename")
     env = with_env(PRE_COMMIT_FROM_REF=base, PRE_COMMIT_TO_REF="HEAD")
@@ -489,7 +484,7 @@ def test_pre_commit_names_are_read_from_the_top_for_a_sub_folder_workspace(
     (service / "src" / "app.py").write_text("PORT = 8080\n")
     (top / "src").mkdir()
     (top / "src" / "app.py").write_text("elsewhere\n")
-    git(top, "init", "-q", "-b", "main")
+    init(top)
     capture(top, service, id="api-port", files=["src/app.py"])
     git(top, "add", "-A")
     git(top, "commit", "-q", "-m", "lesson")

@@ -1,31 +1,23 @@
-"""Every command as a real process: JSON out, JSON errors, exit codes."""
+"""Every command's JSON out, JSON errors and exit codes, run in process (what a process
+prints); the installed console script, and what starting a command imports, as processes."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, in_process
+from dsh_test_support.commands import error, ok
 
-
-def ok(result: Any) -> Any:
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    return json.loads(result.stdout)
-
-
-def error(result: Any) -> dict[str, str]:
-    assert result.returncode == 1
-    assert result.stdout == ""
-    document = json.loads(result.stderr)
-    assert set(document) == {"error"}
-    assert set(document["error"]) == {"code", "message"}
-    return document["error"]
+run_cli = in_process.runner("dsh-compound")
 
 
 def test_capture_recall_inspect_check_through_the_cli(
-    workspace: Path, run_cli: Any, write_json: Any, make_draft: Any
+    workspace: Path, write_json: Any, make_draft: Any
 ) -> None:
     draft_path = write_json(workspace / "draft.json", make_draft(rootCause="数据库连接池耗尽"))
     captured = ok(run_cli("capture", "--workspace", str(workspace), "--input", str(draft_path)))
@@ -38,9 +30,7 @@ def test_capture_recall_inspect_check_through_the_cli(
     assert checked["unchangedConsistent"]["ids"] == ["login-timeout"]
 
 
-def test_capture_replace_through_the_cli(
-    workspace: Path, run_cli: Any, write_json: Any, make_draft: Any
-) -> None:
+def test_capture_replace_through_the_cli(workspace: Path, write_json: Any, make_draft: Any) -> None:
     draft_path = write_json(workspace / "draft.json", make_draft())
     first = ok(run_cli("capture", "--workspace", str(workspace), "--input", str(draft_path)))
     again = error(run_cli("capture", "--workspace", str(workspace), "--input", str(draft_path)))
@@ -54,7 +44,7 @@ def test_capture_replace_through_the_cli(
 
 
 def test_relative_input_is_resolved_from_the_current_directory(
-    workspace: Path, run_cli: Any, write_json: Any, make_draft: Any
+    workspace: Path, write_json: Any, make_draft: Any
 ) -> None:
     write_json(workspace / "draft.json", make_draft())
     result = run_cli("capture", "--workspace", ".", "--input", "draft.json", cwd=workspace)
@@ -62,9 +52,7 @@ def test_relative_input_is_resolved_from_the_current_directory(
 
 
 @pytest.mark.parametrize("limit", ["11", "0", "abc"])
-def test_recall_limit_out_of_range_is_a_json_error(
-    workspace: Path, run_cli: Any, limit: str
-) -> None:
+def test_recall_limit_out_of_range_is_a_json_error(workspace: Path, limit: str) -> None:
     result = run_cli("recall", "--workspace", str(workspace), "--query", "x", "--limit", limit)
     assert error(result)["code"] == "invalid-limit"
 
@@ -79,11 +67,11 @@ def test_recall_limit_out_of_range_is_a_json_error(
         ["nonexistent-command"],
     ],
 )
-def test_argument_errors_are_json_with_exit_1(run_cli: Any, args: list[str]) -> None:
+def test_argument_errors_are_json_with_exit_1(args: list[str]) -> None:
     assert error(run_cli(*args))["code"] == "invalid-arguments"
 
 
-def test_library_errors_keep_their_codes(workspace: Path, run_cli: Any) -> None:
+def test_library_errors_keep_their_codes(workspace: Path) -> None:
     assert error(run_cli("inspect", "--workspace", str(workspace), "--id", "Nope"))["code"] == (
         "invalid-id"
     )
@@ -99,7 +87,7 @@ def test_library_errors_keep_their_codes(workspace: Path, run_cli: Any) -> None:
 
 
 def test_bad_draft_through_the_cli_changes_nothing(
-    workspace: Path, run_cli: Any, write_json: Any, make_draft: Any
+    workspace: Path, write_json: Any, make_draft: Any
 ) -> None:
     draft_path = write_json(workspace / "draft.json", make_draft(files=["../x"]))
     result = run_cli("capture", "--workspace", str(workspace), "--input", str(draft_path))
@@ -108,7 +96,7 @@ def test_bad_draft_through_the_cli_changes_nothing(
 
 
 @pytest.mark.parametrize("command", [[], ["capture"], ["recall"], ["inspect"], ["check"]])
-def test_help_is_printed_for_every_command(run_cli: Any, command: list[str]) -> None:
+def test_help_is_printed_for_every_command(command: list[str]) -> None:
     result = run_cli(*command, "--help")
     assert result.returncode == 0
     assert "--workspace" in result.stdout or "capture" in result.stdout
@@ -116,25 +104,11 @@ def test_help_is_printed_for_every_command(run_cli: Any, command: list[str]) -> 
 
 
 def test_console_script_is_installed(workspace: Path) -> None:
-    import shutil
-    import subprocess
-    import sys
-
-    script = Path(sys.executable).parent / "dsh-compound"
-    assert script.exists() or shutil.which("dsh-compound")
-    result = subprocess.run(
-        [str(script), "recall", "--workspace", str(workspace), "--query", "x"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = commands.run("dsh-compound", "recall", "--workspace", str(workspace), "--query", "x")
     assert json.loads(result.stdout)["results"] == []
 
 
 def test_cli_start_up_does_not_load_icu_or_the_library() -> None:
-    import subprocess
-    import sys
-
     probe = (
         "import sys, dsh_compound.cli; "
         "print(sorted(m for m in ('icu', 'dsh_compound.retrieval', 'dsh_compound.writing') "
@@ -147,9 +121,6 @@ def test_cli_start_up_does_not_load_icu_or_the_library() -> None:
 
 
 def test_inspect_and_check_do_not_load_icu(workspace: Path, write_record: Any) -> None:
-    import subprocess
-    import sys
-
     write_record(workspace)
     probe = (
         "import sys; from dsh_compound import inspect, check; "

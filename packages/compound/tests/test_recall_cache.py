@@ -273,8 +273,12 @@ def test_a_cache_someone_else_can_write_is_not_used(
     settle(monkeypatch)
     recall(corpus, "login", 3)
     path = recall_cache.cache_path(resolve_workspace(corpus).canonical)
-    assert recall_cache.load(path, str(resolve_workspace(corpus).canonical),
-                             recall_cache.compatibility_key()) is not None  # fmt: skip
+    assert (
+        recall_cache.load(
+            path, str(resolve_workspace(corpus).canonical), recall_cache.compatibility_key()
+        )
+        is not None
+    )
     canonical = str(resolve_workspace(corpus).canonical)
     compat = recall_cache.compatibility_key()
     path.chmod(0o644)
@@ -336,9 +340,25 @@ def test_a_long_lived_process_maps_the_cache_once(
 # are compared. The settling window is shortened to 50 ms and "wait" lets it pass, so
 # both the cached and the read-again paths are exercised, with real file times.
 ALPHABET = st.sampled_from(
-    [*"abcdexyz 0123456789_.:',;-", "登录", "超时", "数据库", "连接池", "缓存", "é", "\u0301",
-     "😀", "\x1e", "\x00", "ｆｕｌｌ", "ß", "İ", "\u309b", "\n"]
-)  # fmt: skip
+    [
+        *"abcdexyz 0123456789_.:',;-",
+        "登录",
+        "超时",
+        "数据库",
+        "连接池",
+        "缓存",
+        "é",
+        "\u0301",
+        "😀",
+        "\x1e",
+        "\x00",
+        "ｆｕｌｌ",
+        "ß",
+        "İ",
+        "\u309b",
+        "\n",
+    ]
+)
 TEXT = st.lists(ALPHABET, min_size=1, max_size=12).map("".join).filter(lambda t: t.strip())
 OPERATION = st.one_of(
     st.tuples(st.just("write"), st.integers(0, 5), TEXT, TEXT),
@@ -352,10 +372,16 @@ OPERATION = st.one_of(
 
 def _write(root: Path, index: int, title: str, problem: str) -> None:
     draft = {
-        "id": f"r-{index}", "title": title, "tags": [title[:64], "t"], "problem": problem,
-        "rootCause": title + problem, "resolution": problem, "whenToUse": title,
-        "verification": {"command": "c", "result": "r"}, "files": ["src/login.js"],
-    }  # fmt: skip
+        "id": f"r-{index}",
+        "title": title,
+        "tags": [title[:64], "t"],
+        "problem": problem,
+        "rootCause": title + problem,
+        "resolution": problem,
+        "whenToUse": title,
+        "verification": {"command": "c", "result": "r"},
+        "files": ["src/login.js"],
+    }
     stamp = "2026-01-02T03:04:05.006Z"
     digest = "a" * 64
     metadata = build_metadata(draft, [digest], created_at=stamp, updated_at=stamp)

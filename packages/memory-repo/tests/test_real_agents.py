@@ -3,22 +3,23 @@
 The CLIs are installed from the npm registry into ``<repo>/.tools/agent-clis`` when missing
 (one install shared with the other agent tests); only when that is impossible are these
 tests skipped, with the reason. The model is the only fake: a real HTTP server on
-127.0.0.1 (tests/agents/fake_model_server.py) scripts the turns that make each CLI write a
-record in the staging folder; the sync then validates and applies it.
+127.0.0.1 (the test toolkit's dsh_test_support.fake_model) scripts the turns that make each
+CLI write a record in the staging folder; the sync then validates and applies it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support.fake_model import FakeModel, Turn, offered_tools, running
 
 from dsh_memory.sessions import SessionSources
 from dsh_memory.syncrun import SyncOptions, run_sync
@@ -27,7 +28,39 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 CLI_DIR = REPO_ROOT / ".tools" / "agent-clis"
 BIN = CLI_DIR / "node_modules" / ".bin"
 PACKAGES = ("@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0")
-SERVER = Path(__file__).parent / "agents" / "fake_model_server.py"
+CLAUDE_RECORD = (
+    "---\nschema_version: 1\nid: agent/claude-fact\ntype: fact\n---\n"
+    "Written by Claude Code through the sync.\n"
+)
+CODEX_RECORD_LINES = [
+    "---",
+    "schema_version: 1",
+    "id: agent/codex-fact",
+    "type: fact",
+    "---",
+    "Written by Codex through the sync.",
+]
+CODEX_PATCH = (
+    "*** Begin Patch\n*** Add File: handbook/codex-fact.md\n"
+    + "".join(f"+{line}\n" for line in CODEX_RECORD_LINES)
+    + "*** End Patch\n"
+)
+STAGING_RE = re.compile(r"staging memory repository (\S+) \(read")
+
+
+def write_one_record(request: dict[str, Any]) -> Turn:
+    """The model's first turn: the agent writes one record in the sync's staging folder.
+
+    Codex adds it with an ``apply_patch`` custom tool call; Claude Code with its ``Write``
+    tool at the staging path the sync's prompt names (a request without that path or that
+    tool - one the CLI sends for itself - gets a plain answer)."""
+    if "input" in request:
+        return ("custom", "apply_patch", CODEX_PATCH)
+    staging = STAGING_RE.search(json.dumps(request.get("messages", [])))
+    if staging is None or "Write" not in offered_tools(request):
+        return ("text", "done")
+    path = f"{staging.group(1)}/handbook/claude-fact.md"
+    return ("tool", "Write", {"file_path": path, "content": CLAUDE_RECORD})
 
 
 @pytest.fixture(scope="session")
@@ -37,8 +70,13 @@ def agent_bin() -> Path:
     npm = shutil.which("npm")
     if npm is None:
         pytest.skip("npm is not installed: the real agent CLIs cannot be installed")
-    done = subprocess.run([npm, "install", "--prefix", str(CLI_DIR), *PACKAGES],
-                          capture_output=True, text=True, check=False, timeout=600)  # fmt: skip
+    done = subprocess.run(
+        [npm, "install", "--prefix", str(CLI_DIR), *PACKAGES],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
     if done.returncode != 0 or not (BIN / "claude").exists() or not (BIN / "codex").exists():
         pytest.skip(f"npm could not install the agent CLIs: {done.stderr[-500:]}")
     return BIN
@@ -46,13 +84,9 @@ def agent_bin() -> Path:
 
 @pytest.fixture(scope="module")
 def model_port() -> Iterator[int]:
-    server = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True)
-    assert server.stdout is not None
-    port = int(server.stdout.readline())
-    yield port
-    server.kill()
-    server.wait()
-    server.stdout.close()
+    """The scripted model: one record written, then "done" once the tool result is back."""
+    with running(FakeModel(script=(write_one_record, ("text", "done")))) as model:
+        yield model.port
 
 
 def _sync(root: Path, logs: Any, agent: str, env: dict[str, str]) -> dict[str, Any]:
@@ -72,16 +106,20 @@ def test_claude_code_writes_a_record_the_sync_applies(
 ) -> None:
     session_logs.dsh("d1", "remember: claude edits memory")
     env = dict(os.environ)
-    env.update({
-        "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
-        "ANTHROPIC_API_KEY": "test",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
-        "DSH_MEMORY_PROVIDER_ENV_NAMES": "ANTHROPIC_BASE_URL ANTHROPIC_API_KEY"
-        " CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER DISABLE_TELEMETRY"
-        " DISABLE_ERROR_REPORTING",
-    })  # fmt: skip
+    env.update(
+        {
+            "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{model_port}",
+            "ANTHROPIC_API_KEY": "test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DSH_MEMORY_PROVIDER_ENV_NAMES": "ANTHROPIC_BASE_URL ANTHROPIC_API_KEY"
+            " CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER DISABLE_TELEMETRY"
+            " DISABLE_ERROR_REPORTING",
+        }
+    )
     result = _sync(sync_root, session_logs, "claude", env)
     assert result["status"] == "applied", result
     assert result["changedPaths"] == ["handbook/claude-fact.md"]
@@ -104,11 +142,14 @@ def test_codex_writes_a_record_the_sync_applies(
         'wire_api = "responses"\n[analytics]\nenabled = false\n'
     )
     env = dict(os.environ)
-    env.update({
-        "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
-        "CODEX_HOME": str(codex_home), "FAKE_API_KEY": "test",
-        "DSH_MEMORY_PROVIDER_ENV_NAMES": "CODEX_HOME FAKE_API_KEY",
-    })  # fmt: skip
+    env.update(
+        {
+            "PATH": f"{agent_bin}{os.pathsep}{env.get('PATH', '')}",
+            "CODEX_HOME": str(codex_home),
+            "FAKE_API_KEY": "test",
+            "DSH_MEMORY_PROVIDER_ENV_NAMES": "CODEX_HOME FAKE_API_KEY",
+        }
+    )
     result = _sync(sync_root, session_logs, "codex", env)
     assert result["status"] == "applied", result
     assert result["changedPaths"] == ["handbook/codex-fact.md"]

@@ -249,9 +249,12 @@ def repository_config(runner: GitRunner, pattern: str) -> list[str]:
     repository's own config sets (its ``local`` and ``worktree`` levels and what they
     include) - the levels anyone who can write the repository controls."""
     return sorted(
-        {key for scope, key, _ in _config_entries(runner, pattern)
-         if scope not in (*USER_SCOPES, "command")}
-    )  # fmt: skip
+        {
+            key
+            for scope, key, _ in _config_entries(runner, pattern)
+            if scope not in (*USER_SCOPES, "command")
+        }
+    )
 
 
 def check_transfer_config(runner: GitRunner) -> None:

@@ -55,10 +55,17 @@ class UserProgramError(ValueError):
 def _entries(runner: GitRunner, transfer: TransferDir) -> list[tuple[str, str]]:
     """``(key, value)`` of the user's ssh command and credential helpers, in config order."""
     result = runner.run(
-        [transfer.git_dir_option, "config", "--show-scope", "--includes", "--null",
-         "--get-regexp", _PATTERN],
+        [
+            transfer.git_dir_option,
+            "config",
+            "--show-scope",
+            "--includes",
+            "--null",
+            "--get-regexp",
+            _PATTERN,
+        ],
         check=False,
-    )  # fmt: skip
+    )
     if result.returncode not in (0, 1):
         return []
     fields = result.stdout.decode("utf-8", "replace").split("\0")

@@ -285,9 +285,29 @@ _PROSE_NOUNS = frozenset({"token", "secret", "secrets"})
 # only after the prefix of a well-known variable.
 _SECRET_SUFFIXES = ("password", "passwd", "passphrase", "passcode")
 _PASS_PREFIXES = frozenset(
-    {"db", "pg", "mysql", "redis", "mongo", "ssh", "root", "admin", "user", "ftp", "sftp",
-     "smtp", "mail", "imap", "ldap", "sql", "vnc", "rabbitmq", "amqp", "wifi"}
-)  # fmt: skip
+    {
+        "db",
+        "pg",
+        "mysql",
+        "redis",
+        "mongo",
+        "ssh",
+        "root",
+        "admin",
+        "user",
+        "ftp",
+        "sftp",
+        "smtp",
+        "mail",
+        "imap",
+        "ldap",
+        "sql",
+        "vnc",
+        "rabbitmq",
+        "amqp",
+        "wifi",
+    }
+)
 
 # Chinese and Japanese input methods type full-width punctuation: "password：…",
 # "DB_PASSWORD＝…", “token”：“…”, 「密码」. A separator, a quote or a space in either width

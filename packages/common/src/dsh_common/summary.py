@@ -16,8 +16,17 @@ LINE_WIDTH = 100
 
 # Fields that identify an item best come first in its one-line form.
 _PREFERRED = (
-    "id", "title", "name", "path", "content", "status", "type", "score", "code", "message",
-)  # fmt: skip
+    "id",
+    "title",
+    "name",
+    "path",
+    "content",
+    "status",
+    "type",
+    "score",
+    "code",
+    "message",
+)
 _ENVELOPE_KEYS = ("value", "data", "result")
 
 

@@ -155,8 +155,19 @@ class _Entry:
     ...]``, then for a record ``slot, text offset, text length, metadata offset, metadata
     length, digest, content status, unknown keys``, or for a malformed note its message."""
 
-    __slots__ = ("digest", "key", "kind", "message", "meta", "name", "size", "slot", "status",
-                 "text", "unknown")  # fmt: skip
+    __slots__ = (
+        "digest",
+        "key",
+        "kind",
+        "message",
+        "meta",
+        "name",
+        "size",
+        "slot",
+        "status",
+        "text",
+        "unknown",
+    )
 
     def __init__(self, name: str, key: FileKey, size: int, kind: str) -> None:
         self.name = name
@@ -198,8 +209,15 @@ class _Entry:
         head = [self.name, *self.key, self.kind]
         if self.kind == _MALFORMED:
             return [*head, self.message]
-        return [*head, self.slot, *self.text, *self.meta, self.digest, self.status,
-                list(self.unknown)]  # fmt: skip
+        return [
+            *head,
+            self.slot,
+            *self.text,
+            *self.meta,
+            self.digest,
+            self.status,
+            list(self.unknown),
+        ]
 
 
 def _mapped(
@@ -316,9 +334,13 @@ class _Reader:
                 texts[record.id] = _blob_text(loaded, *source.text)
         sections = loaded.sections
         index = GramIndex(
-            sections["keys"], sections["starts"], sections["postings"], sections["fields"],
-            loaded.mapping.find, base=loaded.blob_offset,
-        )  # fmt: skip
+            sections["keys"],
+            sections["starts"],
+            sections["postings"],
+            sections["fields"],
+            loaded.mapping.find,
+            base=loaded.blob_offset,
+        )
         return CorpusView(scan, index, slots, texts)
 
     def save(self) -> None:
@@ -441,11 +463,17 @@ class _Layout:
             from dsh_compound.gram_index import build  # noqa: PLC0415 - only on a rebuild
 
             keys, starts, postings = build(self.texts)
-            out = {"keys": keys.tobytes(), "starts": starts.tobytes(),
-                   "postings": postings.tobytes(), "fields": self.fields.tobytes()}  # fmt: skip
+            out = {
+                "keys": keys.tobytes(),
+                "starts": starts.tobytes(),
+                "postings": postings.tobytes(),
+                "fields": self.fields.tobytes(),
+            }
         else:
-            out = {name: loaded.sections[name].tobytes()
-                   for name in ("keys", "starts", "postings", "fields")}  # fmt: skip
+            out = {
+                name: loaded.sections[name].tobytes()
+                for name in ("keys", "starts", "postings", "fields")
+            }
         out["blob"] = bytes(self.blob)
         return out
 

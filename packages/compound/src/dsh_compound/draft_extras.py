@@ -19,9 +19,16 @@ from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
 
 #: The draft fields schema 1 defines, in draft order (everything else is discarded).
 DRAFT_FIELDS = (
-    "id", "title", "tags", "problem", "rootCause", "resolution", "whenToUse",
-    "verification", "files",
-)  # fmt: skip
+    "id",
+    "title",
+    "tags",
+    "problem",
+    "rootCause",
+    "resolution",
+    "whenToUse",
+    "verification",
+    "files",
+)
 VERIFICATION_FIELDS = ("command", "result")
 
 DRAFT_TEMPLATE: dict[str, Any] = {
@@ -97,8 +104,9 @@ def stderr_progress(what: str) -> Callable[[int, int], None]:
             return
         width = 30
         filled = width * done // total if total else width
-        stream.write(f"\rdsh-compound: {what} [{'#' * filled}{'.' * (width - filled)}] "
-                     f"{done}/{total}")  # fmt: skip
+        stream.write(
+            f"\rdsh-compound: {what} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+        )
         if done >= total:
             stream.write("\n")
         stream.flush()

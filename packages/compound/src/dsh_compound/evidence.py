@@ -95,9 +95,13 @@ class EvidenceRun:
             os.close(fd)
             raise
         key = (
-            str(location), info.st_dev, info.st_ino, info.st_size,
-            info.st_mtime_ns, info.st_ctime_ns,
-        )  # fmt: skip
+            str(location),
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            info.st_ctime_ns,
+        )
         known = _DIGESTS.get(key)
         if known is not None or info.st_size > LIMITS.source_bytes:
             os.close(fd)

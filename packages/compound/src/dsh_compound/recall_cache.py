@@ -55,8 +55,16 @@ _MAX_HEADER_BYTES = 8 * 1024 * 1024
 #: The modules whose code decides what a record file means (parse, validation, scan rules,
 #: normalised text, grams): their size and modification time are part of the cache's key,
 #: so an upgrade - or a developer's edit - never meets entries written by other code.
-_SEMANTIC_MODULES = ("corpus.py", "draft.py", "gram_index.py", "limits.py", "record.py",
-                     "recall_cache.py", "scanning.py", "scoring.py")  # fmt: skip
+_SEMANTIC_MODULES = (
+    "corpus.py",
+    "draft.py",
+    "gram_index.py",
+    "limits.py",
+    "record.py",
+    "recall_cache.py",
+    "scanning.py",
+    "scoring.py",
+)
 #: Sections in file order, with the array type code of their items.
 _SECTIONS = {"keys": "Q", "starts": "I", "postings": "H", "fields": "I", "blob": "B"}
 _WIDTHS = {name: array(code).itemsize for name, code in _SECTIONS.items()}
@@ -90,9 +98,8 @@ def compatibility_key() -> str:
             return ""  # an unusual install: never trust a cache
         stamps.append(f"{info.st_size}.{info.st_mtime_ns}")
     return "|".join(
-        [str(FORMAT), sys.byteorder, sys.implementation.name, unicodedata.unidata_version,
-         *stamps]
-    )  # fmt: skip
+        [str(FORMAT), sys.byteorder, sys.implementation.name, unicodedata.unidata_version, *stamps]
+    )
 
 
 def is_mine(info: os.stat_result) -> bool:
@@ -237,8 +244,11 @@ def render(header: dict[str, Any], sections: dict[str, bytes]) -> bytes:
     names = list(_SECTIONS)
     widths = {name: len(sections[name]) // _WIDTHS[name] for name in names}
     placeholder = 10**15
-    header = {**header, "crc32": 2**32, "sections": {name: [placeholder, widths[name]]
-                                                      for name in names}}  # fmt: skip
+    header = {
+        **header,
+        "crc32": 2**32,
+        "sections": {name: [placeholder, widths[name]] for name in names},
+    }
     size = len(json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     start = _align(12 + size)
     offsets = {}

@@ -146,10 +146,20 @@ def content_status(metadata: dict[str, Any], body: str) -> str:
 #: The keys schema 1 defines, per level. Anything else was added by someone else.
 _KNOWN_KEYS = frozenset(
     {
-        "schemaVersion", "id", "title", "tags", "problem", "rootCause", "resolution",
-        "whenToUse", "verification", "files", "createdAt", "updatedAt",
+        "schemaVersion",
+        "id",
+        "title",
+        "tags",
+        "problem",
+        "rootCause",
+        "resolution",
+        "whenToUse",
+        "verification",
+        "files",
+        "createdAt",
+        "updatedAt",
     }
-)  # fmt: skip
+)
 _KNOWN_VERIFICATION_KEYS = frozenset({"command", "result", "source", "executedByHelper"})
 _KNOWN_FILE_KEYS = frozenset({"path", "sha256"})
 

@@ -155,8 +155,14 @@ def recall(
     if mode == "hybrid":
         from dsh_compound.semantic import rank  # noqa: PLC0415 - numpy and the model
 
-        fused = rank(str(selected.canonical), view.records, scored, text,
-                     encode_limit=encode_limit, progress=progress)  # fmt: skip
+        fused = rank(
+            str(selected.canonical),
+            view.records,
+            scored,
+            text,
+            encode_limit=encode_limit,
+            progress=progress,
+        )
         if fused.hits is None:
             scan.warnings.add_first(str(fused.warning))
             extra["ranking"] = "lexical"

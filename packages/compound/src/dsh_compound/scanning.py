@@ -71,8 +71,16 @@ class StoredRecord:
     results only. A record served from the recall cache is a :class:`CachedRecord`.
     """
 
-    __slots__ = ("_data", "_digest", "_metadata", "body", "content_status", "directory", "id",
-                 "unknown_keys")  # fmt: skip
+    __slots__ = (
+        "_data",
+        "_digest",
+        "_metadata",
+        "body",
+        "content_status",
+        "directory",
+        "id",
+        "unknown_keys",
+    )
 
     def __init__(
         self,

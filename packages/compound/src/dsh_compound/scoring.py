@@ -59,8 +59,15 @@ def recall_terms(query: str) -> list[str]:
 class Terms:
     """A query's distinct terms, grouped by how they are best searched."""
 
-    __slots__ = ("_bigram_keys", "_long_han_keyed", "_unigram_keys", "all", "long_han",
-                 "other", "short_han")  # fmt: skip
+    __slots__ = (
+        "_bigram_keys",
+        "_long_han_keyed",
+        "_unigram_keys",
+        "all",
+        "long_han",
+        "other",
+        "short_han",
+    )
 
     def __init__(self, terms: list[str]) -> None:
         short: set[str] = set()

@@ -84,8 +84,13 @@ class VectorBuild:
         self.missing = 0  # left unencoded (over the limit)
 
     def as_dict(self, model: str) -> dict[str, Any]:
-        return {"model": model, "encoded": self.encoded, "reused": self.reused,
-                "removed": self.removed, "path": self.path}  # fmt: skip
+        return {
+            "model": model,
+            "encoded": self.encoded,
+            "reused": self.reused,
+            "removed": self.removed,
+            "path": self.path,
+        }
 
 
 def unavailable() -> str | None:

@@ -227,8 +227,9 @@ def fuse(
     candidate_keys = np.array([index.keys[row] for row in rows], dtype=str)
     order = np.lexsort((candidate_keys, lexical_rank[rows], -scores))
     keep = len(order) if limit is None else min(len(order), limit)
-    context = _Context(index, cosines, z, lexical_rank, lexical_points, lexical, best_lexical,
-                       semantic_floor)  # fmt: skip
+    context = _Context(
+        index, cosines, z, lexical_rank, lexical_points, lexical, best_lexical, semantic_floor
+    )
     hits = [context.hit(int(rows[i]), float(scores[i])) for i in order[:keep]]
     if loose:
         hits = sorted(

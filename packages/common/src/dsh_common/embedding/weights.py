@@ -177,8 +177,12 @@ def _render(arrays: dict[str, np.ndarray[Any, Any]], meta: dict[str, Any]) -> by
     for name, value in arrays.items():
         dtype = value.dtype.newbyteorder("<") if value.dtype.byteorder in "=|" else value.dtype
         nbytes = int(value.size) * dtype.itemsize
-        entries[name] = {"dtype": dtype.str, "shape": list(value.shape), "offset": offset,
-                         "nbytes": nbytes}  # fmt: skip
+        entries[name] = {
+            "dtype": dtype.str,
+            "shape": list(value.shape),
+            "offset": offset,
+            "nbytes": nbytes,
+        }
         offset = _aligned(offset + nbytes)
     header = {"format": FORMAT_VERSION, **meta, "arrays": entries, "dataBytes": offset}
     encoded = json.dumps(header, sort_keys=True, separators=(",", ":")).encode()
@@ -190,8 +194,9 @@ def _render(arrays: dict[str, np.ndarray[Any, Any]], meta: dict[str, Any]) -> by
     for name, value in arrays.items():
         entry = entries[name]
         dtype = np.dtype(entry["dtype"])
-        target = np.frombuffer(out, dtype=dtype, count=int(value.size),
-                               offset=start + entry["offset"])  # fmt: skip
+        target = np.frombuffer(
+            out, dtype=dtype, count=int(value.size), offset=start + entry["offset"]
+        )
         target[:] = value.reshape(-1)
     return out  # not copied into bytes: ~90 MB less at the peak of the one-off build
 
@@ -456,8 +461,9 @@ def render_cache(backend: Any, tokenizer: Any, source: dict[str, Any]) -> bytear
     return _render(arrays, {**meta, "source": source})
 
 
-def restore(weights: MappedWeights, backend_class: Any, tokenizer_class: Any,
-            normalizer_class: Any) -> Any:  # fmt: skip
+def restore(
+    weights: MappedWeights, backend_class: Any, tokenizer_class: Any, normalizer_class: Any
+) -> Any:
     """A backend instance of ``backend_class`` whose arrays and tokenizer come from the file.
 
     Instances are made without running the classes' loaders; every field the pinned

@@ -1,7 +1,7 @@
-"""Every tool of the three MCP servers answers hostile argument values with a tool error.
+"""Every tool of the three MCP servers answers extreme argument values with a result.
 
 Driven over raw stdio JSON-RPC against the installed servers, because the SDK's client
-cannot send what an attacker can: integers beyond 64 bits, ``1e400`` (infinity), ``NaN``,
+cannot send what any other client can: integers beyond 64 bits, ``1e400`` (infinity), ``NaN``,
 and arguments nested hundreds of levels deep. Each value goes into every argument of every
 tool (and into an argument no tool has), as itself and inside an array and an object.
 Every request must get an answer with its own id that is a result, never a JSON-RPC error:
@@ -15,17 +15,17 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, in_process
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
-BIN = Path(sys.executable).parent
-HOSTILE = {
+BIN = commands.BIN
+EXTREME = {
     "int beyond 64 bits": str(2**70),
     "negative int beyond 64 bits": str(-(2**80)),
     "1e400": "1e400",
@@ -42,16 +42,25 @@ class RawSession:
 
     def __init__(self, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
-        self.request("initialize", {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "hostile-test", "version": "1"},
-        })  # fmt: skip
+        self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "extreme-values-test", "version": "1"},
+            },
+        )
         self.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
     def _read(self) -> None:
@@ -86,8 +95,8 @@ def servers(tmp_path: Path) -> dict[str, tuple[list[str], Path]]:
     workspace = tmp_path / "ws"
     (workspace / ".git").mkdir(parents=True)
     memory = tmp_path / "memory"
-    subprocess.run([str(BIN / "dsh-memory"), "--root", str(memory), "init"], check=True,
-                   capture_output=True, timeout=60)  # fmt: skip
+    initialized = in_process.run("dsh-memory", "--root", str(memory), "init")
+    assert initialized.returncode == 0, initialized.stderr
     return {
         "compound": ([str(BIN / "dsh-compound"), "mcp"], workspace),
         "memory": ([str(BIN / "dsh-memory"), "--root", str(memory), "mcp"], workspace),
@@ -120,7 +129,7 @@ def check_answer(product: str, answer: dict[str, Any], what: str) -> None:
 
 
 @pytest.mark.parametrize("product", ["compound", "memory", "knowledge"])
-def test_every_tool_answers_every_hostile_value(product: str, tmp_path: Path) -> None:
+def test_every_tool_answers_every_extreme_value(product: str, tmp_path: Path) -> None:
     argv, cwd = servers(tmp_path)[product]
     env = {**os.environ, "DSH_HOME": str(tmp_path / "home")}
     session = RawSession(argv, cwd, env)
@@ -130,7 +139,7 @@ def test_every_tool_answers_every_hostile_value(product: str, tmp_path: Path) ->
         for tool in tools:
             names = [*tool["inputSchema"].get("properties", {}), "notAnArgument"]
             for argument in names:
-                for label, raw in HOSTILE.items():
+                for label, raw in EXTREME.items():
                     # The value itself, and (for the scalars) one level down in an array
                     # and in an object, where a tool's own validation looks last.
                     shapes = [raw] if "deep" in label else [raw, f"[{raw}]", f'{{"k":{raw}}}']
@@ -153,8 +162,9 @@ def test_a_capture_with_a_huge_integer_is_invalid_draft(tmp_path: Path) -> None:
         assert result["isError"] is True
         assert json.loads(result["content"][0]["text"])["error"]["code"] == "invalid-draft"
         deep = '{"name":"compound_recall","arguments":{"query":' + "[" * 500 + "]" * 500 + "}}"
-        refused = json.loads(session.request("tools/call", {}, raw=deep)["result"]["content"][0]
-                             ["text"])["error"]  # fmt: skip
+        refused = json.loads(
+            session.request("tools/call", {}, raw=deep)["result"]["content"][0]["text"]
+        )["error"]
         assert refused["code"] == "invalid-arguments"
         assert "nested too deeply" in refused["message"]
     finally:

@@ -1,37 +1,66 @@
-"""A scripted model on 127.0.0.1 for the real Claude Code and Codex CLIs.
+"""One scripted model on 127.0.0.1 for the real Claude Code and Codex CLIs.
 
-It speaks just enough of two streaming APIs: Anthropic Messages (``POST /v1/messages``,
-server-sent events, for ``claude -p``) and OpenAI Responses (``POST /v1/responses``, for
-``codex exec``). It is stateless: the turn to play is the number of tool results already in
-the request, so turn 0 is the first request, turn 1 the one carrying the first tool result,
-and so on. Each turn of the script is a tool call ``(name, arguments)`` or a final text.
-Every request body is recorded for the test to inspect.
+The agent tests drive the real CLIs; the model is the only fake, so nothing leaves the
+machine and every turn is known. The server speaks just enough of two streaming APIs:
+Anthropic Messages (``POST /v1/messages``, server-sent events, for ``claude -p``; its
+``count_tokens`` too) and OpenAI Responses (``POST /v1/responses``, for ``codex exec``).
+
+It is stateless: the turn to play is the number of tool results already in the request,
+so turn 0 answers the first request, turn 1 the one carrying the first tool result, and so
+on (the last turn repeats). A turn of the script is
+
+- ``("tool", name, arguments)``: a function call (for Codex, ``mcp__<server>__<tool>``
+  becomes the namespace ``mcp__<server>`` and the tool name);
+- ``("custom", name, text)``: a Codex custom tool call with free-form input (its
+  ``apply_patch``); Claude Code gets it as a tool call with ``{"input": text}``;
+- ``("text", text)``: a final answer;
+- or a function of the request body returning one of these, for a turn that depends on
+  what the CLI sent (a path named in the prompt, the tools it offers).
+
+Every request body and path is recorded for the test to inspect. :func:`serve` runs the
+server in a daemon thread of the test's process; :func:`running` is the same as a context
+manager that shuts it down.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: A scripted turn: ("tool", name, arguments) or ("text", text).
+#: A scripted turn: ("tool", name, arguments), ("custom", name, text) or ("text", text).
 Turn = tuple[Any, ...]
+#: A turn, or a function choosing the turn from the request body.
+Step = Turn | Callable[[dict[str, Any]], Turn]
 
 
 @dataclass
 class FakeModel:
     """The script and what the CLIs sent."""
 
-    script: Sequence[Turn]
+    script: Sequence[Step]
     requests: list[dict[str, Any]] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     port: int = 0
 
-    def turn(self, done: int) -> Turn:
-        return self.script[min(done, len(self.script) - 1)]
+    def turn(self, done: int, body: dict[str, Any]) -> Turn:
+        """The turn after ``done`` tool results, for the request ``body``."""
+        step = self.script[min(done, len(self.script) - 1)]
+        return step(body) if callable(step) else step
+
+    @property
+    def url(self) -> str:
+        """The base URL of the running server (``ANTHROPIC_BASE_URL``; Codex adds /v1)."""
+        return f"http://127.0.0.1:{self.port}"
+
+
+def offered_tools(body: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offers the model (both APIs)."""
+    return [str(tool.get("name")) for tool in body.get("tools", []) if isinstance(tool, dict)]
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -72,9 +101,10 @@ def anthropic_events(turn: Turn, number: int) -> Iterator[bytes]:
             },
         },
     )
-    if turn[0] == "tool":
+    if turn[0] in ("tool", "custom"):
+        arguments = turn[2] if turn[0] == "tool" else {"input": turn[2]}
         block = {"type": "tool_use", "id": f"toolu_{number}", "name": turn[1], "input": {}}
-        delta = {"type": "input_json_delta", "partial_json": json.dumps(turn[2])}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(arguments)}
         stop = "tool_use"
     else:
         block = {"type": "text", "text": ""}
@@ -112,6 +142,15 @@ def openai_events(turn: Turn, number: int) -> Iterator[bytes]:
         }
         if namespace:
             item["namespace"] = namespace
+    elif turn[0] == "custom":
+        item = {
+            "type": "custom_tool_call",
+            "id": f"ctc_{number}",
+            "call_id": f"call_{number}",
+            "name": turn[1],
+            "input": turn[2],
+            "status": "completed",
+        }
     else:
         item = {
             "type": "message",
@@ -176,9 +215,10 @@ def serve(model: FakeModel) -> ThreadingHTTPServer:
                 if "count_tokens" in self.path:
                     self._json({"input_tokens": 10})
                     return
-                events = anthropic_events(model.turn(count_anthropic_tool_results(body)), number)
+                turn = model.turn(count_anthropic_tool_results(body), body)
+                events = anthropic_events(turn, number)
             elif self.path.startswith("/v1/responses"):
-                events = openai_events(model.turn(count_openai_tool_results(body)), number)
+                events = openai_events(model.turn(count_openai_tool_results(body), body), number)
             else:
                 self.send_response(404)
                 self.end_headers()
@@ -205,3 +245,14 @@ def serve(model: FakeModel) -> ThreadingHTTPServer:
     model.port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+@contextmanager
+def running(model: FakeModel) -> Iterator[FakeModel]:
+    """``model`` served (see :func:`serve`) for the ``with`` block, then shut down."""
+    server = serve(model)
+    try:
+        yield model
+    finally:
+        server.shutdown()
+        server.server_close()
