@@ -15,9 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dsh_knowledge.errors import ValidationError
 from dsh_knowledge.store_location import DB_ENV, default_database_path, resolve_database
+
+if TYPE_CHECKING:
+    from dsh_common.cli_spec import Command
 
 __all__ = [
     "DB_ENV",
@@ -48,30 +52,38 @@ class AgentOptions:
     project: str | None
     workspace: str | None
     session_id: str | None
+    auto_extract: bool = False  # the hook's --auto-extract (the MCP server has none)
 
 
-def parse_agent_options(
-    argv: Sequence[str], *, allowed: Sequence[str] | None = None
-) -> AgentOptions:
+def parse_agent_options(argv: Sequence[str], command: Command | None = None) -> AgentOptions:
     """``--db X --project P --workspace W --session-id S`` (also ``--name=value``).
 
-    ``allowed``: the option names to accept, by default those declared for ``mcp``
-    (:mod:`dsh_knowledge.cli_spec`); the hook passes its own.
+    ``command``: the declaration whose options to accept (:mod:`dsh_knowledge.cli_spec`),
+    by default ``mcp``'s; the hook passes its own. Stricter than the Typer parser on
+    purpose: an unknown option, a missing or blank value is a ``ValidationError``.
     """
-    if allowed is None:
+    if command is None:
         from dsh_knowledge.cli_spec import PROGRAM  # noqa: PLC0415 - the hook passes its own
 
-        allowed = PROGRAM["mcp"].value_names
-    values: dict[str, str] = {}
+        command = PROGRAM["mcp"]
+    options = {option.name: option for option in command.options}
+    values: dict[str, str | bool] = {}
     index = 0
     while index < len(argv):
         arg = argv[index]
-        name, _, inline = arg.partition("=")
-        if name not in allowed:
+        name, equals, inline = arg.partition("=")
+        option = options.get(name)
+        if option is None:
             raise ValidationError(
-                f"Unknown option {arg.split('=')[0][:40]}; expected {', '.join(allowed)}."
+                f"Unknown option {arg.split('=')[0][:40]}; expected {', '.join(options)}."
             )
-        if inline or "=" in arg:
+        if not option.takes_value:
+            if equals:
+                raise ValidationError(f"Option {name} takes no value.")
+            values[option.dest] = True
+            index += 1
+            continue
+        if equals:
             value = inline
         else:
             index += 1
@@ -80,11 +92,16 @@ def parse_agent_options(
             value = argv[index]
         if not value.strip():
             raise ValidationError(f"Option {name} must not be empty.")
-        values[name] = value
+        values[option.dest] = value
         index += 1
     return AgentOptions(
-        db=resolve_database(values.get("--db")),
-        project=resolve_project(values.get("--project")),
-        workspace=values.get("--workspace"),
-        session_id=values.get("--session-id") or _env(SESSION_ENV),
+        db=resolve_database(_text(values.get("db"))),
+        project=resolve_project(_text(values.get("project"))),
+        workspace=_text(values.get("workspace")),
+        session_id=_text(values.get("session_id")) or _env(SESSION_ENV),
+        auto_extract=values.get("auto_extract") is True,
     )
+
+
+def _text(value: str | bool | None) -> str | None:
+    return value if isinstance(value, str) else None

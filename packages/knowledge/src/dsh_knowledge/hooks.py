@@ -120,14 +120,12 @@ def hook_ranking() -> str:
 
 
 def _options(args: list[str]) -> AgentOptions:
-    """The hook's declared options (``dsh_knowledge.cli_spec``: the flags set aside, the
-    options that take a value parsed as the MCP server parses its own)."""
+    """The hook's options, as declared for ``hook`` (``dsh_knowledge.cli_spec``) and parsed
+    as the MCP server parses its own."""
     from dsh_knowledge.agent_config import parse_agent_options  # noqa: PLC0415 - lazy: start-up time
     from dsh_knowledge.cli_spec import PROGRAM  # noqa: PLC0415
 
-    hook = PROGRAM["hook"]
-    rest = [arg for arg in args if arg not in hook.flag_names]
-    return parse_agent_options(rest, allowed=hook.value_names)
+    return parse_agent_options(args, PROGRAM["hook"])
 
 
 def _on_prompt(payload: Mapping[str, Any], args: list[str]) -> str | None:
@@ -143,7 +141,7 @@ def _on_stop(payload: Mapping[str, Any], args: list[str]) -> str | None:
         extract_after_turn,
     )
 
-    if auto_extract_enabled("--auto-extract" in args):
+    if auto_extract_enabled(options.auto_extract):
         # Stop hooks print nothing: candidates wait silently for review.
         extract_after_turn(payload, db=options.db, project=options.project)
     return None

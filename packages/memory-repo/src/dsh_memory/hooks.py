@@ -61,6 +61,14 @@ def memory_exists(root: Path) -> bool:
     return (root / ".git").exists() and (root / ".sync" / ".gitignore").is_file()
 
 
+def _options(args: list[str]) -> dict[str, Any]:
+    """The options setup writes into the hook's command line, as declared for ``hook``
+    (``dsh_memory.cli_spec``), by name; anything else is ignored (a hook never fails)."""
+    from dsh_memory.cli_spec import PROGRAM  # noqa: PLC0415 - lazy: start-up time
+
+    return PROGRAM["hook"].parse_known(args)
+
+
 def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
     """The prompt section (nothing when disabled or when there is no memory repository);
     may start a background sync."""
@@ -84,10 +92,7 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
         maybe_start_sync(service.root, service.settings_file)
     except Exception:  # noqa: S110 - the context must still reach the agent
         pass
-    # The options setup writes (declared in dsh_memory.cli_spec); anything else is ignored.
-    from dsh_memory.cli_spec import PROGRAM  # noqa: PLC0415 - lazy: start-up time
-
-    options = PROGRAM["hook"].parse_known(args)
+    options = _options(args)
     # Stored text is already escaped by prompt_section (no fence can be closed from inside).
     return wire_tool_names(section, options["mcp_server"], options["host"], language)
 
