@@ -64,12 +64,15 @@ def _knowledge_integration(store: CommandStore) -> Integration:
             "~/.pgpass (or PGPASSFILE) and give the URL without it: "
             f"{display_location(database)}"
         )
-    db_args: tuple[str, ...] = () if is_default(database) else ("--db", database)
+    # Each command's own --db, as declared (nothing for the default store).
+    given = {"db": None if is_default(database) else database}
     return Integration(
         server="dsh-knowledge",
         program="dsh-knowledge",
-        mcp_args=("mcp", *db_args),
-        hooks=(("UserPromptSubmit", ("hook", "user-prompt-submit", *db_args)),),
+        mcp_args=("mcp", *PROGRAM["mcp"].words(given)),
+        hooks=(
+            ("UserPromptSubmit", ("hook", "user-prompt-submit", *PROGRAM["hook"].words(given))),
+        ),
         env_names=("DSH_HOME", "DSH_KNOWLEDGE_PROJECT", "DSH_KNOWLEDGE_WORKSPACE"),
     )
 

@@ -379,6 +379,9 @@ def hook_command(
     raise typer.Exit(hook_main([event, *options, *ctx.args]))
 
 
+_HOOK_WORDS = {"mcp_server": "dsh-memory", "host": "{host}"}
+
+
 def _memory_integration() -> Integration:
     from dsh_common.agent_setup import Integration
 
@@ -386,12 +389,9 @@ def _memory_integration() -> Integration:
         server="dsh-memory",
         program="dsh-memory",
         mcp_args=("mcp",),
-        hooks=(
-            (
-                "SessionStart",
-                ("hook", "session-start", "--mcp-server", "dsh-memory", "--host", "{host}"),
-            ),
-        ),
+        # The hook's declared options: the section then names the tools as the host shows
+        # them ({host} is filled in by setup).
+        hooks=(("SessionStart", ("hook", "session-start", *PROGRAM["hook"].words(_HOOK_WORDS))),),
         env_names=("DSH_HOME", "DSH_MEMORY_ROOT"),
     )
 
