@@ -1,4 +1,4 @@
-"""The rules-first classifier of automatic extraction (M4): which user statements are knowledge.
+"""The rules-first classifier of automatic extraction: which user statements are knowledge.
 
 Deliberately narrow, deterministic and conservative (it may miss valid knowledge; it should
 not invent any). One user message in, at most one candidate ``(type, content)`` out:

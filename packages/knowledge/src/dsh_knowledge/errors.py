@@ -107,7 +107,7 @@ class HealthBatchError(KnowledgeError, ValueError):
     code = "invalid-health-batch"
 
 
-# --- Git provenance / freshness / health (owned by the git helper) ---
+# --- Git provenance / freshness / health ---
 
 
 class HealthGuidanceInputError(KnowledgeError, TypeError):

@@ -1,14 +1,15 @@
-"""Automatic candidate extraction (M4, opt-in): direct user messages in, candidates out.
+"""Automatic candidate extraction (opt-in): direct user messages in, candidates out.
 
 Per turn: at most 8 user messages of at most 1,200 characters each and 4,000 in all are
 looked at (the rest are dropped), secret-bearing messages are skipped before anything else
 happens to them, and at most 2 candidates are admitted. Every candidate is stored with
 ``creationOrigin: "automatic"``, status ``candidate`` and one session evidence record
 ``{"type": "session", "source": <session id>, "locator": "seq=<n>", "timestamp"}``; no
-transcript text goes into evidence. A candidate that is a conservative near-duplicate (the M2
-predicate) of an item already in the same scope (the 200 most recent of that type) or of
-another candidate of the same run is suppressed. Existing knowledge is never modified, and
-automatic candidates stay out of retrieval until someone verifies them.
+transcript text goes into evidence. A candidate that is a conservative near-duplicate
+(:func:`~dsh_knowledge.scoring.are_conservative_duplicates`) of an item already in the same
+scope (the 200 most recent of that type) or of another candidate of the same run is
+suppressed. Existing knowledge is never modified, and automatic candidates stay out of
+retrieval until someone verifies them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Freshness (M3): do an item's Git-backed file snapshots still match the live repository?
+"""Freshness: do an item's Git-backed file snapshots still match the live repository?
 
 A report explains every evidence record and aggregates only Git-backed file evidence:
 

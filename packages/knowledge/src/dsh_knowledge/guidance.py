@@ -1,4 +1,4 @@
-"""Deterministic advisory guidance for a health result (M5 ``includeGuidance``).
+"""Deterministic advisory guidance for a health result (``includeGuidance``).
 
 Guidance is derived from the health ``status`` and ``reasons`` only: it does no Git work,
 reads no other item field, and never changes knowledge or retrieval. It is empty for

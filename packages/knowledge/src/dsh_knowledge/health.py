@@ -1,4 +1,4 @@
-"""Knowledge health (M5): a bounded, live, read-only summary of 1-16 items' Git evidence.
+"""Knowledge health: a bounded, live, read-only summary of 1-16 items' Git evidence.
 
 Health reuses the freshness comparison and adds a reason list per item:
 

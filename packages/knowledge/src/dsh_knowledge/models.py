@@ -23,7 +23,7 @@ EVIDENCE_TYPES = ("session", "file", "git")
 MAX_GIT_PATH_CHARS = 4096
 
 # Always fullmatch(): with match(), "$" also matches before a trailing newline, so a value
-# ending in "\n" would pass (issue 8, point 11). [0-9], not \d: \d takes any Unicode digit,
+# ending in "\n" would pass. [0-9], not \d: \d takes any Unicode digit,
 # and the earlier tool's JavaScript \d is ASCII only.
 _ISO_TIMESTAMP = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}:[0-9]{2})"

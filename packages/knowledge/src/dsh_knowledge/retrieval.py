@@ -1,4 +1,4 @@
-"""Deterministic ranked retrieval (M2): the earlier tool's integer scoring, explained.
+"""Deterministic ranked retrieval: the earlier tool's integer scoring, explained.
 
 Two candidate paths produce identical output (property tests hold them to it):
 ``use_index=True`` asks the store's index for the items where some query token matches -

@@ -1,4 +1,4 @@
-"""Matching and scoring shared by both retrieval paths (the earlier tool's M2 rules).
+"""Matching and scoring shared by both retrieval paths (the earlier tool's rules).
 
 Score = text points x 10,000 + 1,000 (exact requested project) + 100 (verified)
 + 10 x preference rank + min(evidence, 3) + freshness bucket (1-4, age against the newest
@@ -199,7 +199,7 @@ def duplicate_tokens(left: Sequence[str], right: Sequence[str]) -> bool:
 
 
 def are_conservative_duplicates(left: Mapping[str, Any], right: Mapping[str, Any]) -> bool:
-    """The M2 near-duplicate predicate on two items (``type``, ``content``, ``scope``).
+    """The near-duplicate predicate on two items (``type``, ``content``, ``scope``).
 
     Same type and exact scope; then the same token sequence, or (both >= 8 tokens) one an
     in-order subsequence of the other, identical contrast/negation/modal words, and a

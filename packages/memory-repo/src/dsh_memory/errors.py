@@ -256,7 +256,7 @@ class ContextFailedError(MemoryRepoError, RuntimeError):
     code = "context-failed"
 
 
-# -- partner section: front matter, search index, usage (append leaves below) -------------
+# -- front matter, search index, usage --------------------------------------------------
 
 
 # Front matter (schema v0.4). The earlier tool's codes (docs/compatibility/memory.md, Front matter);
