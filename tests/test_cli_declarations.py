@@ -27,8 +27,8 @@ import pytest
 import typer.main
 from dsh_test_support import in_process
 
+from dsh_common.cli.typer_commands import python_type
 from dsh_common.cli_spec import Argument, Command, Option, Program
-from dsh_common.cli_typer import python_type
 from dsh_common.fastpath import FAST_KINDS, run_fast
 
 #: (program, its declaration, its Typer app, its launcher or None).
@@ -372,7 +372,7 @@ def test_the_declarations_are_cheap_to_import() -> None:
 
 
 def test_a_command_function_must_name_the_declared_parameters() -> None:
-    from dsh_common.cli_typer import command
+    from dsh_common.cli.typer_commands import command
 
     app = typer.Typer()
     declared = Command("greet", Option("--name", "Who."), Argument("times", "How often."))

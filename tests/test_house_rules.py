@@ -4,8 +4,8 @@
 - Prose is about the product: code, tests and documentation name behaviours, not tracker
   entries or milestone labels, which no reader of the repository can open.
 - Typer stays behind each product's command line: only a package's ``cli`` module (or
-  ``cli`` package), and ``dsh_common.cli_typer``, the Typer helper those command lines
-  share, import it, so the library, hooks, MCP servers and fast path never pay for it.
+  ``cli`` package; dsh-common's holds the Typer helpers the products' command lines share)
+  imports it, so the library, hooks, MCP servers and fast path never pay for it.
 """
 
 from __future__ import annotations
@@ -85,8 +85,7 @@ def test_the_tracker_pattern_catches_what_it_is_for(line: str) -> None:
 
 
 def _is_command_line(path: Path) -> bool:
-    shared = path.parent.name == "dsh_common" and path.name == "cli_typer.py"
-    return shared or path.stem == "cli" or "cli" in path.parent.parts[-1:]
+    return path.stem == "cli" or "cli" in path.parent.parts[-1:]
 
 
 def test_only_a_command_line_module_imports_typer() -> None:

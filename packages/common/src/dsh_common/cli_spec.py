@@ -5,7 +5,7 @@ A product declares each program once, in a typer-free module (``dsh_<pkg>.cli_sp
 objects: name, kind, default, help, metavar. Every parser reads that one declaration:
 
 * the Typer command line builds each command's parameters from it
-  (:func:`dsh_common.cli_typer.command`), so the function only names them;
+  (:func:`dsh_common.cli.typer_commands.command`), so the function only names them;
 * the launchers' fast path (:mod:`dsh_common.fastpath`) derives its tables from it: which
   options a command takes, which are integers, the positional query, the defaults;
 * the argv rewriter (:func:`dsh_common.cli.run_app` and the fast path alike) takes the

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from dsh_common.cli import add_setup_command
-from dsh_common.cli_typer import command
+from dsh_common.cli.typer_commands import command
 from dsh_compound.cli_spec import PROGRAM
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The Typer app, its global ``--db`` option and the store a command works on.
 
 What every command takes is declared in :mod:`dsh_knowledge.cli_spec`; the command modules
-build their parameters from it (:func:`dsh_common.cli_typer.command`).
+build their parameters from it (:func:`dsh_common.cli.typer_commands.command`).
 
 The command modules register their commands on :data:`app`; a command that reads or writes
 knowledge takes the Typer context and asks :func:`repository_of` for the store, which the
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from dsh_common.cli_typer import callback
+from dsh_common.cli.typer_commands import callback
 from dsh_knowledge.cli_spec import PROGRAM
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from dsh_common.cli import add_setup_command
-from dsh_common.cli_typer import command
+from dsh_common.cli.typer_commands import command
 from dsh_knowledge.cli._app import CommandStore, app
 from dsh_knowledge.cli_spec import PROGRAM
 

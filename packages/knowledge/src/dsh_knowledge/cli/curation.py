@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from dsh_common.cli import emit_json
-from dsh_common.cli_typer import command
+from dsh_common.cli.typer_commands import command
 from dsh_knowledge.cli._app import app, repository_of, usage
 from dsh_knowledge.cli_results import filter_workspace, missing, scope_workspace
 from dsh_knowledge.cli_spec import PROGRAM

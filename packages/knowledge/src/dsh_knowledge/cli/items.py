@@ -8,7 +8,7 @@ from typing import Any
 import typer
 
 from dsh_common.cli import emit_json
-from dsh_common.cli_typer import command
+from dsh_common.cli.typer_commands import command
 from dsh_knowledge.cli._app import app, repository_of, usage
 
 # The command line's spelling rules live beside the fast path's (no typer there).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from dsh_common.cli import emit_json
-from dsh_common.cli_typer import command
+from dsh_common.cli.typer_commands import command
 from dsh_knowledge.cli._app import app, repository_of
 from dsh_knowledge.cli_spec import PROGRAM
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from dsh_common.cli import add_setup_command, emit_json, one_query, run_app
-from dsh_common.cli_typer import callback, command
+from dsh_common.cli.typer_commands import callback, command
 from dsh_memory.cli._shared import emit
 from dsh_memory.cli_spec import PROGRAM
 from dsh_memory.errors import render_error

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 import typer
 
 from dsh_common.cli import emit_json, run_app
-from dsh_common.cli_typer import command
+from dsh_common.cli.typer_commands import command
 from dsh_memory.cli._shared import emit
 from dsh_memory.cli_spec import SYNC_PROGRAM
 from dsh_memory.errors import render_error

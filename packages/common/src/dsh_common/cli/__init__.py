@@ -3,9 +3,8 @@
 Success prints one JSON document to stdout and exits 0. A foreseeable failure prints
 ``{"error": {"code": "...", "message": "..."}}`` to stderr and exits 1 - including argument
 errors, which the argument parser would otherwise print as plain usage text with exit 2.
-Products whose contract fixes another error envelope (dsh-memory's, docs/compatibility/memory.md)
-pass their own
-``render_error``.
+Products whose contract fixes another error envelope (dsh-memory's,
+docs/compatibility/memory.md) pass their own ``render_error``.
 
 This module imports neither typer nor click at import time (the typer-free fast paths use
 it): it recognises Click's exceptions by class name, which works for Click itself and for
@@ -163,10 +162,10 @@ def add_setup_command(
     Typer context (``ctx.obj``, as Click's ``pass_obj`` does), e.g. the database that a
     global ``--db`` named.
     """
-    # Only here: see the module docstring (cli_typer imports typer).
+    # Only here: see the module docstring (cli.typer_commands imports typer).
+    from dsh_common.cli.typer_commands import command
     from dsh_common.cli_spec import setup_command as declared_setup
     from dsh_common.cli_spec import setup_parameter
-    from dsh_common.cli_typer import command
 
     def setup_command(ctx: Any, **values: Any) -> None:
         from dsh_common.agent_setup import run_setup

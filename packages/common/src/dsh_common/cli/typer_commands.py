@@ -10,7 +10,7 @@ checks that their types agree too.
     def recall_command(workspace: str, text: str | None, query: str | None, ...) -> None:
         \"\"\"Rank records ...\"\"\"
 
-This module imports typer: only the command-line modules (``cli``) import it.
+This module imports typer; the package's ``__init__`` does not, so the fast paths can use it.
 """
 
 from __future__ import annotations
