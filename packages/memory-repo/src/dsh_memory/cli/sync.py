@@ -37,7 +37,12 @@ def _progress(quiet: bool) -> Any:
     return report
 
 
-@command(app, SYNC_PROGRAM[None])
+@command(
+    app,
+    SYNC_PROGRAM[None],
+    epilog="\b\nExamples:\n  dsh-memory-sync --dry-run\n  dsh-memory-sync --preview p1"
+    "\n  dsh-memory-sync --apply-preview p1",
+)
 def sync_command(
     root: str | None,
     sessions_dir: str | None,
@@ -54,7 +59,8 @@ def sync_command(
     discard_preview: str | None,
     remote: bool,
 ) -> None:
-    """Run one sync (see the package README)."""
+    """Run one sync: new idle sessions in, an agent's edits to a staging copy checked and
+    committed as one transaction (or stored for review with --preview ID)."""
     import os
 
     from dsh_memory.errors import SyncInvalidRequestError
