@@ -1,4 +1,4 @@
-"""Shared fixtures: every test runs with HOME, DSH_HOME and git's config inside tmp_path.
+"""Shared fixtures: every test runs in the toolkit's hermetic home.
 
 ``db`` is the database a test works on, once per backend (the ``backend`` parameter): an
 SQLite file, and a fresh database on a real PostgreSQL server (one server per test worker,
@@ -22,36 +22,25 @@ import pytest
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import KnowledgeStore
 
+from .command_helpers import add
 from .pg_server import DatabaseFactory, PostgresServer, binaries, external_url, with_database
 
 BACKENDS = ("sqlite", "postgres")
 
 
 @pytest.fixture(autouse=True)
-def _isolated_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    git_config = tmp_path / "gitconfig"
-    git_config.write_text("[user]\n\tname = Test User\n\temail = test@example.com\n")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh-home"))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(git_config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    # A developer's own store, scope or driver choice must not reach the tests.
-    for name in (
-        "DSH_KNOWLEDGE_DB",
-        "DSH_KNOWLEDGE_PROJECT",
-        "DSH_KNOWLEDGE_WORKSPACE",
-        "DSH_KNOWLEDGE_SESSION_ID",
-        "DSH_KNOWLEDGE_LIBPQ",
-        "DSH_KNOWLEDGE_AUTO_EXTRACT",
-        "PGPASSWORD",
-        "PGPASSFILE",
-        "PGSERVICE",
-        "PGCONNECT_TIMEOUT",
-        "DSH_RANKING",
-    ):
-        monkeypatch.delenv(name, raising=False)
+def isolated_home(hermetic_home: Path) -> Path:
+    """The toolkit's hermetic home (dsh_test_support.home), for every test of this package:
+    HOME, DSH_HOME (``$HOME/.dsh``) and git's global config in a fresh folder, and no
+    developer setting (a store, a scope, a driver, a libpq password or service, a ranking).
+    The home folder is returned."""
+    return hermetic_home
+
+
+@pytest.fixture
+def dsh_home(isolated_home: Path) -> Path:
+    """``DSH_HOME`` of the test (not created: the commands create it)."""
+    return Path(os.environ["DSH_HOME"])
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +67,21 @@ def semantic_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "data" / "knowledge.sqlite"
+
+
+@pytest.fixture
+def seeded_store(db: str) -> str:
+    """A store on either backend holding one item, added through the command line."""
+    add(db, "The seed item.")
+    return db
+
+
+@pytest.fixture
+def seeded_file(tmp_path: Path) -> Path:
+    """An SQLite file holding one item (for what only a file can suffer)."""
+    path = tmp_path / "kb" / "knowledge.sqlite"
+    add(path, "The seed item.")
+    return path
 
 
 @pytest.fixture
@@ -216,7 +220,7 @@ CREATE INDEX knowledge_origin_scope_status_idx
   ON knowledge(workspace, project, status, creation_origin);
 """
 
-# What dsh-knowledge 0.1.0 wrote instead (issue 8, point 18): same name, other column order.
+# What dsh-knowledge 0.1.0 wrote instead: the same index name, another column order.
 OURS_0_1_0_V3 = """
 ALTER TABLE knowledge ADD COLUMN creation_origin TEXT NOT NULL DEFAULT 'explicit'
   CHECK (creation_origin IN ('explicit', 'automatic'));

@@ -1,26 +1,22 @@
-"""Every command through a real process: stdout JSON, stderr JSON errors, exit codes."""
+"""Every command's stdout JSON, stderr JSON errors and exit codes, run in process (what the
+``dsh-knowledge`` process prints: dsh_test_support.in_process)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import gitcmd, in_process
 
 from .backend_helpers import external_write
 
 
 def run(*args: str, db: str | Path | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "dsh_knowledge.cli"]
-    if db is not None:
-        argv += ["--db", str(db)]
-    return subprocess.run(
-        [*argv, *args], capture_output=True, text=True, check=False, env=os.environ.copy()
-    )
+    options = ["--db", str(db)] if db is not None else []
+    return in_process.run("dsh-knowledge", *options, *args)
 
 
 def ok(*args: str, db: str | Path | None = None) -> Any:
@@ -51,17 +47,18 @@ def test_add_prints_the_created_item_with_default_evidence_timestamp(db: str) ->
     assert item["evidence"][0]["timestamp"].endswith("Z")
 
 
-def test_add_without_db_uses_dsh_home(tmp_path: Path) -> None:
+def test_add_without_db_uses_dsh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh-home"))  # not HOME's default .dsh
     ok("add", "--workspace", "/w", "--type", "fact", "--content", "home default")
     assert (tmp_path / "dsh-home" / "knowledge" / "knowledge.sqlite").is_file()
 
 
 def test_blank_dsh_home_falls_back_to_home_dot_dsh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DSH_HOME", "  ")
     ok("add", "--workspace", "/w", "--type", "fact", "--content", "home fallback")
-    assert (tmp_path / "home" / ".dsh" / "knowledge" / "knowledge.sqlite").is_file()
+    assert (isolated_home / ".dsh" / "knowledge" / "knowledge.sqlite").is_file()
 
 
 def test_add_rejects_bad_evidence_json(db: str) -> None:
@@ -189,22 +186,10 @@ def test_retrieve_requires_a_query(db: str) -> None:
     assert error("retrieve", db=db)["code"] == "invalid-arguments"
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> tuple[Path, str]:
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    (repo / "app.py").write_text("print('hi')\n")
-    _git(repo, "add", "app.py")
-    _git(repo, "commit", "-q", "-m", "init")
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    return repo, head
+    repo = gitcmd.init(tmp_path / "repo")
+    return repo, gitcmd.commit_file(repo, "app.py", "print('hi')\n", "init")
 
 
 def _provenanced(db: str, head: str) -> dict[str, Any]:

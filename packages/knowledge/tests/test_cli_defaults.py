@@ -1,32 +1,25 @@
-"""Issue #12 for dsh-knowledge through real processes: canonical workspace scopes and
+"""dsh-knowledge's command-line conventions, run in process: canonical workspace scopes and
 their defaults, positional or --query, total/truncated, update, add --jsonl, health --all,
 a private database file, and messages that speak the command line's language."""
 
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import gitcmd, in_process
+
+dsh_knowledge = in_process.runner("dsh-knowledge")
 
 
 def run(
     *args: str, db: str | Path, cwd: Path | None = None, data: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_knowledge.cli", *args, "--db", str(db)],  # --db after
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        input=data,
-        env=os.environ.copy(),
-        timeout=120,
-    )
+    return dsh_knowledge(*args, "--db", str(db), cwd=cwd, input=data)  # --db after
 
 
 def ok(*args: str, db: str | Path, cwd: Path | None = None, data: str | None = None) -> Any:
@@ -46,10 +39,8 @@ def error(*args: str, db: str | Path, cwd: Path | None = None) -> dict[str, str]
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     (root / "src").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
-    (root / "app.py").write_text("PORT = 8080\n")
-    subprocess.run(["git", "add", "app.py"], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=root, check=True)
+    gitcmd.init(root)
+    gitcmd.commit_file(root, "app.py", "PORT = 8080\n", "init")
     return root
 
 
@@ -221,9 +212,7 @@ def test_supersede_refusal_speaks_cli(db: str, project: Path) -> None:
 def test_version_bare_and_examples(db_path: Path) -> None:
     db = db_path
     assert ok("--version", db=db) == {"name": "dsh-knowledge", "version": "0.1.0"}
-    bare = subprocess.run(
-        [sys.executable, "-m", "dsh_knowledge.cli"], capture_output=True, text=True, timeout=60
-    )
+    bare = dsh_knowledge()
     assert bare.returncode == 0 and bare.stdout.startswith("Usage: dsh-knowledge")
     for command in (
         "add",
@@ -238,12 +227,7 @@ def test_version_bare_and_examples(db_path: Path) -> None:
         "freshness",
         "health",
     ):
-        helped = subprocess.run(
-            [sys.executable, "-m", "dsh_knowledge.cli", command, "--help"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        helped = dsh_knowledge(command, "--help")
         assert "Example" in helped.stdout, command
 
 

@@ -1,4 +1,4 @@
-"""Automatic extraction (M4): the classifier, the per-turn bounds, admission, transcripts."""
+"""Automatic extraction: the classifier, the per-turn bounds, admission, transcripts."""
 
 from __future__ import annotations
 

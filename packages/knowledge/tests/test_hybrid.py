@@ -2,7 +2,8 @@
 
 The real model ranks (``dsh_common.embedding``, offline). What is held: a lesson written in
 Chinese answers an English question (lexical ranking cannot); lexical ranking stays exactly
-what it was; a semantic hit never crosses the spec's scope, status, origin and type rules;
+what it was; a semantic hit never crosses the scope, status, origin and type rules every
+retrieval keeps;
 results are deterministic and the first ``k`` of a longer answer are the answer for ``k``;
 missing vectors are filled on demand, or counted in a warning; a long-lived store object
 reloads its vectors only when they changed.
@@ -76,7 +77,7 @@ def test_lexical_ranking_is_unchanged_and_the_lexical_part_is_its_own(
 def test_a_semantic_hit_never_crosses_scope_status_origin_or_type(
     repository: KnowledgeRepository,
 ) -> None:
-    # Every variant of the answer the spec's rules hide: all of them close in meaning.
+    # Every variant of the answer those rules hide: all of them close in meaning.
     hidden = {
         "other workspace": repository.create(
             type="lesson", content=POOL, scope={"workspace": "/work/other"}

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands
 
 from .agent_helpers import command
 
@@ -153,27 +154,11 @@ def test_a_lexical_hook_imports_neither_numpy_nor_the_model(
     seeded: str, semantic_home: Path
 ) -> None:
     # Lexical ranking costs what it cost before: the hybrid modules load only when asked.
-    import sys
-
+    # PYTHONPROFILEIMPORTTIME (-X importtime) names what the console script's process imports.
     payload = json.dumps({"session_id": "s", "cwd": WS, "prompt": "which port does the API use"})
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            "-m",
-            "dsh_knowledge.launcher",
-            "hook",
-            "user-prompt-submit",
-            "--db",
-            seeded,
-        ],
-        input=payload,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-        env={**os.environ, "DSH_HOME": str(semantic_home)},
+    env = commands.environ(DSH_HOME=str(semantic_home), PYTHONPROFILEIMPORTTIME="1")
+    done = commands.run(
+        "dsh-knowledge", "hook", "user-prompt-submit", "--db", seeded, input=payload, env=env
     )
     assert done.returncode == 0 and "port 8080" in done.stdout
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}

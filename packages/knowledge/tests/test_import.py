@@ -4,7 +4,7 @@ How a team moves its local SQLite stores onto the shared PostgreSQL one: every i
 its id, evidence (order and Git provenance), status, supersede link, creation origin and
 timestamps; ids already present are skipped and counted; one transaction; ``--dry-run``
 reports first. Run for every direction (SQLite and PostgreSQL, either side) through the
-installed command.
+command line, in process; imports racing each other are installed commands, processes.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import in_process
 
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import KnowledgeStore
@@ -27,9 +28,7 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [command(), *args], capture_output=True, text=True, check=False, timeout=120
-    )
+    return in_process.run("dsh-knowledge", *args)
 
 
 def ok(*args: str) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from dsh_test_support import gitcmd
 
 pytest.importorskip("mcp", reason="the MCP extra (dsh-knowledge[mcp]) is not installed")
 
@@ -22,7 +23,7 @@ from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import KnowledgeStore
 from dsh_knowledge.tool_schemas import INPUT_SCHEMAS, OUTPUT_SCHEMAS, TOOL_NAMES
 
-from .agent_helpers import command, git, make_repo
+from .agent_helpers import command, make_repo
 
 TOKEN = "sk" + "-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6"
 READ_ONLY = {
@@ -59,7 +60,7 @@ def session(
 
 def test_tools_schemas_annotations_and_every_call(tmp_path: Path, db: str, backend: str) -> None:
     workspace = make_repo(tmp_path / "ws", {"src/app.py": "PORT = 8080\n"})
-    head = git(workspace, "rev-parse", "HEAD")
+    head = gitcmd.head(workspace)
     seen: dict[str, Any] = {}
 
     async def body(client: ClientSession) -> None:

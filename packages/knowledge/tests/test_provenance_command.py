@@ -7,17 +7,19 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from dsh_test_support import gitcmd, in_process
+from dsh_test_support.gitcmd import git
+
 from dsh_knowledge.repository import KnowledgeRepository
 from dsh_knowledge.store import KnowledgeStore
 from dsh_knowledge.tools import ToolContext, call_tool
 
-from .agent_helpers import command, git, make_repo
+from .agent_helpers import make_repo
 
 
 def run(db: str | Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [command(), "--db", str(db), *args], capture_output=True, text=True, check=False, cwd=cwd
-    )
+    """``dsh-knowledge --db DB ARGS`` in process (the tests read its output and the store)."""
+    return in_process.run("dsh-knowledge", "--db", str(db), *args, cwd=cwd)
 
 
 def test_capture_after_commit_moves_updated_at(tmp_path: Path, db: str) -> None:
@@ -54,7 +56,7 @@ def test_capture_after_commit_moves_updated_at(tmp_path: Path, db: str) -> None:
     staged = json.loads(run(db, "provenance", item_id, "--repo", str(workspace)).stdout)
     assert staged["results"][0]["captured"] == 0  # staged but not committed: still nothing
     git(workspace, "commit", "-q", "-m", "add new.py")
-    head = git(workspace, "rev-parse", "HEAD")
+    head = gitcmd.head(workspace)
     done = run(db, "provenance", item_id, cwd=workspace)  # --repo defaults to the cwd
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["results"][0]

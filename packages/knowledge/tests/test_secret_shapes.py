@@ -93,7 +93,7 @@ def _nothing_stored(db: str) -> None:
             assert hidden.encode() not in data, (file.name, hidden)
 
 
-# The attacker's list: each appeared through the earlier filter, in English and in Chinese.
+# Secrets that once got through the earlier filter, in English and in Chinese.
 REPORTED = [
     "DB_PASSWORD=" + "Hunter2-x9Q",
     '{"password": "' + "Hunter2-x9Q" + '"}',

@@ -25,7 +25,7 @@ def _schema(path: Path) -> dict[str, object]:
                 row[1] for row in connection.execute(f"PRAGMA index_list({table})")
             )
             # Each index's columns in order and its DDL (whitespace-normalised): a name alone
-            # let a wrongly ordered index pass (issue 8, point 18).
+            # let a wrongly ordered index pass.
             for (name,) in connection.execute(
                 "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                 "AND sql IS NOT NULL",

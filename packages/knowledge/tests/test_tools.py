@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import gitcmd
 
 from dsh_knowledge.errors import KnowledgeError
 from dsh_knowledge.privacy import PRIVACY_REJECTION_MESSAGE
@@ -18,7 +19,7 @@ from dsh_knowledge.tools import (
     call_tool,
 )
 
-from .agent_helpers import git, make_repo
+from .agent_helpers import make_repo
 
 TOKEN = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
@@ -242,7 +243,7 @@ def test_unavailable_workspace_and_store(repository: KnowledgeRepository) -> Non
 
 
 def test_provenance_capture_for_clean_committed_files(ctx: ToolContext, workspace: Path) -> None:
-    head = git(workspace, "rev-parse", "HEAD")
+    head = gitcmd.head(workspace)
     (workspace / "README.md").write_text("changed\n")
     result = call(
         ctx,

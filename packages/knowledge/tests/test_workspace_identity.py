@@ -11,29 +11,23 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 from dsh_knowledge.workspace_identity import normalize_remote_url
 
-from .agent_helpers import command, git, make_repo
+from .agent_helpers import make_repo
 
 FILES = {"src/app.py": "PORT = 8080\n", "README.md": "payments\n"}
 
 
 def cli(*args: str, cwd: Path, env: dict[str, str] | None = None, data: str | None = None) -> Any:
-    return subprocess.run(
-        [command(), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=cwd,
-        input=data,
-        env={**os.environ, **(env or {})},
-        timeout=120,
+    return commands.run(
+        "dsh-knowledge", *args, cwd=cwd, input=data, env=commands.environ(**(env or {}))
     )
 
 

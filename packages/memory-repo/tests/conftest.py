@@ -1,8 +1,9 @@
-"""Shared fixtures: every test runs with HOME, DSH_HOME and git's config inside tmp_path.
+"""Shared fixtures: every test runs in the toolkit's hermetic home (dsh_test_support.home):
+HOME, DSH_HOME (``$HOME/.dsh``) and git's global config in a fresh folder, git's fixed
+identity, and no developer setting (``DSH_MEMORY_ROOT``, ``DSH_RANKING``, ``DSH_DEBUG`` ...).
 
-dsh-common's GitRunner strips every ``GIT_*`` variable (so ``GIT_CONFIG_GLOBAL`` does not
-reach it); git then reads ``$HOME/.gitconfig`` - which is why the fixed identity is
-written there as well as to the file ``GIT_CONFIG_GLOBAL`` names for plain ``git`` calls.
+Plain git for set-up and assertions is :mod:`dsh_test_support.gitcmd`; the code under test
+never uses it.
 """
 
 from __future__ import annotations
@@ -18,34 +19,30 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import gitcmd
+from dsh_test_support.gitcmd import commit_all, git
 
 from dsh_memory import index_key, index_listing
 
-IDENTITY = "[user]\n\tname = Memory Test\n\temail = memory-test@example.com\n"
-
 
 @pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    gitconfig = home / ".gitconfig"
-    gitconfig.write_text(IDENTITY)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("DSH_HOME", str(tmp_path / "dsh"))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.delenv("DSH_MEMORY_ROOT", raising=False)
-    monkeypatch.delenv("DSH_DEBUG", raising=False)
-    monkeypatch.delenv("DSH_RANKING", raising=False)
-    return home
+def isolated_env(hermetic_home: Path) -> Path:
+    """The toolkit's hermetic home, for every test of this package; the home folder."""
+    return hermetic_home
 
 
 @pytest.fixture
-def memory_root(tmp_path: Path) -> Path:
+def dsh_home(isolated_env: Path) -> Path:
+    """``DSH_HOME`` of the test (not created: the commands create it)."""
+    return Path(os.environ["DSH_HOME"])
+
+
+@pytest.fixture
+def memory_root(dsh_home: Path) -> Path:
     """An initialised memory repository at the default root ($DSH_HOME/storages/memory)."""
     from dsh_memory.initialize import initialize_repository
 
-    root = tmp_path / "dsh" / "storages" / "memory"
+    root = dsh_home / "storages" / "memory"
     initialize_repository(root)
     return root
 
@@ -57,17 +54,6 @@ def usage_root(tmp_path: Path) -> Path:
     (memory / ".sync").mkdir(parents=True)
     (memory / ".git" / "info").mkdir(parents=True)
     return memory
-
-
-def git(root: Path, *args: str, check: bool = True) -> str:
-    """Plain git for test set-up and assertions (never used by the code under test)."""
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=check)
-    return result.stdout
-
-
-@pytest.fixture
-def run_git() -> Callable[..., str]:
-    return git
 
 
 def write(root: Path, relative: str, text: str) -> Path:
@@ -82,20 +68,15 @@ def write_file() -> Callable[[Path, str, str], Path]:
     return write
 
 
-def commit_all(root: Path, message: str = "test commit") -> str:
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", message)
-    return git(root, "rev-parse", "HEAD").strip()
-
-
 @pytest.fixture
 def commit() -> Callable[..., str]:
+    """Stage everything, commit; the new ``HEAD`` (:func:`dsh_test_support.gitcmd.commit_all`)."""
     return commit_all
 
 
 @pytest.fixture
 def cli_env() -> dict[str, str]:
-    """The environment for a real ``dsh-memory`` subprocess (the isolated one above)."""
+    """The environment for a ``dsh-memory`` run: this test's hermetic one, as a dict."""
     return dict(os.environ)
 
 
@@ -217,8 +198,8 @@ class SessionLogs:
 
 
 @pytest.fixture
-def session_logs(isolated_env: Path, tmp_path: Path) -> SessionLogs:
-    return SessionLogs(isolated_env, tmp_path / "dsh")
+def session_logs(isolated_env: Path, dsh_home: Path) -> SessionLogs:
+    return SessionLogs(isolated_env, dsh_home)
 
 
 def age_watermark(root: Path, seconds_ago: float = 3 * 3600) -> None:
@@ -379,8 +360,7 @@ class Machine:
 def remote_repo(tmp_path: Path) -> Path:
     """An empty bare repository on disk: the machines' shared remote."""
     bare = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(bare))
-    return bare
+    return gitcmd.init(bare, bare=True)
 
 
 @pytest.fixture

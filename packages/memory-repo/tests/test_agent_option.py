@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_memory.agent import resolve_agent
 from dsh_memory.errors import SyncInvalidRequestError
@@ -21,13 +22,7 @@ from dsh_memory.service import MemoryService
 
 
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["dsh-memory-sync", "--root", str(root), "--json", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return commands.run("dsh-memory-sync", "--root", str(root), "--json", *args)
 
 
 def test_agent_command_alone_runs_that_program(

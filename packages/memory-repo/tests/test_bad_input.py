@@ -1,15 +1,20 @@
-"""Issue 8 point 8: one bad record, name or preview never takes a whole command down."""
+"""One bad record, name or preview never takes a whole command down: status counts it, the
+readers skip it with a warning, the writers leave it be; a refusal never echoes a huge value
+or argument whole.
+
+Commands that only print run in process; the read commands the console script answers on
+its own fast path (status, search, context) run through it as a process."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, in_process
 
 GOOD = "---\nschema_version: 1\nid: good\ntype: fact\n---\nprefers pnpm\n"
 YEAR_ZERO = "---\nschema_version: 1\nid: year-zero\ncreated_at: 0000-01-01\n---\npnpm zero\n"
@@ -18,25 +23,17 @@ HUGE_TAG = "---\nschema_version: 1\nid: huge-tag\ntags:\n  - " + "9" * 4400 + "\
 BAD_EXPIRY = "---\nschema_version: 1\nid: bad-expiry\nexpires_at: 0000-12-31\n---\npnpm x\n"
 
 
+dsh_memory = in_process.runner("dsh-memory")
+
+
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return dsh_memory("--root", str(root), *args)
 
 
 def ok(root: Path, *args: str) -> Any:
     result = cli(root, *args)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["value"]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 @pytest.fixture
@@ -133,9 +130,7 @@ def test_every_record_a_reader_skips_is_counted_by_status(memory_root: Path) -> 
         (memory_root / path).write_text(text)
 
     def installed(*args: str) -> Any:
-        done = subprocess.run(
-            ["dsh-memory", *args], capture_output=True, text=True, timeout=60, check=False
-        )
+        done = commands.run("dsh-memory", *args)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)["value"]
 
@@ -160,9 +155,7 @@ def test_a_limit_of_4301_digits_is_the_methods_invalid_request(memory_root: Path
         ("runs", "runs-invalid-request"),
     ):
         args = [command, "--limit", huge] + (["--query", "pnpm"] if command != "runs" else [])
-        done = subprocess.run(
-            ["dsh-memory", *args], capture_output=True, text=True, timeout=60, check=False
-        )
+        done = commands.run("dsh-memory", *args)
         assert done.returncode == 1
         assert json.loads(done.stderr)["error"]["code"] == code, done.stderr
 
@@ -183,14 +176,7 @@ ECHOED = {
 @pytest.mark.parametrize("case", list(ECHOED))
 def test_a_refusal_echoes_a_bounded_part_of_the_value(memory_root: Path, case: str) -> None:
     code, front_matter = ECHOED[case]
-    done = subprocess.run(
-        ["dsh-memory", "write", "handbook/echo.md", "-"],
-        input=front_matter + "body\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = dsh_memory("write", "handbook/echo.md", "-", input=front_matter + "body\n")
     assert done.returncode == 1, done.stdout
     error = json.loads(done.stderr)["error"]
     assert error["code"] == code
@@ -206,9 +192,7 @@ def test_no_message_echoes_an_argument_whole(memory_root: Path, tmp_path: Path) 
         (["dsh-memory-sync", "--json", "--agent", "x" * 5000], "sync-invalid-request"),
     ]
     for argv, code in cases:
-        done = subprocess.run(
-            argv, input=GOOD, capture_output=True, text=True, timeout=60, check=False
-        )
+        done = in_process.run(*argv, input=GOOD)
         assert done.returncode == 1, (argv[:2], done.stdout)
         error = json.loads(done.stderr)["error"]
         assert error["code"] == code, error

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
+
+from dsh_test_support import in_process
 
 from dsh_memory.service import MemoryService
 
@@ -60,21 +61,11 @@ def test_import_refuses_a_bundle_that_does_not_match_its_manifest(
 
 def test_cli_export_import(memory_root: Path, tmp_path: Path, cli_env: dict[str, str]) -> None:
     bundle = tmp_path / "cli.bundle"
-    done = subprocess.run(
-        ["dsh-memory", "export", "--bundle", str(bundle)],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    done = in_process.run("dsh-memory", "export", "--bundle", str(bundle), env=cli_env)
     assert done.returncode == 0, done.stderr
     restored = tmp_path / "cli-restored"
-    done = subprocess.run(
-        ["dsh-memory", "import", "--bundle", str(bundle), "--root", str(restored)],
-        env=cli_env,
-        capture_output=True,
-        text=True,
-        check=False,
+    done = in_process.run(
+        "dsh-memory", "import", "--bundle", str(bundle), "--root", str(restored), env=cli_env
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["value"]["root"] == str(restored)

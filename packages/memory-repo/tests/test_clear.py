@@ -4,6 +4,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from dsh_test_support.gitcmd import git
+
 from dsh_memory.service import MemoryService
 
 Write = Callable[..., Path]
@@ -16,8 +18,8 @@ def _seed(root: Path, write_file: Write, commit: Callable[..., str]) -> str:
     return commit(root)
 
 
-def _head(run_git: Callable[..., str], root: Path) -> str:
-    return run_git(root, "rev-parse", "HEAD").strip()
+def _head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
 
 
 def test_clear_rejects_wrong_confirmation(memory_root: Path, write_file: Write) -> None:
@@ -36,38 +38,38 @@ def test_clear_of_empty_repository_is_already_empty(memory_root: Path) -> None:
 
 
 def test_clear_reuses_clean_head_as_recovery(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     head = _seed(memory_root, write_file, commit)
     value = MemoryService().clear("DELETE_MEMORY")["value"]
     assert value["recoveryCommit"] == head
     assert value["clearedFileCount"] == 3
-    parents = run_git(memory_root, "rev-list", "--parents", "-n1", value["clearCommit"]).split()
+    parents = git(memory_root, "rev-list", "--parents", "-n1", value["clearCommit"]).split()
     assert parents[1:] == [head]
-    assert run_git(memory_root, "log", "-1", "--format=%s", value["clearCommit"]).strip() == (
+    assert git(memory_root, "log", "-1", "--format=%s", value["clearCommit"]).strip() == (
         "DPSK memory cleared"
     )
 
 
 def test_clear_commit_tree_holds_only_empty_summary(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     _seed(memory_root, write_file, commit)
     value = MemoryService().clear("DELETE_MEMORY")["value"]
-    files = run_git(memory_root, "ls-tree", "-r", "--name-only", value["clearCommit"]).split()
+    files = git(memory_root, "ls-tree", "-r", "--name-only", value["clearCommit"]).split()
     assert [
         f
         for f in files
         if not f.startswith(".") and f != "README.md" and not f.startswith("scripts/")
     ] == ["summary.md"]
-    assert run_git(memory_root, "show", f"{value['clearCommit']}:summary.md") == ""
+    assert git(memory_root, "show", f"{value['clearCommit']}:summary.md") == ""
     assert not (memory_root / "handbook" / "a.md").exists()
     assert (memory_root / "summary.md").read_bytes() == b""
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert git(memory_root, "status", "--porcelain").strip() == ""
 
 
 def test_clear_checkpoints_dirty_payload_first(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     head = _seed(memory_root, write_file, commit)
     write_file(memory_root, "handbook/a.md", "edited\n")
@@ -75,11 +77,11 @@ def test_clear_checkpoints_dirty_payload_first(
     value = MemoryService().clear("DELETE_MEMORY")["value"]
     recovery = value["recoveryCommit"]
     assert recovery != head
-    assert run_git(memory_root, "log", "-1", "--format=%s", recovery).strip() == (
+    assert git(memory_root, "log", "-1", "--format=%s", recovery).strip() == (
         "DPSK memory recovery checkpoint"
     )
-    assert run_git(memory_root, "show", f"{recovery}:handbook/a.md") == "edited\n"
-    assert run_git(memory_root, "show", f"{recovery}:handbook/new.md") == "untracked\n"
+    assert git(memory_root, "show", f"{recovery}:handbook/a.md") == "edited\n"
+    assert git(memory_root, "show", f"{recovery}:handbook/new.md") == "untracked\n"
     assert value["clearedFileCount"] == 4
 
 
@@ -95,24 +97,24 @@ def test_clear_empties_hard_linked_summary_without_touching_other_link(
 
 
 def test_clear_keeps_users_staged_and_dirty_files_outside_payload(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     _seed(memory_root, write_file, commit)
     write_file(memory_root, "notes.txt", "mine\n")
-    run_git(memory_root, "add", "notes.txt")
+    git(memory_root, "add", "notes.txt")
     write_file(memory_root, "README.md", "edited readme\n")
     assert MemoryService().clear("DELETE_MEMORY")["ok"] is True
-    assert run_git(memory_root, "diff", "--cached", "--name-only").split() == ["notes.txt"]
-    assert run_git(memory_root, "diff", "--name-only").split() == ["README.md"]
+    assert git(memory_root, "diff", "--cached", "--name-only").split() == ["notes.txt"]
+    assert git(memory_root, "diff", "--name-only").split() == ["README.md"]
 
 
 def test_clear_with_index_lock_is_commit_failed_and_changes_nothing(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     head = _seed(memory_root, write_file, commit)
     (memory_root / ".git" / "index.lock").write_text("")
     assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "commit-failed"}
-    assert _head(run_git, memory_root) == head
+    assert _head(memory_root) == head
     assert (memory_root / "handbook" / "a.md").read_text() == "a\n"
     assert not (memory_root / ".sync" / "operation.lock").exists()
 
@@ -121,13 +123,12 @@ def test_clear_with_empty_identity_is_commit_failed(
     memory_root: Path,
     write_file: Write,
     commit: Callable[..., str],
-    run_git: Callable[..., str],
     isolated_env: Path,
 ) -> None:
     head = _seed(memory_root, write_file, commit)
     (isolated_env / ".gitconfig").write_text("[user]\n\tname =\n\temail =\n")
     assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "commit-failed"}
-    assert _head(run_git, memory_root) == head
+    assert _head(memory_root) == head
     assert (memory_root / "summary.md").read_text() == "# summary\n"
 
 
@@ -135,14 +136,13 @@ def test_clear_with_empty_identity_and_dirty_payload_is_checkpoint_failed(
     memory_root: Path,
     write_file: Write,
     commit: Callable[..., str],
-    run_git: Callable[..., str],
     isolated_env: Path,
 ) -> None:
     head = _seed(memory_root, write_file, commit)
     write_file(memory_root, "handbook/a.md", "dirty\n")
     (isolated_env / ".gitconfig").write_text("[user]\n\tname =\n\temail =\n")
     assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "checkpoint-failed"}
-    assert _head(run_git, memory_root) == head
+    assert _head(memory_root) == head
     assert (memory_root / "handbook" / "a.md").read_text() == "dirty\n"
 
 
@@ -170,17 +170,17 @@ def test_clear_is_journaled_as_applied_run(
 
 
 def test_clear_refuses_symlinked_payload_folder_and_touches_nothing_outside(
-    memory_root: Path, tmp_path: Path, run_git: Callable[..., str]
+    memory_root: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "keep.md").write_text("keep\n")
-    head = _head(run_git, memory_root)
+    head = _head(memory_root)
     (memory_root / "archive").rmdir()
     (memory_root / "archive").symlink_to(outside)
     assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "unsafe-layout"}
     assert (outside / "keep.md").read_text() == "keep\n"
-    assert _head(run_git, memory_root) == head
+    assert _head(memory_root) == head
 
 
 def test_clear_of_non_repository_is_repo_unavailable(tmp_path: Path) -> None:
@@ -190,14 +190,14 @@ def test_clear_of_non_repository_is_repo_unavailable(tmp_path: Path) -> None:
 
 
 def test_clear_with_oversized_dirty_file_is_checkpoint_failed(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     head = _seed(memory_root, write_file, commit)
     big = memory_root / "handbook" / "huge.md"
     big.write_bytes(b"x" * (8 * 1024 * 1024 + 1))
     assert MemoryService().clear("DELETE_MEMORY")["error"] == {"code": "checkpoint-failed"}
     # Only the journal moved: the failed run is recorded, the payload is as it was.
-    assert run_git(memory_root, "diff", "--name-only", head, "HEAD").split() == [
+    assert git(memory_root, "diff", "--name-only", head, "HEAD").split() == [
         ".sync/last-run.json",
         f".sync/runs/{_failed_run_id()}.json",
     ]
@@ -213,7 +213,7 @@ def _failed_run_id() -> str:
 
 
 def test_clear_checkpoints_git_ignored_payload_files_it_deletes(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     _seed(memory_root, write_file, commit)
     write_file(memory_root, "handbook/.gitignore", "*.draft\n")
@@ -221,9 +221,7 @@ def test_clear_checkpoints_git_ignored_payload_files_it_deletes(
     write_file(memory_root, "handbook/idea.draft", "ignored but precious\n")
     value = MemoryService().clear("DELETE_MEMORY")["value"]
     recovery = value["recoveryCommit"]
-    assert run_git(memory_root, "show", f"{recovery}:handbook/idea.draft") == (
-        "ignored but precious\n"
-    )
+    assert git(memory_root, "show", f"{recovery}:handbook/idea.draft") == ("ignored but precious\n")
     assert not (memory_root / "handbook" / "idea.draft").exists()
 
 
@@ -277,17 +275,17 @@ def test_clear_racing_a_symlink_swap_never_touches_outside(
 
 
 def test_clear_refuses_while_a_tracked_record_folder_is_missing(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
-    # A folder renamed away (the race of issue 8 point 6 caught at the worst moment) looks
-    # like a deleted folder; clear refuses rather than report success over records that
+    # A folder renamed away (a concurrent rename caught at the worst moment) looks like a
+    # deleted folder; clear refuses rather than report success over records that
     # come back when the folder does.
     head = _seed(memory_root, write_file, commit)
     os.rename(memory_root / "handbook", memory_root / "handbook.away")
     service = MemoryService()
     assert service.clear("DELETE_MEMORY") == {"ok": False, "error": {"code": "unsafe-layout"}}
     assert "dsh-memory adopt" in (service.last_error_message or "")
-    assert _head(run_git, memory_root) == head
+    assert _head(memory_root) == head
     os.rename(memory_root / "handbook.away", memory_root / "handbook")
     assert MemoryService().clear("DELETE_MEMORY")["ok"] is True
     assert not (memory_root / "handbook/a.md").exists()

@@ -1,8 +1,8 @@
 """A folder renamed away and back during clear is never a success.
 
-A real racer process renames ``handbook/`` away and back in a tight loop while a real
-``dsh-memory clear`` runs. Whatever the interleaving, clear may fail - but when it reports
-success, no record may be left behind.
+A real racer process renames ``handbook/`` away and back in a tight loop while
+``dsh-memory clear`` runs (in the test's process). Whatever the interleaving, clear may
+fail - but when it reports success, no record may be left behind.
 """
 
 from __future__ import annotations
@@ -12,6 +12,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
 
 RACER = """
 import os, sys
@@ -23,12 +26,6 @@ while not os.path.exists(stop):
     except OSError:
         pass
 """
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def test_clear_racing_a_folder_rename_never_reports_false_success(
@@ -44,20 +41,8 @@ def test_clear_racing_a_folder_rename_never_reports_false_success(
         stop = tmp_path / f"stop-{attempt}"
         racer = subprocess.Popen([sys.executable, "-c", RACER, str(handbook), str(stop)])
         try:
-            result = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "dsh_memory.cli",
-                    "--root",
-                    str(memory_root),
-                    "clear",
-                    "--confirmation",
-                    "DELETE_MEMORY",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
+            result = in_process.run(
+                "dsh-memory", "--root", str(memory_root), "clear", "--confirmation", "DELETE_MEMORY"
             )
         finally:
             stop.write_text("")

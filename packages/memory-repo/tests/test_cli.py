@@ -1,23 +1,16 @@
-"""Every command through a real ``dsh-memory`` process: stdout/stderr JSON and exit codes."""
+"""Every command's stdout/stderr JSON and exit codes, run in process (what the ``dsh-memory``
+process prints: dsh_test_support.in_process)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import in_process
 
-
-def dsh_memory(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+dsh_memory = in_process.runner("dsh-memory")
 
 
 def ok(*args: str) -> Any:
@@ -40,16 +33,16 @@ def fails(code: str, *args: str) -> None:
 
 
 @pytest.fixture
-def cli_root(tmp_path: Path) -> Path:
-    root = tmp_path / "dsh" / "storages" / "memory"
+def cli_root(dsh_home: Path) -> Path:
+    root = dsh_home / "storages" / "memory"
     ok("init")
     return root
 
 
-def test_cli_init_creates_default_root_and_is_idempotent(tmp_path: Path) -> None:
+def test_cli_init_creates_default_root_and_is_idempotent(dsh_home: Path) -> None:
     first = ok("init")
     assert first["created"] is True
-    assert first["root"] == str(tmp_path / "dsh" / "storages" / "memory")
+    assert first["root"] == str(dsh_home / "storages" / "memory")
     assert ok("init")["headCommit"] == first["headCommit"]
 
 

@@ -1,13 +1,15 @@
-"""Issue #12 for dsh-memory through real processes: --root after the subcommand, the
-init hint, --dry-run/--apply flags, positional queries, option names in messages."""
+"""dsh-memory's command-line conventions, shared with every product (run in process): --root
+after the subcommand, the init hint, --dry-run/--apply flags, positional queries, option
+names in messages."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import commit_all
 
 
 def write(root: Path, relative: str, text: str) -> None:
@@ -15,15 +17,7 @@ def write(root: Path, relative: str, text: str) -> None:
     (root / relative).write_text(text, encoding="utf-8")
 
 
-def commit_all(root: Path) -> None:
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-q", "-m", "test"], cwd=root, check=True)
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", *args], capture_output=True, text=True, timeout=60
-    )
+run = in_process.runner("dsh-memory")
 
 
 def ok(*args: str) -> Any:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_memory.context import context
 from dsh_memory.errors import ContextInvalidRequestError, UsageInvalidError
@@ -176,13 +176,7 @@ def test_the_installed_command_says_how_many_matched_before_its_limit(memory_roo
     record(memory_root, "archive/old.md", "cache kept for reference\n", "old")
 
     def run(*args: str) -> dict[str, object]:
-        done = subprocess.run(
-            ["dsh-memory", "context", *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
+        done = commands.run("dsh-memory", "context", *args)
         assert done.returncode == 0, done.stderr
         envelope = json.loads(done.stdout)
         assert envelope["ok"] is True

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 RECORD = "---\nschema_version: 1\nid: user/pref\ntype: preference\n---\npnpm\n"
 OTHER = "---\nschema_version: 1\nid: user/other\ntype: preference\n---\nuv\n"
@@ -38,9 +40,9 @@ SYNC_RUN = "20261204T030000Z-0a1b2c3d"
 
 
 def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["dsh-memory", *args], input=stdin, capture_output=True, text=True, timeout=120, check=False
-    )
+    """The installed ``dsh-memory``, a process of its own: a run tells a live lock holder
+    from a dead one by its process id."""
+    return commands.run("dsh-memory", *args, input=stdin)
 
 
 def ok(*args: str, stdin: str | None = None) -> Any:
@@ -108,7 +110,7 @@ def earlier_sync_holds_the_lock(root: Path, started: dt.datetime) -> None:
     )
 
 
-def snapshot(root: Path, run_git: Callable[..., str]) -> dict[str, Any]:
+def snapshot(root: Path) -> dict[str, Any]:
     """Everything a writer could change: HEAD, index, every file under the root."""
     files = {
         str(path.relative_to(root)): path.read_bytes()
@@ -116,15 +118,14 @@ def snapshot(root: Path, run_git: Callable[..., str]) -> dict[str, Any]:
         if path.is_file() and ".git" not in path.relative_to(root).parts
     }
     return {
-        "head": run_git(root, "rev-parse", "HEAD"),
-        "index": run_git(root, "ls-files", "-s"),
+        "head": git(root, "rev-parse", "HEAD"),
+        "index": git(root, "ls-files", "-s"),
         "files": files,
     }
 
 
 def test_a_live_earlier_sync_is_in_progress_for_every_writer_and_nothing_changes(
     memory_root: Path,
-    run_git: Callable[..., str],
     tmp_path: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
@@ -132,10 +133,10 @@ def test_a_live_earlier_sync_is_in_progress_for_every_writer_and_nothing_changes
     ok("write", "handbook/pref.md", "-", stdin=RECORD)
     run_id = ok("runs")["runs"][0]["run_id"]
     earlier_sync_holds_the_lock(memory_root, dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
-    clean = snapshot(memory_root, run_git)
+    clean = snapshot(memory_root)
     rolled = cli("rollback", "--run-id", run_id, "--confirmation", "ROLLBACK_MEMORY")
     assert error_of(rolled)["code"] == "operation-in-progress"
-    assert snapshot(memory_root, run_git) == clean
+    assert snapshot(memory_root) == clean
     health = ok("health")
     assert health["operationLock"]["active"] is True
     assert health["activeRun"]["state"] == "running"
@@ -145,7 +146,7 @@ def test_a_live_earlier_sync_is_in_progress_for_every_writer_and_nothing_changes
     (memory_root / "handbook" / "legacy.md").write_text("a legacy note\n")
     session_logs.dsh("d1", "hello")
     os.utime(memory_root / ".last-sync", (0, 0))
-    before = snapshot(memory_root, run_git)
+    before = snapshot(memory_root)
     attempts = [
         ["write", "handbook/other.md", "-"],
         ["remove", "handbook/pref.md"],
@@ -158,22 +159,11 @@ def test_a_live_earlier_sync_is_in_progress_for_every_writer_and_nothing_changes
         error = error_of(cli(*args, stdin=OTHER))
         assert error["code"] == "operation-in-progress", (args, error)
         assert "seriousz158/dsh-memory" in error["message"]
-    synced = subprocess.run(
-        [
-            "dsh-memory-sync",
-            "--json",
-            "--agent",
-            "command",
-            "--agent-command",
-            agent_command("add"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    synced = commands.run(
+        "dsh-memory-sync", "--json", "--agent", "command", "--agent-command", agent_command("add")
     )
     assert error_of(synced)["code"] == "operation-in-progress"
-    assert snapshot(memory_root, run_git) == before  # no journal record, no take-over
+    assert snapshot(memory_root) == before  # no journal record, no take-over
     # Its sync ends (clear-active, release-lock): ours writes again.
     (memory_root / ".sync" / "active-run.json").unlink()
     (memory_root / ".sync" / "operation.lock").unlink()
@@ -193,9 +183,7 @@ def test_the_earlier_tools_lock_is_stale_by_its_own_rule_after_six_hours(
     assert ok("write", "handbook/x.md", "-", stdin=OTHER)["status"] == "applied"
 
 
-def test_the_earlier_hosts_lock_with_milliseconds_and_a_live_pid_is_held(
-    memory_root: Path, run_git: Callable[..., str]
-) -> None:
+def test_the_earlier_hosts_lock_with_milliseconds_and_a_live_pid_is_held(memory_root: Path) -> None:
     # Its host process (DSH) runs a rollback: pretty JSON, toISOString, the host's own pid.
     now = dt.datetime.now(dt.UTC)
     run_id = f"{now:%Y%m%dT%H%M%SZ}-rollback-{os.getpid()}"
@@ -204,23 +192,23 @@ def test_the_earlier_hosts_lock_with_milliseconds_and_a_live_pid_is_held(
             {"operation": "rollback", "pid": os.getpid(), "runId": run_id, "startedAt": millis(now)}
         )
     )
-    before = snapshot(memory_root, run_git)
+    before = snapshot(memory_root)
     assert error_of(cli("write", "handbook/x.md", "-", stdin=OTHER))["code"] == (
         "operation-in-progress"
     )
-    assert snapshot(memory_root, run_git) == before
+    assert snapshot(memory_root) == before
 
 
-def _earlier_rollback_litter(root: Path, run_git: Callable[..., str], pid: int) -> str:
+def _earlier_rollback_litter(root: Path, pid: int) -> str:
     """``rollback`` of the earlier host on our edit run, as it leaves the repository."""
     ok("write", "handbook/pref.md", "-", stdin=RECORD)
     target = ok("runs")["runs"][0]["run_id"]
     started = dt.datetime.now(dt.UTC)
     active_id = f"{started:%Y%m%dT%H%M%SZ}-rollback-{pid}"
-    pre = run_git(root, "rev-parse", "HEAD").strip()
-    run_git(root, "rm", "-q", "handbook/pref.md")
-    run_git(root, "commit", "-q", "-m", f"DPSK memory rollback: {target}")
-    rollback_commit = run_git(root, "rev-parse", "HEAD").strip()
+    pre = git(root, "rev-parse", "HEAD").strip()
+    git(root, "rm", "-q", "handbook/pref.md")
+    git(root, "commit", "-q", "-m", f"DPSK memory rollback: {target}")
+    rollback_commit = git(root, "rev-parse", "HEAD").strip()
     record = {
         "schema_version": 1,
         "run_id": f"{started:%Y%m%dT%H%M%SZ}-rollback",
@@ -250,8 +238,8 @@ def _earlier_rollback_litter(root: Path, run_git: Callable[..., str], pid: int) 
     )
     last = {key: record[key] for key in fields}
     (root / ".sync" / "last-run.json").write_text(pretty(last))
-    run_git(root, "add", "--", ".sync")
-    run_git(root, "commit", "-q", "-m", f"DPSK memory journal: {record['run_id']}", "--", ".sync")
+    git(root, "add", "--", ".sync")
+    git(root, "commit", "-q", "-m", f"DPSK memory journal: {record['run_id']}", "--", ".sync")
     (root / ".sync" / "active-run.json").write_text(
         pretty(
             {
@@ -269,11 +257,9 @@ def _earlier_rollback_litter(root: Path, run_git: Callable[..., str], pid: int) 
 
 
 @pytest.mark.parametrize("host", ["exited", "still running"])
-def test_the_earlier_hosts_rollback_litter_is_a_finished_run(
-    host: str, memory_root: Path, run_git: Callable[..., str]
-) -> None:
+def test_the_earlier_hosts_rollback_litter_is_a_finished_run(host: str, memory_root: Path) -> None:
     pid = dead_pid() if host == "exited" else os.getpid()  # DSH keeps running after it
-    _earlier_rollback_litter(memory_root, run_git, pid)
+    _earlier_rollback_litter(memory_root, pid)
     health = ok("health")
     assert (health["activeRun"], health["interruptedRun"]) == (None, None)
     assert health["needsManualRecovery"] is False, health["recoverySteps"]
@@ -282,15 +268,15 @@ def test_the_earlier_hosts_rollback_litter_is_a_finished_run(
     assert [r["status"] for r in ok("runs")["runs"]].count("interrupted") == 0
 
 
-def _earlier_clear(root: Path, run_git: Callable[..., str]) -> tuple[str, str, str]:
+def _earlier_clear(root: Path) -> tuple[str, str, str]:
     """``clear`` of the earlier host: "DPSK memory cleared" on HEAD, no journal, litter."""
     ok("write", "handbook/pref.md", "-", stdin=RECORD)
     started = dt.datetime.now(dt.UTC)
     pid = dead_pid()
     active_id = f"{started:%Y%m%dT%H%M%SZ}-clear-{pid}"
-    recovery = run_git(root, "rev-parse", "HEAD").strip()
-    run_git(root, "rm", "-q", "handbook/pref.md")
-    run_git(root, "commit", "-q", "-m", "DPSK memory cleared")
+    recovery = git(root, "rev-parse", "HEAD").strip()
+    git(root, "rm", "-q", "handbook/pref.md")
+    git(root, "commit", "-q", "-m", "DPSK memory cleared")
     (root / ".sync" / "active-run.json").write_text(
         pretty(
             {
@@ -304,21 +290,17 @@ def _earlier_clear(root: Path, run_git: Callable[..., str]) -> tuple[str, str, s
             }
         )
     )
-    return active_id, recovery, run_git(root, "rev-parse", "HEAD").strip()
+    return active_id, recovery, git(root, "rev-parse", "HEAD").strip()
 
 
-def test_writes_go_on_after_the_earlier_hosts_clear(
-    memory_root: Path, run_git: Callable[..., str]
-) -> None:
-    _earlier_clear(memory_root, run_git)
+def test_writes_go_on_after_the_earlier_hosts_clear(memory_root: Path) -> None:
+    _earlier_clear(memory_root)
     assert ok("health")["activeRun"] is None
     assert ok("write", "handbook/other.md", "-", stdin=OTHER)["status"] == "applied"
 
 
-def test_recover_journals_the_earlier_hosts_clear_and_rollback_undoes_it(
-    memory_root: Path, run_git: Callable[..., str]
-) -> None:
-    active_id, recovery, clear_commit = _earlier_clear(memory_root, run_git)
+def test_recover_journals_the_earlier_hosts_clear_and_rollback_undoes_it(memory_root: Path) -> None:
+    active_id, recovery, clear_commit = _earlier_clear(memory_root)
     health = ok("health")
     assert health["headAheadOfJournal"] is True and health["activeRun"] is None
     (step,) = health["recoverySteps"]
@@ -335,14 +317,14 @@ def test_recover_journals_the_earlier_hosts_clear_and_rollback_undoes_it(
 
 
 def test_recover_journals_the_earlier_clis_apply_preview_so_health_and_rollback_work(
-    memory_root: Path, run_git: Callable[..., str]
+    memory_root: Path,
 ) -> None:
     # `dsh-memory-sync --apply-preview <id>`: apply commit named "preview", no journal.
     (memory_root / "handbook" / "pref.md").write_text(RECORD)
-    recovery = run_git(memory_root, "rev-parse", "HEAD").strip()
-    run_git(memory_root, "add", "handbook")
-    run_git(memory_root, "commit", "-q", "-m", "DPSK memory sync applied: preview")
-    applied = run_git(memory_root, "rev-parse", "HEAD").strip()
+    recovery = git(memory_root, "rev-parse", "HEAD").strip()
+    git(memory_root, "add", "handbook")
+    git(memory_root, "commit", "-q", "-m", "DPSK memory sync applied: preview")
+    applied = git(memory_root, "rev-parse", "HEAD").strip()
     health = ok("health")
     assert health["needsManualRecovery"] is True
     (step,) = health["recoverySteps"]
@@ -364,25 +346,24 @@ def test_recover_journals_the_earlier_clis_apply_preview_so_health_and_rollback_
 
 
 def test_recover_keeps_our_own_clear_killed_after_its_compare_and_swap(
-    memory_root: Path, run_git: Callable[..., str], cli_env: dict[str, str]
+    memory_root: Path, cli_env: dict[str, str]
 ) -> None:
     # The same class on our side: a landed clear was called "nothing-landed" (only a
     # "sync applied" subject counted) and its files were left as uncommitted changes.
     ok("write", "handbook/pref.md", "-", stdin=RECORD)
-    killed = subprocess.run(
-        ["dsh-memory", "clear", "--confirmation", "DELETE_MEMORY"],
-        env={**cli_env, "DSH_MEMORY_TEST_KILL_AT": "after-cas"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    killed = commands.run(
+        "dsh-memory",
+        "clear",
+        "--confirmation",
+        "DELETE_MEMORY",
+        env=commands.environ(DSH_MEMORY_TEST_KILL_AT="after-cas"),
     )
     assert killed.returncode == -9, killed.stderr
     recovered = ok("recover", "--confirmation", "RECOVER_MEMORY")
     assert recovered["case"] == "kept-commits"
     assert recovered["restoredPaths"] == ["handbook/pref.md"]
     assert not (memory_root / "handbook" / "pref.md").exists()
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert git(memory_root, "status", "--porcelain").strip() == ""
     (cleared,) = ok("runs", "--operation", "clear")["runs"]
     assert cleared["status"] == "applied"
     ok("rollback", "--run-id", cleared["run_id"], "--confirmation", "ROLLBACK_MEMORY")

@@ -12,6 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dsh_test_support import commands, in_process
+from dsh_test_support.gitcmd import git
+
 from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
 
@@ -51,9 +54,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-def test_init_passes_the_earlier_tools_completeness_check(
-    tmp_path: Path, run_git: Callable[..., str]
-) -> None:
+def test_init_passes_the_earlier_tools_completeness_check(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     initialize_repository(root)
     for name in EARLIER_REQUIRED_FILES:
@@ -62,9 +63,9 @@ def test_init_passes_the_earlier_tools_completeness_check(
         assert stat.S_ISDIR(os.lstat(root / name).st_mode), name
     assert os.access(root / "scripts" / "filter_session.py", os.X_OK)
     assert {name: _mode(root / name) for name in EARLIER_MODES} == EARLIER_MODES
-    committed = set(run_git(root, "ls-tree", "-r", "--name-only", "HEAD").split())
+    committed = set(git(root, "ls-tree", "-r", "--name-only", "HEAD").split())
     assert committed == EARLIER_FIRST_COMMIT
-    assert "100755" in run_git(root, "ls-tree", "HEAD", "scripts/filter_session.py")
+    assert "100755" in git(root, "ls-tree", "HEAD", "scripts/filter_session.py")
 
 
 def test_the_installed_init_leaves_git_private_like_the_earlier_tool(tmp_path: Path) -> None:
@@ -72,13 +73,7 @@ def test_the_installed_init_leaves_git_private_like_the_earlier_tool(tmp_path: P
     # the first run and on every rerun. `git init` makes it 0755.
     root = tmp_path / "mem"
     for _ in range(2):
-        done = subprocess.run(
-            ["dsh-memory", "init", "--root", str(root)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = commands.run("dsh-memory", "init", "--root", str(root))
         assert done.returncode == 0, done.stderr
         assert {name: _mode(root / name) for name in EARLIER_MODES} == EARLIER_MODES
         os.chmod(root / ".git", 0o755)  # noqa: S103 - what `git init` leaves
@@ -89,16 +84,13 @@ def test_the_installed_init_leaves_git_private_like_the_earlier_tool(tmp_path: P
 EARLIER_PROMPT_SECTION = "「提炼与整合」一节"
 
 
-def test_the_readme_init_writes_has_the_section_both_sync_agents_read(
-    tmp_path: Path, run_git: Callable[..., str]
-) -> None:
+def test_the_readme_init_writes_has_the_section_both_sync_agents_read(tmp_path: Path) -> None:
     from dsh_memory.agent import PROMPT
 
     root = tmp_path / "mem"
-    subprocess.run(
-        ["dsh-memory", "init", "--root", str(root)], capture_output=True, check=True, timeout=60
-    )
-    readme = run_git(root, "show", "HEAD:README.md")
+    done = in_process.run("dsh-memory", "init", "--root", str(root))
+    assert done.returncode == 0, done.stderr
+    readme = git(root, "show", "HEAD:README.md")
     title = EARLIER_PROMPT_SECTION.removeprefix("「").removesuffix("」一节")
     assert f"## {title}" in readme.splitlines()  # a heading of its own, found by its name
     section = readme.split(f"## {title}", 1)[1]
@@ -110,9 +102,7 @@ def test_the_readme_init_writes_has_the_section_both_sync_agents_read(
     assert title in PROMPT  # our own sync's agent is pointed at the same section
 
 
-def test_init_completes_an_older_repository_without_a_new_commit(
-    tmp_path: Path, run_git: Callable[..., str]
-) -> None:
+def test_init_completes_an_older_repository_without_a_new_commit(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     first = initialize_repository(root)
     (root / "scripts" / "filter_session.py").unlink()
@@ -170,7 +160,7 @@ def _dead_pid() -> int:
 
 
 def test_a_finished_runs_leftover_active_record_is_not_an_interruption(
-    memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
+    memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
     # What the earlier tool leaves after a finished migrate: an applied journal record and
     # the active-run record (and here its lock too), both naming the dead process.
@@ -184,8 +174,8 @@ def test_a_finished_runs_leftover_active_record_is_not_an_interruption(
     }
     record_path = memory_root / ".sync" / "runs" / f"{run_id}.json"
     write_file(memory_root, f".sync/runs/{run_id}.json", json.dumps(record, separators=(",", ":")))
-    run_git(memory_root, "add", ".sync")
-    run_git(memory_root, "commit", "-q", "-m", f"DPSK memory journal: {run_id}")
+    git(memory_root, "add", ".sync")
+    git(memory_root, "commit", "-q", "-m", f"DPSK memory journal: {run_id}")
     pid = _dead_pid()
     active = {
         "run_id": run_id,
@@ -208,8 +198,8 @@ def test_a_finished_runs_leftover_active_record_is_not_an_interruption(
     assert health["activeRun"] is None and health["interruptedRun"] is None
     assert health["needsManualRecovery"] is False
     write_file(memory_root, "handbook/old.md", "legacy note\n")
-    run_git(memory_root, "add", "-A")
-    run_git(memory_root, "commit", "-q", "-m", "legacy")
+    git(memory_root, "add", "-A")
+    git(memory_root, "commit", "-q", "-m", "legacy")
     migrated = MemoryService().migrate_legacy(False)
     assert migrated["ok"], (migrated, MemoryService().last_error_message)
     assert record_path.read_bytes() == before  # never overwritten
@@ -239,7 +229,7 @@ def test_a_finished_record_is_never_rewritten_as_interrupted(
     )
 
 
-def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
+def _earlier_init(root: Path) -> None:
     """A repository exactly as the earlier tool's dsh-memory-init makes one (plain git)."""
     for name in ("handbook", "rollouts", "archive", "scripts", ".sync"):
         (root / name).mkdir(parents=True, mode=0o700)
@@ -250,12 +240,12 @@ def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
     (root / "scripts" / "filter_session.py").write_text("#!/usr/bin/env python3\n")
     (root / "summary.md").write_text("")
     (root / ".last-sync").write_text("")
-    run_git(root, "init", "-q")
+    git(root, "init", "-q")
     for name, mode in EARLIER_MODES.items():
         os.chmod(root / name, mode)
-    run_git(root, "config", "user.name", "DPSK Memory")
-    run_git(root, "config", "user.email", "dpsk-memory@localhost")
-    run_git(
+    git(root, "config", "user.name", "DPSK Memory")
+    git(root, "config", "user.email", "dpsk-memory@localhost")
+    git(
         root,
         "add",
         "README.md",
@@ -264,21 +254,20 @@ def _earlier_init(root: Path, run_git: Callable[..., str]) -> None:
         ".sync/.gitignore",
         "scripts/filter_session.py",
     )
-    run_git(root, "commit", "-q", "-m", "Initialize DPSK memory repository")
+    git(root, "commit", "-q", "-m", "Initialize DPSK memory repository")
 
 
 def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
-    tmp_path: Path,
-    run_git: Callable[..., str],
+    dsh_home: Path,
     session_logs: object,
     agent_command: Callable[[str], str],
 ) -> None:
     from dsh_memory.sessions import SessionSources
     from dsh_memory.syncrun import SyncOptions, run_sync
 
-    root = tmp_path / "dsh" / "storages" / "memory"
-    _earlier_init(root, run_git)
-    head = run_git(root, "rev-parse", "HEAD").strip()
+    root = dsh_home / "storages" / "memory"
+    _earlier_init(root)
+    head = git(root, "rev-parse", "HEAD").strip()
     assert initialize_repository(root)["headCommit"] == head  # ours accepts it as complete
     old = time.time() - 3 * 3600
     os.utime(root / ".last-sync", (old, old))
@@ -295,7 +284,7 @@ def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
     )
     assert result["status"] == "applied"
     assert (root / "handbook" / "new-fact.md").is_file()
-    assert run_git(root, "status", "--porcelain").strip() == ""
+    assert git(root, "status", "--porcelain").strip() == ""
 
 
 def test_health_names_the_interrupted_active_run_before_any_writer_saw_it(

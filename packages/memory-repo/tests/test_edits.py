@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.service import MemoryService
 
@@ -18,16 +20,14 @@ def _last_run(root: Path) -> dict[str, object]:
     return json.loads((root / ".sync" / "last-run.json").read_text())
 
 
-def test_write_commits_one_record_as_an_edit_run_that_rolls_back(
-    memory_root: Path, run_git: Callable[..., str]
-) -> None:
+def test_write_commits_one_record_as_an_edit_run_that_rolls_back(memory_root: Path) -> None:
     result = MemoryService().write("handbook/editor.md", RECORD)
     assert result["ok"], result
     value = result["value"]
     assert value["changedPaths"] == ["handbook/editor.md"]
     assert (memory_root / "handbook" / "editor.md").read_text() == RECORD
     assert _last_run(memory_root)["operation"] == "edit"
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert git(memory_root, "status", "--porcelain").strip() == ""
     found = MemoryService().search("vim")["value"]["results"]
     assert [r["id"] for r in found] == ["user/editor"]
     assert MemoryService().rollback(value["runId"], "ROLLBACK_MEMORY")["ok"]
@@ -52,13 +52,13 @@ def test_write_commits_one_record_as_an_edit_run_that_rolls_back(
     ],
 )
 def test_write_refuses_what_a_sync_would_refuse(
-    memory_root: Path, run_git: Callable[..., str], path: str, content: object, code: str
+    memory_root: Path, path: str, content: object, code: str
 ) -> None:
-    head = run_git(memory_root, "rev-parse", "HEAD")
+    head = git(memory_root, "rev-parse", "HEAD")
     result = MemoryService().write(path, content)
     assert result == {"ok": False, "error": {"code": code}}
-    assert run_git(memory_root, "rev-parse", "HEAD") == head
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert git(memory_root, "rev-parse", "HEAD") == head
+    assert git(memory_root, "status", "--porcelain").strip() == ""
 
 
 def test_write_refuses_a_duplicate_id(memory_root: Path) -> None:
@@ -79,7 +79,7 @@ def test_remove_commits_a_deletion(memory_root: Path) -> None:
 
 
 def test_adopt_commits_hand_edits_and_clears_manual_recovery(
-    memory_root: Path, write_file: Callable[..., Path], run_git: Callable[..., str]
+    memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
     write_file(memory_root, "handbook/by-hand.md", RECORD)
     write_file(memory_root, "summary.md", "- editor: vim\n")
@@ -89,9 +89,9 @@ def test_adopt_commits_hand_edits_and_clears_manual_recovery(
     head_before = adopted["value"]["recoveryCommit"]
     assert adopted["value"]["changedPaths"] == ["handbook/by-hand.md", "summary.md"]
     assert MemoryService().health()["value"]["needsManualRecovery"] is False
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert git(memory_root, "status", "--porcelain").strip() == ""
     # The recovery point is the HEAD before the hand edits, so rollback removes them.
-    assert run_git(memory_root, "rev-parse", f"{adopted['value']['applyCommit']}^") == (
+    assert git(memory_root, "rev-parse", f"{adopted['value']['applyCommit']}^") == (
         head_before + "\n"
     )
     assert MemoryService().rollback(adopted["value"]["runId"], "ROLLBACK_MEMORY")["ok"]
@@ -126,14 +126,7 @@ def test_cli_write_from_stdin_and_file(
     memory_root: Path, cli_env: dict[str, str], tmp_path: Path
 ) -> None:
     def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["dsh-memory", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=cli_env,
-            check=False,
-        )
+        return in_process.run("dsh-memory", *args, input=stdin, env=cli_env)
 
     piped = cli("write", "handbook/editor.md", "-", stdin=RECORD)
     assert piped.returncode == 0, piped.stderr

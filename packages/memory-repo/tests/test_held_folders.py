@@ -1,8 +1,9 @@
-"""Clear holds its record folders open (issue 8 point 6, found again under load).
+"""Clear holds its record folders open, so a folder renamed away mid-clear is never a
+success.
 
-test_clear_race.py races a real renamer against a real clear; under load it caught clear
-reporting success when every path listing happened while ``handbook/`` was renamed away.
-These tests replay that interleaving step by step on the mechanism that closes it.
+test_clear_race.py races a real renamer against clear; under load a clear could report
+success when every path listing happened while ``handbook/`` was renamed away. These tests
+replay that interleaving step by step on the mechanism that closes it.
 """
 
 from __future__ import annotations

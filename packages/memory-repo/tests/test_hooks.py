@@ -6,23 +6,18 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from dsh_test_support import commands, in_process
 
 from dsh_memory.prompt import UNTRUSTED_MARKER
 
 
 def run_hook(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.launcher", "hook", "session-start", *args],
-        input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env if env is not None else dict(os.environ),
-        check=False,
-    )
+    """The installed ``dsh-memory hook session-start``, as the hosts' settings run it."""
+    payload = json.dumps({"hook_event_name": "SessionStart", "source": "startup"})
+    return commands.run("dsh-memory", "hook", "session-start", *args, input=payload, env=env)
 
 
 def context_of(result: subprocess.CompletedProcess[str]) -> str:
@@ -65,8 +60,8 @@ def test_without_a_wired_server_the_section_points_at_the_cli(memory_root: Path)
     assert "mcp__" not in text
 
 
-def test_disabled_memory_prints_nothing(memory_root: Path, tmp_path: Path) -> None:
-    settings = tmp_path / "dsh" / "settings.yaml"
+def test_disabled_memory_prints_nothing(memory_root: Path, dsh_home: Path) -> None:
+    settings = dsh_home / "settings.yaml"
     settings.write_text("memory:\n  enabled: false\n")
     result = run_hook("--mcp-server", "dsh-memory")
     assert (result.returncode, result.stdout) == (0, "")
@@ -94,11 +89,11 @@ def _wait_for(path: Path) -> bool:
 
 
 def test_a_stale_last_sync_starts_a_detached_sync_when_enabled(
-    memory_root: Path, tmp_path: Path
+    memory_root: Path, tmp_path: Path, dsh_home: Path
 ) -> None:
     marker = tmp_path / "sync-ran"
     _fake_sync(tmp_path / "bin", marker)
-    (tmp_path / "dsh" / "settings.yaml").write_text(
+    (dsh_home / "settings.yaml").write_text(
         "memory:\n  auto_sync_interval_minutes: 60\n  auto_sync_agent: claude\n"
     )
     _age(memory_root / ".last-sync", 2 * 3600)
@@ -115,13 +110,15 @@ def test_a_stale_last_sync_starts_a_detached_sync_when_enabled(
     assert not marker.exists()
 
 
-def test_no_sync_is_started_by_default_or_when_recent(memory_root: Path, tmp_path: Path) -> None:
+def test_no_sync_is_started_by_default_or_when_recent(
+    memory_root: Path, tmp_path: Path, dsh_home: Path
+) -> None:
     marker = tmp_path / "sync-ran"
     _fake_sync(tmp_path / "bin", marker)
     env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(tmp_path / "bin" / "dsh-memory-sync")}
     _age(memory_root / ".last-sync", 30 * 24 * 3600)
     run_hook(env=env)  # the setting is absent: off
-    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  auto_sync_interval_minutes: 60\n")
+    (dsh_home / "settings.yaml").write_text("memory:\n  auto_sync_interval_minutes: 60\n")
     os.utime(memory_root / ".last-sync")  # synced just now
     run_hook(env=env)
     time.sleep(0.5)
@@ -130,14 +127,7 @@ def test_no_sync_is_started_by_default_or_when_recent(memory_root: Path, tmp_pat
 
 def test_a_missing_or_unknown_event_is_the_memory_error_envelope() -> None:
     for args in ([], ["pre-tool-use"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "dsh_memory.launcher", "hook", *args],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = commands.run("dsh-memory", "hook", *args)
         assert done.returncode == 1 and done.stdout == ""
         document = json.loads(done.stderr)
         assert document["ok"] is False
@@ -145,16 +135,8 @@ def test_a_missing_or_unknown_event_is_the_memory_error_envelope() -> None:
 
 
 def installed_hook(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    """The installed ``dsh-memory hook session-start``, as the hosts' settings run it."""
-    return subprocess.run(
-        ["dsh-memory", "hook", "session-start", *args],
-        input=json.dumps({"hook_event_name": "SessionStart", "source": "startup"}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+    """:func:`run_hook` in the environment ``env``."""
+    return run_hook(*args, env=env)
 
 
 def _no_locale(**chosen: str) -> dict[str, str]:
@@ -162,12 +144,12 @@ def _no_locale(**chosen: str) -> dict[str, str]:
     return {**env, **chosen}
 
 
-def test_no_memory_repository_prints_nothing(tmp_path: Path) -> None:
+def test_no_memory_repository_prints_nothing(tmp_path: Path, dsh_home: Path) -> None:
     # Nothing at the default root, then a folder that is not a memory repository: as the
     # other hooks do when their store is missing, the agent's turn gets no section at all.
     for prepare in (
         lambda: None,
-        lambda: (tmp_path / "dsh" / "storages" / "memory").mkdir(parents=True),
+        lambda: (dsh_home / "storages" / "memory").mkdir(parents=True),
     ):
         prepare()
         done = installed_hook(_no_locale(LANG="zh_CN.UTF-8"), "--mcp-server", "dsh-memory")
@@ -200,12 +182,5 @@ def test_the_instructions_follow_the_users_locale(memory_root: Path) -> None:
     # The CLI hint goes after the English tool names too.
     assert "dsh-memory search --query" in context_of(installed_hook(cases["en"]))
     # prompt-section is DSH's: Chinese whatever the locale.
-    section = subprocess.run(
-        ["dsh-memory", "prompt-section"],
-        capture_output=True,
-        text=True,
-        env=cases["en"],
-        check=True,
-        timeout=60,
-    ).stdout
+    section = in_process.run("dsh-memory", "prompt-section", env=cases["en"]).stdout
     assert section.startswith("# 记忆 (Memory)")

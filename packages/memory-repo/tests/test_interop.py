@@ -6,24 +6,24 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from dsh_test_support.gitcmd import git
+
 from dsh_memory.service import MemoryService
 
 RUN_ID = "20260819T120000Z-a1b2c3d4"
 
 
-def _earlier_tool_sync_run(
-    root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
-) -> str:
+def _earlier_tool_sync_run(root: Path, write_file: Callable[..., Path]) -> str:
     """A sync run as the earlier tool journals it: apply commit, then a journal commit."""
     write_file(root, "scripts/filter_session.py", "#!/usr/bin/env python3\n")
-    run_git(root, "add", "-A")
-    run_git(root, "commit", "-q", "-m", "Refresh managed memory templates")
-    recovery = run_git(root, "rev-parse", "HEAD").strip()
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "Refresh managed memory templates")
+    recovery = git(root, "rev-parse", "HEAD").strip()
     record_text = "---\nschema_version: 1\nid: user/preferences\ntype: preference\n---\npnpm\n"
     write_file(root, "handbook/preferences.md", record_text)
-    run_git(root, "add", "handbook")
-    run_git(root, "commit", "-q", "-m", f"DPSK memory sync applied: {RUN_ID}")
-    apply = run_git(root, "rev-parse", "HEAD").strip()
+    git(root, "add", "handbook")
+    git(root, "commit", "-q", "-m", f"DPSK memory sync applied: {RUN_ID}")
+    apply = git(root, "rev-parse", "HEAD").strip()
     record = {
         "schema_version": 1,
         "run_id": RUN_ID,
@@ -46,15 +46,15 @@ def _earlier_tool_sync_run(
     }
     write_file(root, f".sync/runs/{RUN_ID}.json", json.dumps(record, separators=(",", ":")))
     write_file(root, ".sync/last-run.json", json.dumps(record, separators=(",", ":")))
-    run_git(root, "add", ".sync")
-    run_git(root, "commit", "-q", "-m", f"DPSK memory journal: {RUN_ID}")
+    git(root, "add", ".sync")
+    git(root, "commit", "-q", "-m", f"DPSK memory journal: {RUN_ID}")
     return apply
 
 
 def test_earlier_tools_run_is_listed_and_reported(
-    memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
+    memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
-    apply = _earlier_tool_sync_run(memory_root, run_git, write_file)
+    apply = _earlier_tool_sync_run(memory_root, write_file)
     runs = MemoryService().runs()["value"]["runs"]
     assert [r["run_id"] for r in runs] == [RUN_ID]
     assert MemoryService().status()["value"]["lastRun"] == {
@@ -66,9 +66,9 @@ def test_earlier_tools_run_is_listed_and_reported(
 
 
 def test_earlier_tools_sync_run_rolls_back(
-    memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
+    memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
-    _earlier_tool_sync_run(memory_root, run_git, write_file)
+    _earlier_tool_sync_run(memory_root, write_file)
     result = MemoryService().rollback(RUN_ID, "ROLLBACK_MEMORY")
     assert result["ok"] is True
     assert not (memory_root / "handbook" / "preferences.md").exists()
@@ -76,11 +76,11 @@ def test_earlier_tools_sync_run_rolls_back(
 
 
 def test_clear_keeps_earlier_tools_scripts(
-    memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
+    memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
-    _earlier_tool_sync_run(memory_root, run_git, write_file)
+    _earlier_tool_sync_run(memory_root, write_file)
     assert MemoryService().clear("DELETE_MEMORY")["value"]["clearedFileCount"] == 1
-    assert run_git(memory_root, "show", "HEAD:scripts/filter_session.py").startswith("#!")
+    assert git(memory_root, "show", "HEAD:scripts/filter_session.py").startswith("#!")
 
 
 def test_our_journal_is_what_the_earlier_tool_reads(memory_root: Path) -> None:

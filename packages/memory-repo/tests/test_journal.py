@@ -4,6 +4,8 @@ import json
 import stat
 from pathlib import Path
 
+from dsh_test_support.gitcmd import git
+
 from dsh_memory import journal
 from dsh_memory.service import MemoryService
 
@@ -57,16 +59,8 @@ def test_last_run_is_subset_of_newest_record(memory_root: Path) -> None:
 
 
 def test_journal_commit_touches_only_sync(memory_root: Path) -> None:
-    import subprocess
-
     MemoryService().migrate_legacy(False)
-    changed = subprocess.run(
-        ["git", "show", "--name-only", "--format=%s", "HEAD"],
-        cwd=memory_root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    changed = git(memory_root, "show", "--name-only", "--format=%s", "HEAD").split()
     assert changed[:3] == ["DPSK", "memory", "journal:"]
     assert all(p.startswith(".sync/") for p in changed[4:])
 

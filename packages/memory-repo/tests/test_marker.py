@@ -1,35 +1,25 @@
-"""Issue 8 point 7: writers refuse a Git repository that is not a memory repository."""
+"""Writers refuse a Git repository that is not a memory repository (a software project
+named as the memory's root); reads of one write nothing into it."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from dsh_test_support import commands, in_process
+from dsh_test_support.gitcmd import git
 
 EARLIER_GITIGNORE = (
     "operation.lock\nactive-run.json\npreviews/\nusage.json\nusage.lock/\n.usage.*.tmp\n"
 )
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def dsh_memory(cwd: Path, env_root: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSH_MEMORY_ROOT": env_root}
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """``dsh-memory ARGS`` in process, in ``cwd``, with ``DSH_MEMORY_ROOT=env_root``."""
+    env = commands.environ(DSH_MEMORY_ROOT=env_root)
+    return in_process.run("dsh-memory", *args, cwd=cwd, env=env)
 
 
 def error_code(result: subprocess.CompletedProcess[str]) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from dsh_test_support import commands
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
@@ -25,8 +25,8 @@ Session = Callable[[ClientSession], Awaitable[Any]]
 
 def run_session(body: Session, *args: str) -> Any:
     params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "dsh_memory.launcher", *args, "mcp"],
+        command=str(commands.program("dsh-memory")),
+        args=[*args, "mcp"],
         env=dict(os.environ),
     )
 

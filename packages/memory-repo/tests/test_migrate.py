@@ -8,6 +8,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
+
 from dsh_memory.service import MemoryService
 
 Write = Callable[..., Path]
@@ -44,11 +47,9 @@ def test_migrate_requires_boolean_dry_run(memory_root: Path) -> None:
         assert result == {"ok": False, "error": {"code": "migration-invalid-request"}}
 
 
-def test_migrate_dry_run_changes_nothing(
-    memory_root: Path, write_file: Write, run_git: Callable[..., str]
-) -> None:
+def test_migrate_dry_run_changes_nothing(memory_root: Path, write_file: Write) -> None:
     write_file(memory_root, "handbook/old.md", "body\n")
-    head = run_git(memory_root, "rev-parse", "HEAD")
+    head = git(memory_root, "rev-parse", "HEAD")
     value = MemoryService().migrate_legacy(True)["value"]
     assert value == {
         "dryRun": True,
@@ -60,12 +61,12 @@ def test_migrate_dry_run_changes_nothing(
         "applyCommit": None,
         "journalCommit": None,
     }
-    assert run_git(memory_root, "rev-parse", "HEAD") == head
+    assert git(memory_root, "rev-parse", "HEAD") == head
     assert (memory_root / "handbook/old.md").read_text() == "body\n"
 
 
 def test_migrate_apply_prepends_front_matter_and_keeps_body(
-    memory_root: Path, write_file: Write, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, write_file: Write, commit: Callable[..., str]
 ) -> None:
     write_file(memory_root, "handbook/old.md", "body\n")
     head = commit(memory_root)
@@ -75,8 +76,8 @@ def test_migrate_apply_prepends_front_matter_and_keeps_body(
     assert value["migratedCount"] == 1
     assert value["recoveryCommit"] == head
     assert (memory_root / "handbook/old.md").read_text() == expected
-    assert run_git(memory_root, "show", f"{value['applyCommit']}:handbook/old.md") == expected
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert git(memory_root, "show", f"{value['applyCommit']}:handbook/old.md") == expected
+    assert git(memory_root, "status", "--porcelain").strip() == ""
     assert MemoryService().status()["value"]["lastRun"] == {
         "runId": MemoryService().runs()["value"]["runs"][0]["run_id"],
         "status": "applied",
@@ -86,14 +87,14 @@ def test_migrate_apply_prepends_front_matter_and_keeps_body(
 
 
 def test_migrate_again_is_no_change_without_payload_commit(
-    memory_root: Path, write_file: Write, run_git: Callable[..., str]
+    memory_root: Path, write_file: Write
 ) -> None:
     write_file(memory_root, "handbook/old.md", "body\n")
     first = MemoryService().migrate_legacy(False)["value"]
     second = MemoryService().migrate_legacy(False)["value"]
     assert second["status"] == "no_change"
     assert second["applyCommit"] is None
-    changed = run_git(memory_root, "diff", "--name-only", first["applyCommit"], "HEAD").split()
+    changed = git(memory_root, "diff", "--name-only", first["applyCommit"], "HEAD").split()
     assert all(path.startswith(".sync/") for path in changed)
 
 
@@ -160,14 +161,12 @@ def test_interrupted_run_is_journaled_once(memory_root: Path, write_file: Write)
     assert MemoryService().health()["value"]["interruptedRun"]["status"] == "interrupted"
 
 
-def test_migrate_with_index_lock_is_commit_failed(
-    memory_root: Path, write_file: Write, run_git: Callable[..., str]
-) -> None:
+def test_migrate_with_index_lock_is_commit_failed(memory_root: Path, write_file: Write) -> None:
     write_file(memory_root, "handbook/old.md", "body\n")
-    head = run_git(memory_root, "rev-parse", "HEAD")
+    head = git(memory_root, "rev-parse", "HEAD")
     (memory_root / ".git" / "index.lock").write_text("")
     assert MemoryService().migrate_legacy(False)["error"] == {"code": "commit-failed"}
-    assert run_git(memory_root, "rev-parse", "HEAD") == head
+    assert git(memory_root, "rev-parse", "HEAD") == head
     assert (memory_root / "handbook/old.md").read_text() == "body\n"
 
 
@@ -213,7 +212,7 @@ EARLIER_MIGRATED_BLOBS = {
 
 
 def test_migration_writes_the_earlier_tools_blobs(
-    memory_root: Path, commit: Callable[..., str], run_git: Callable[..., str]
+    memory_root: Path, commit: Callable[..., str]
 ) -> None:
     for path, (body, _) in EARLIER_MIGRATED_BLOBS.items():
         (memory_root / path).parent.mkdir(parents=True, exist_ok=True)
@@ -221,16 +220,12 @@ def test_migration_writes_the_earlier_tools_blobs(
     commit(memory_root)
     for path in EARLIER_MIGRATED_BLOBS:
         os.utime(memory_root / path, (1755691200, 1755691200))  # 2025-08-20T12:00:00Z
-    listed = subprocess.run(
-        ["dsh-memory", "legacy-records"], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+    listed = in_process.run("dsh-memory", "legacy-records").stdout
     for record in json.loads(listed)["value"]["records"]:
         assert record["frontMatter"] == (
             f"---\nschema_version: 1\nid: {record['id']}\n"
             "created_at: 2025-08-20\nupdated_at: 2025-08-20\n---\n"
         )
-    subprocess.run(
-        ["dsh-memory", "migrate-legacy", "--apply"], capture_output=True, check=True, timeout=60
-    )
+    assert in_process.run("dsh-memory", "migrate-legacy", "--apply").returncode == 0
     for path, (_, blob) in EARLIER_MIGRATED_BLOBS.items():
-        assert run_git(memory_root, "rev-parse", f"HEAD:{path}").strip() == blob, path
+        assert git(memory_root, "rev-parse", f"HEAD:{path}").strip() == blob, path

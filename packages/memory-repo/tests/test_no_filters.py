@@ -1,39 +1,29 @@
-"""Issue 8 point 2: no dsh-memory command ever runs a clean or process filter.
+"""No dsh-memory command ever runs a clean or process filter a repository configures.
 
-The attack: the memory repository's config names a filter program and a ``.gitattributes``
-in the payload selects it; every payload file is then made stat-dirty, which is exactly
-when ``git status`` would re-hash it *through the filter*. Each command runs as a real
-``dsh-memory`` process and the filter's marker file must never appear.
+The memory repository's config names a filter program and a ``.gitattributes`` in the
+payload selects it; every payload file is then made stat-dirty, which is exactly when ``git
+status`` would re-hash it *through the filter*. Each command runs (in process: the filters
+would be git's children either way) and the filter's marker file must never appear.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
 
 LEGACY = "a note without front matter\n"
 
 
 def cli(root: Path, *args: str) -> Any:
-    result = subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = in_process.run("dsh-memory", "--root", str(root), *args)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["value"]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def plant_filters(root: Path, marker: Path) -> None:

@@ -6,6 +6,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.errors import OperationInProgressError
 from dsh_memory.oplock import operation_lock, read_operation_lock
@@ -47,16 +48,8 @@ def test_second_writer_is_refused(memory_root: Path) -> None:
 
 
 def test_lock_and_active_run_are_git_ignored(memory_root: Path) -> None:
-    import subprocess
-
     with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
-        status = subprocess.run(
-            ["git", "status", "--porcelain"],
-            cwd=memory_root,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
+        status = git(memory_root, "status", "--porcelain")
     assert status == ""
 
 

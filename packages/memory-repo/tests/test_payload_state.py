@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from dsh_test_support import gitcmd
+from dsh_test_support.gitcmd import git
 
 from dsh_memory import payload_state, search_index
 from dsh_memory.search import search
-
-IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", *IDENTITY, *args], cwd=root, check=True, capture_output=True)
 
 
 def note(record_id: str, body: str) -> str:
@@ -28,9 +23,8 @@ def repo(tmp_path: Path) -> Path:
     (root / "rollouts").mkdir()
     (root / ".sync").mkdir()
     (root / "handbook/deep/tracked.md").write_text(note("tracked", "alpha\n"))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
+    gitcmd.init(root)
+    gitcmd.commit_all(root, "init")
     (root / "rollouts/loose.md").write_text(note("loose", "beta\n"))
     return root
 

@@ -9,10 +9,10 @@ the trees, and journals the run like any other.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from dsh_test_support.gitcmd import git
 
 from dsh_memory import journal
 from dsh_memory.errors import CommitFailedError
@@ -22,12 +22,6 @@ from dsh_memory.service import MemoryService
 from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
 
 RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
-
-
-def git(root: Path, *args: str, text: str | None = None) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, input=text, capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def _commit_with(tx: GitTransactions, base: str, files: dict[str, str], message: str) -> str:
@@ -69,7 +63,7 @@ def test_a_writer_brings_its_own_merge_commit(memory_root: Path) -> None:
         outcome.recovery_commit,
         remote,
     ]
-    assert git(root, "rev-list", "-1", "HEAD", "--", "handbook") == outcome.apply_commit
+    assert git(root, "rev-list", "-1", "HEAD", "--", "handbook").strip() == outcome.apply_commit
     assert (root / "handbook" / "remote.md").read_text() == RECORD.format(id="r/x", body="R")
     assert (root / "handbook" / "local.md").is_file()
     assert (root / "summary.md").read_text() == "- an uncommitted note\n"

@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.crashpoints import AFTER_CAS, AFTER_JOURNAL, BEFORE_JOURNAL, PIPELINE_POINTS
 from dsh_memory.service import MemoryService
@@ -54,11 +56,6 @@ PREVIEW_ID = "20261201T120000Z-0a1b2c3d"
 #: The points after which HEAD holds the run's commit.
 MOVED = frozenset(PIPELINE_POINTS[PIPELINE_POINTS.index(AFTER_CAS) :])
 Payload = dict[str, str]
-
-
-def git(root: Path, *args: str, check: bool = True) -> str:
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=check)
-    return result.stdout
 
 
 def worktree_payload(root: Path) -> Payload:
@@ -111,12 +108,13 @@ def _equals(expected: Payload) -> Callable[[Payload], bool]:
 
 
 def _memory(root: Path, *args: str) -> list[str]:
-    return ["dsh-memory", "--root", str(root), *args]
+    """The installed ``dsh-memory`` console script's argv (run as is, or under unshare)."""
+    return [str(commands.program("dsh-memory")), "--root", str(root), *args]
 
 
 def _sync_command(root: Path, agent: str, *args: str) -> list[str]:
     return [
-        "dsh-memory-sync",
+        str(commands.program("dsh-memory-sync")),
         "--root",
         str(root),
         "--json",
@@ -379,7 +377,7 @@ def refuses_every_writer(root: Path) -> None:
 def check_finished_by_recover(root: Path, scenario: Scenario, run_id: str, writer: str) -> None:
     """``recover``, then: consistent, journaled, healthy. (In process: the installed
     ``dsh-memory recover`` is the same method behind its argument parser, replayed through
-    the command in test_crash_recover.py; the writers here all run as commands.)"""
+    the command in test_sync_killed_then_recovered.py; the writers here all run as commands.)"""
     recovered = MemoryService().recover("RECOVER_MEMORY")
     assert recovered["ok"], (recovered, MemoryService().last_error_message)
     git(root, "fsck", "--strict")

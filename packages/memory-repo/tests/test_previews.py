@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.errors import MemoryRepoError
 from dsh_memory.service import MemoryService
@@ -38,14 +40,13 @@ def test_a_preview_is_stored_without_touching_live_memory(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
 ) -> None:
     session_logs.dsh("d1", "hello")
-    head = run_git(sync_root, "rev-parse", "HEAD").strip()
+    head = git(sync_root, "rev-parse", "HEAD").strip()
     mark = (sync_root / ".last-sync").stat().st_mtime_ns
     result = _preview(sync_root, session_logs, agent_command("add"))
     assert result["status"] == "pending"
-    assert run_git(sync_root, "rev-parse", "HEAD").strip() == head
+    assert git(sync_root, "rev-parse", "HEAD").strip() == head
     assert not (sync_root / "handbook" / "new-fact.md").exists()
     assert (sync_root / ".last-sync").stat().st_mtime_ns == mark
     directory = sync_root / ".sync" / "previews" / PREVIEW_ID
@@ -63,7 +64,7 @@ def test_a_preview_is_stored_without_touching_live_memory(
     assert manifest["head_sha"] == head and manifest["schema_version"] == 1
     assert (directory / "staging" / "handbook" / "new-fact.md").is_file()
     assert (directory.stat().st_mode & 0o777) == 0o700
-    assert run_git(sync_root, "status", "--porcelain").strip() == ""  # Git-ignored
+    assert git(sync_root, "status", "--porcelain").strip() == ""  # Git-ignored
     listed = MemoryService().previews()["value"]["previews"]
     assert [p["preview_id"] for p in listed] == [PREVIEW_ID]
     assert MemoryService().status()["value"]["pendingPreview"]["preview_id"] == PREVIEW_ID
@@ -73,7 +74,6 @@ def test_apply_preview_is_one_journaled_preview_transaction(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
 ) -> None:
     session_logs.dsh("d1", "hello")
     _preview(sync_root, session_logs, agent_command("add"))
@@ -88,7 +88,7 @@ def test_apply_preview_is_one_journaled_preview_transaction(
     assert not (sync_root / ".sync" / "previews" / PREVIEW_ID).exists()  # consumed
     assert MemoryService().rollback(PREVIEW_ID, "ROLLBACK_MEMORY")["ok"]
     assert not (sync_root / "handbook" / "new-fact.md").exists()
-    run_git(sync_root, "fsck", "--strict")
+    git(sync_root, "fsck", "--strict")
 
 
 def test_apply_preview_refuses_when_live_memory_moved(
@@ -153,13 +153,13 @@ def test_a_second_preview_with_the_same_id_is_refused(
 
 
 def test_an_earlier_tool_preview_applies(
-    memory_root: Path, run_git: Callable[..., str], write_file: Callable[..., Path]
+    memory_root: Path, write_file: Callable[..., Path]
 ) -> None:
     """A preview exactly as the earlier tool's sync-apply.py writes one
     (docs/compatibility/memory.md, Previews)."""
     import hashlib
 
-    head = run_git(memory_root, "rev-parse", "HEAD").strip()
+    head = git(memory_root, "rev-parse", "HEAD").strip()
     directory = memory_root / ".sync" / "previews" / PREVIEW_ID
     staging = directory / "staging"
     readme = (memory_root / "README.md").read_bytes()
@@ -217,9 +217,7 @@ def test_cli_previews_commands(
     _preview(sync_root, session_logs, agent_command("add"))
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["dsh-memory", *args], capture_output=True, text=True, env=cli_env, check=False
-        )
+        return in_process.run("dsh-memory", *args, env=cli_env)
 
     listed = cli("previews")
     assert listed.returncode == 0

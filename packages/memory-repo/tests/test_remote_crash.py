@@ -11,7 +11,6 @@ health clean; the next pull then finishes the exchange.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from collections.abc import Callable
@@ -19,25 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.crashpoints import AFTER_CAS, AFTER_FETCH, AFTER_JOURNAL, PIPELINE_POINTS
 
-from .conftest import Machine, git
+from .conftest import Machine
 
 POINTS = (AFTER_FETCH, *PIPELINE_POINTS)
 MOVED = frozenset(PIPELINE_POINTS[PIPELINE_POINTS.index(AFTER_CAS) :])
 
 
 def killed_pull(machine: Machine, point: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "DSH_MEMORY_TEST_KILL_AT": point}
-    return subprocess.run(
-        ["dsh-memory", "--root", str(machine.root), "pull"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    env = commands.environ(DSH_MEMORY_TEST_KILL_AT=point)
+    return commands.run("dsh-memory", "--root", str(machine.root), "pull", env=env)
 
 
 def active_run(root: Path) -> dict[str, Any] | None:

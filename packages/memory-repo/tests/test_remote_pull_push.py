@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
 from dsh_test_support.git_http import git_http_server
+from dsh_test_support.gitcmd import git
 
-from .conftest import Machine, git
+from .conftest import Machine
 
 
 def cli(*args: str, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
     """The installed ``dsh-memory``: (exit code, the JSON it printed on stdout or stderr)."""
-    done = subprocess.run(
-        ["dsh-memory", *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd
-    )
+    done = commands.run("dsh-memory", *args, cwd=cwd)
     text = done.stdout if done.returncode == 0 else done.stderr
     return done.returncode, json.loads(text)
 

@@ -6,27 +6,30 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .conftest import Machine, SessionLogs, age_watermark, git
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
+
+from .conftest import Machine, SessionLogs, age_watermark
 
 
 def sync(machine: Machine, agent: str, *args: str) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        ["dsh-memory-sync", "--root", str(machine.root), "--agent-command", agent, *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+    done = commands.run(
+        "dsh-memory-sync", "--root", str(machine.root), "--agent-command", agent, *args, timeout=180
     )
     document = json.loads(done.stdout if done.returncode == 0 else done.stderr)
     return done.returncode, document, done.stderr
+
+
+def session_start(env: dict[str, str]) -> None:
+    """The installed ``dsh-memory hook session-start`` (the agents' hook), as a process."""
+    done = commands.run("dsh-memory", "hook", "session-start", input="{}", env=env)
+    assert done.returncode == 0, done.stderr
 
 
 def test_a_sync_pulls_before_and_pushes_after(
@@ -150,7 +153,7 @@ def test_a_push_lost_to_another_machine_is_retried_after_one_more_pull(
 
 
 def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
-    machines: Callable[..., Machine], tmp_path: Path
+    machines: Callable[..., Machine], tmp_path: Path, dsh_home: Path
 ) -> None:
     memory = machines("auto")
     marker = tmp_path / "sync-ran"
@@ -158,21 +161,13 @@ def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
     fake.parent.mkdir()
     fake.write_text(f"#!/bin/sh\necho \"$@\" > '{marker}'\n")
     fake.chmod(0o755)
-    (tmp_path / "dsh").mkdir(exist_ok=True)
-    (tmp_path / "dsh" / "settings.yaml").write_text(
+    dsh_home.mkdir(exist_ok=True)
+    (dsh_home / "settings.yaml").write_text(
         "memory:\n  auto_sync_interval_minutes: 60\n  auto_sync_remote: true\n"
     )
     age_watermark(memory.root, 2 * 3600)
     env = {**os.environ, "DSH_MEMORY_SYNC_COMMAND": str(fake), "DSH_MEMORY_ROOT": str(memory.root)}
-    subprocess.run(
-        ["dsh-memory", "hook", "session-start"],
-        input="{}",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    session_start(env)
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -181,16 +176,8 @@ def test_the_auto_sync_adds_remote_when_asked_and_a_remote_is_set(
     # Without a remote the same setting syncs locally (a sync with --remote would refuse).
     memory.ok(memory.service.remove_remote())
     marker.unlink()
-    (tmp_path / "dsh" / "state" / "memory-auto-sync.stamp").unlink()
-    subprocess.run(
-        ["dsh-memory", "hook", "session-start"],
-        input="{}",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    (dsh_home / "state" / "memory-auto-sync.stamp").unlink()
+    session_start(env)
     deadline = time.monotonic() + 10
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -232,6 +219,7 @@ def test_the_auto_sync_with_a_refused_url_still_syncs_locally(
     session_logs: SessionLogs,
     agent_command: Callable[[str], str],
     tmp_path: Path,
+    dsh_home: Path,
 ) -> None:
     """The session hook starts the real ``dsh-memory-sync --json --remote`` (the remote is
     set, if refused); the background run succeeds locally instead of failing every time."""
@@ -240,16 +228,15 @@ def test_the_auto_sync_with_a_refused_url_still_syncs_locally(
     done, out = tmp_path / "sync-exit", tmp_path / "sync-out"
     wrapper = tmp_path / "bin" / "dsh-memory-sync"
     wrapper.parent.mkdir()
-    installed = shutil.which("dsh-memory-sync")
-    assert installed is not None
+    installed = str(commands.program("dsh-memory-sync"))
     wrapper.write_text(
         f"#!/bin/sh\n{shlex.quote(installed)} --agent-command"
         f" {shlex.quote(agent_command('add'))} \"$@\" > '{out}'\necho $? > '{done}.tmp'\n"
         f"mv '{done}.tmp' '{done}'\n"
     )
     wrapper.chmod(0o755)
-    (tmp_path / "dsh").mkdir(exist_ok=True)
-    (tmp_path / "dsh" / "settings.yaml").write_text(
+    dsh_home.mkdir(exist_ok=True)
+    (dsh_home / "settings.yaml").write_text(
         "memory:\n  auto_sync_interval_minutes: 60\n  auto_sync_remote: true\n"
     )
     age_watermark(memory.root, 2 * 3600)
@@ -259,15 +246,7 @@ def test_the_auto_sync_with_a_refused_url_still_syncs_locally(
         "DSH_MEMORY_SYNC_COMMAND": str(wrapper),
         "DSH_MEMORY_ROOT": str(memory.root),
     }
-    subprocess.run(
-        ["dsh-memory", "hook", "session-start"],
-        input="{}",
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    session_start(env)
     deadline = time.monotonic() + 120
     while not done.exists() and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from dsh_test_support.gitcmd import git
+
 from dsh_memory.service import MemoryService
 
 Write = Callable[..., Path]
@@ -37,19 +39,19 @@ def test_rollback_malformed_run_id_is_not_found(memory_root: Path) -> None:
 
 
 def test_rollback_restores_recovery_tree_with_new_commit(
-    memory_root: Path, write_file: Write, run_git: Callable[..., str]
+    memory_root: Path, write_file: Write
 ) -> None:
     applied = _migrated(memory_root, write_file)
-    head_before = run_git(memory_root, "rev-parse", "HEAD").strip()
+    head_before = git(memory_root, "rev-parse", "HEAD").strip()
     value = MemoryService().rollback(_run_id("migrate"), "ROLLBACK_MEMORY")["value"]
     assert value["status"] == "rolled_back"
     assert value["recoveryCommit"] == head_before
     assert (memory_root / "handbook/old.md").read_text() == "body\n"
-    log = run_git(memory_root, "log", "--format=%s", "-2").splitlines()
+    log = git(memory_root, "log", "--format=%s", "-2").splitlines()
     assert log[1] == f"DPSK memory rollback: {_run_id('migrate')}"
     # history is only appended to
-    assert str(applied["applyCommit"]) in run_git(memory_root, "rev-list", "HEAD").split()
-    assert run_git(memory_root, "status", "--porcelain").strip() == ""
+    assert str(applied["applyCommit"]) in git(memory_root, "rev-list", "HEAD").split()
+    assert git(memory_root, "status", "--porcelain").strip() == ""
 
 
 def test_rollback_is_journaled(memory_root: Path, write_file: Write) -> None:
@@ -119,15 +121,13 @@ def test_second_rollback_of_same_run_conflicts(memory_root: Path, write_file: Wr
     }
 
 
-def test_rollback_with_index_lock_is_rollback_failed(
-    memory_root: Path, write_file: Write, run_git: Callable[..., str]
-) -> None:
+def test_rollback_with_index_lock_is_rollback_failed(memory_root: Path, write_file: Write) -> None:
     _migrated(memory_root, write_file)
-    head = run_git(memory_root, "rev-parse", "HEAD")
+    head = git(memory_root, "rev-parse", "HEAD")
     (memory_root / ".git" / "index.lock").write_text("")
     result = MemoryService().rollback(_run_id("migrate"), "ROLLBACK_MEMORY")
     assert result["error"] == {"code": "rollback-failed"}
-    assert run_git(memory_root, "rev-parse", "HEAD") == head
+    assert git(memory_root, "rev-parse", "HEAD") == head
 
 
 def test_runs_lists_newest_first_with_filters(memory_root: Path, write_file: Write) -> None:

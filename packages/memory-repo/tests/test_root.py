@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from dsh_test_support import gitcmd
 
 from dsh_memory.errors import RepoUnavailableError, UnsafeLayoutError
 from dsh_memory.root import inspect_layout, live_payload_files, resolve_memory_root
@@ -48,7 +48,7 @@ def test_symlinked_root_is_unsafe(memory_root: Path, tmp_path: Path) -> None:
 def test_root_nested_in_another_repository_is_unsafe(tmp_path: Path) -> None:
     outer = tmp_path / "project"
     (outer / "memory").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", "-b", "main", str(outer)], check=True)
+    gitcmd.init(outer)
     with pytest.raises(UnsafeLayoutError):
         inspect_layout(outer / "memory")
 

@@ -1,4 +1,4 @@
-"""Issue 8 points 3 and 20: writers scale to 100,000 records and to more than 32 MiB.
+"""Writers scale to 100,000 records and to more than 32 MiB.
 
 Paths travel to git on stdin, never on one argv (100,000 paths cannot even start a
 process), and a rollback streams its blobs in bounded chunks (one ``cat-file --batch`` for
@@ -8,45 +8,37 @@ everything hit the runner's 32 MiB output cap, so a large clear could never be u
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
 
 RECORDS = 100_000
 
 
 def cli(root: Path, *args: str) -> Any:
-    result = subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``dsh-memory --root ROOT ARGS`` in process; its value."""
+    result = in_process.run("dsh-memory", "--root", str(root), *args)
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)["value"]
 
 
-def git(root: Path, *args: str, data: bytes | None = None) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, input=data, capture_output=True, check=True
-    ).stdout.decode()
-
-
 def commit_files(root: Path, files: dict[str, bytes]) -> None:
-    """Write ``files`` and commit them with plumbing (fast, one process per step)."""
+    """Write ``files`` (ASCII) and commit them with plumbing (fast, one process per step)."""
     oids: dict[bytes, str] = {}
-    lines: list[bytes] = []
+    lines: list[str] = []
     for relative, data in files.items():
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         if data not in oids:
-            oids[data] = git(root, "hash-object", "-w", "--stdin", data=data).strip()
-        lines.append(f"100644 {oids[data]}\t{relative}".encode() + b"\0")
-    git(root, "update-index", "-z", "--index-info", data=b"".join(lines))
+            oids[data] = git(
+                root, "hash-object", "-w", "--stdin", input=data.decode("ascii")
+            ).strip()
+        lines.append(f"100644 {oids[data]}\t{relative}\0")
+    git(root, "update-index", "-z", "--index-info", input="".join(lines))
     tree = git(root, "write-tree").strip()
     head = git(root, "rev-parse", "HEAD").strip()
     new = git(root, "commit-tree", tree, "-p", head, "-m", "records").strip()

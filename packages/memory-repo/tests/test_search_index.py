@@ -6,11 +6,11 @@ import importlib.util
 import os
 import random
 import stat
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support.gitcmd import commit_all, git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,16 +121,9 @@ def test_index_write_leaves_no_temporary_files(root: Path) -> None:
 
 def test_index_is_ignored_by_git_in_an_initialised_repository(memory_root: Path) -> None:
     write(memory_root, "handbook/a.md", note("a", "alpha\n"))
-    subprocess.run(["git", "add", "-A"], cwd=memory_root, check=True)
-    subprocess.run(["git", "commit", "-qm", "a"], cwd=memory_root, check=True)
+    commit_all(memory_root, "a")
     assert search(memory_root, "alpha")["retrieval"]["mode"] == "index"
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--ignored=no"],
-        cwd=memory_root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    status = git(memory_root, "status", "--porcelain", "--ignored=no")
     assert status == ""
     exclude = (memory_root / ".git/info/exclude").read_text()
     assert ".sync/search-index.sqlite" in exclude.splitlines()

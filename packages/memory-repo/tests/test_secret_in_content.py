@@ -15,6 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dsh_test_support import commands, in_process
+from dsh_test_support.gitcmd import git
+
 from dsh_memory.service import MemoryService
 
 RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
@@ -23,23 +26,13 @@ GITHUB = "gh" + "p_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
 def memory(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["dsh-memory", "--root", str(root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
-    return done.stdout
+    """``dsh-memory --root ROOT ARGS`` in process (the tests read its output and history)."""
+    return in_process.run("dsh-memory", "--root", str(root), *args, input=stdin)
 
 
 def everything_git_holds(root: Path) -> str:
-    """Every object's content, reachable or not (a refused change must leave no blob)."""
+    """Every object's content, reachable or not (a refused change must leave no blob); as
+    bytes, since trees hold binary object ids."""
     listed = git(root, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
     done = subprocess.run(
         ["git", "cat-file", "--batch"],
@@ -57,19 +50,8 @@ def test_a_sync_agent_writing_a_secret_is_refused_and_journaled(
     root = sync_root
     session_logs.dsh("d1", "hello")
     watermark = (root / ".last-sync").stat().st_mtime_ns
-    done = subprocess.run(
-        [
-            "dsh-memory-sync",
-            "--root",
-            str(root),
-            "--json",
-            "--agent-command",
-            agent_command("secret"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    done = commands.run(
+        "dsh-memory-sync", "--root", str(root), "--json", "--agent-command", agent_command("secret")
     )
     assert done.returncode == 1
     failure = json.loads(done.stderr)["error"]

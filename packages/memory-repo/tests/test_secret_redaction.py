@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 import zstandard
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 from packages.common.tests.secret_shapes import GLUED, PROSE, SHAPES, cases
 
 from dsh_memory.initialize import filter_script_source, initialize_repository
@@ -175,31 +177,25 @@ def test_a_sync_replaying_every_shape_glued_to_chinese_keeps_them_out_of_history
     session_logs: Any,
     agent_command: Callable[[str], str],
     cli_env: dict[str, str],
-    run_git: Callable[..., str],
 ) -> None:
     _write_logs(session_logs)
-    done = subprocess.run(
-        [
-            "dsh-memory-sync",
-            "--json",
-            "--agent",
-            "command",
-            "--agent-command",
-            agent_command("received"),
-            "--codex-sessions",
-            str(session_logs.codex_sessions),
-        ],
-        capture_output=True,
-        text=True,
+    done = commands.run(
+        "dsh-memory-sync",
+        "--json",
+        "--agent",
+        "command",
+        "--agent-command",
+        agent_command("received"),
+        "--codex-sessions",
+        str(session_logs.codex_sessions),
         env=cli_env,
-        check=False,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["status"] == "applied" and result["candidateSessions"] == 3
     received = (sync_root / "rollouts" / "received.md").read_text(encoding="utf-8")
-    history = run_git(sync_root, "log", "-p", "--all", "--format=%H %s%n%b")
+    history = git(sync_root, "log", "-p", "--all", "--format=%H %s%n%b")
     assert "rollouts/received.md" in history
     for hidden in HIDDEN:
         assert hidden not in received, hidden

@@ -1,4 +1,4 @@
-"""Issue 12, start-up: the cheaper status/context paths give the answers of the general ones.
+"""Start-up: the cheaper status/context paths give the answers of the general ones.
 
 status spends two git processes on the payload's dirtiness (one ``ls-files`` for the index
 and the untracked files, contents hashed in Python); context checks the layout and the
@@ -15,20 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from dsh_test_support import commands, gitcmd
+from dsh_test_support.gitcmd import git
 
 from dsh_common.git import GitRunner
 from dsh_memory import payload_state, usage
 from dsh_memory.errors import RepoUnavailableError, UnsafeLayoutError, UsageBusyError
 from dsh_memory.root import MARKER_FILE, PAYLOAD_PATHS, inspect_memory_layout
 from dsh_memory.transactions import GitTransactions
-
-IDENTITY = ["-c", "user.name=Test", "-c", "user.email=test@example.com"]
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *IDENTITY, *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def porcelain_paths(root: Path) -> list[str]:
@@ -58,9 +52,8 @@ def repo(tmp_path: Path) -> Path:
     for name in ("a.md", "b.md", "c.md", "deep/d.md"):
         (root / "handbook" / name).write_text(f"{name}\n")
     (root / "summary.md").write_text("summary\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "init")
+    gitcmd.init(root)
+    gitcmd.commit_all(root, "init")
     return root
 
 
@@ -262,15 +255,12 @@ WRITER_ONLY = {"secrets", "shutil", "socket", "calendar", "typer", "dsh_memory.o
 def test_frequent_commands_leave_writer_modules_unimported(
     memory_root: Path, argv: list[str]
 ) -> None:
-    # -X importtime names every module the real process imports (the launcher ends the
-    # process with os._exit, so nothing can be asked of it afterwards).
-    done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "dsh_memory.launcher", *argv],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "DSH_MEMORY_ROOT": str(memory_root)},
-    )
+    # PYTHONPROFILEIMPORTTIME (-X importtime) names every module the console script's
+    # process imports (the launcher ends the process with os._exit, so nothing can be asked
+    # of it afterwards).
+    env = commands.environ(PYTHONPROFILEIMPORTTIME="1", DSH_MEMORY_ROOT=str(memory_root))
+    done = commands.run("dsh-memory", *argv, env=env)
+    assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ok"] is True
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
     assert "dsh_memory.service" in imported  # the probe sees the command's own imports
@@ -279,18 +269,10 @@ def test_frequent_commands_leave_writer_modules_unimported(
 
 def test_the_fast_path_flushes_its_answer_before_it_exits(memory_root: Path) -> None:
     # Through a pipe stdout is block-buffered: os._exit without the flush would lose it.
-    done = subprocess.run(
-        [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root), "status"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    done = commands.run("dsh-memory", "--root", str(memory_root), "status")
+    assert done.returncode == 0, done.stderr
     assert done.stdout.endswith("}\n")
     assert json.loads(done.stdout)["value"]["empty"] is True
-    failed = subprocess.run(
-        [sys.executable, "-m", "dsh_memory.launcher", "--root", str(memory_root / "no"), "status"],
-        capture_output=True,
-        text=True,
-    )
+    failed = commands.run("dsh-memory", "--root", str(memory_root / "no"), "status")
     assert failed.returncode == 1
     assert json.loads(failed.stderr)["error"]["code"] == "repo-unavailable"

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.errors import MemoryRepoError
 from dsh_memory.service import MemoryService
@@ -37,8 +39,8 @@ def _options(root: Path, logs: Any, command: str, **kwargs: Any) -> SyncOptions:
     )
 
 
-def _head(root: Path, run_git: Callable[..., str]) -> str:
-    return run_git(root, "rev-parse", "HEAD").strip()
+def _head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
 
 
 def _last_run(root: Path) -> dict[str, Any]:
@@ -55,18 +57,17 @@ def test_sync_applies_an_added_record_from_three_kinds_of_session(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
 ) -> None:
     session_logs.dsh("d1", "use uv", zstd=True)
     session_logs.claude("c1", "prefer pnpm")
     session_logs.codex("x1", "tests need -n 0")
-    before = _head(sync_root, run_git)
+    before = _head(sync_root)
     result = run_sync(_options(sync_root, session_logs, agent_command("add")))
     assert result["status"] == "applied"
     assert result["candidateSessions"] == 3
     assert result["changedPaths"] == ["handbook/new-fact.md"]
     assert result["recoveryCommit"] == before  # clean payload: HEAD is the recovery point
-    subjects = run_git(sync_root, "log", "--format=%s", f"{before}..HEAD").splitlines()
+    subjects = git(sync_root, "log", "--format=%s", f"{before}..HEAD").splitlines()
     run_id = result["runId"]
     assert subjects == [f"DPSK memory journal: {run_id}", f"DPSK memory sync applied: {run_id}"]
     record = _last_run(sync_root)
@@ -76,10 +77,10 @@ def test_sync_applies_an_added_record_from_three_kinds_of_session(
     assert full["staging_digest"].startswith("sha256:")
     assert (sync_root / "handbook" / "new-fact.md").read_text().endswith("Use uv.\n")
     # The watermark moved and is committed in the journal commit.
-    journal_files = run_git(sync_root, "show", "--name-only", "--format=", "HEAD").split()
+    journal_files = git(sync_root, "show", "--name-only", "--format=", "HEAD").split()
     assert ".last-sync" in journal_files
-    assert run_git(sync_root, "status", "--porcelain").strip() == ""
-    run_git(sync_root, "fsck", "--strict")
+    assert git(sync_root, "status", "--porcelain").strip() == ""
+    git(sync_root, "fsck", "--strict")
     health = MemoryService().health()["value"]
     assert health["needsManualRecovery"] is False and health["operationLock"] is None
     # The same sessions are not candidates again.
@@ -93,7 +94,6 @@ def test_sync_modifies_or_deletes_and_the_run_rolls_back(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
     write_file: Callable[..., Path],
     commit: Callable[..., str],
 ) -> None:
@@ -132,14 +132,13 @@ def test_a_refused_change_journals_failed_and_leaves_memory(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
     write_file: Callable[..., Path],
     commit: Callable[..., str],
 ) -> None:
     write_file(sync_root, "handbook/existing.md", RECORD)
     commit(sync_root, "seed")
     session_logs.dsh("d1", "hello")
-    payload_before = run_git(sync_root, "rev-parse", "HEAD:handbook").strip()
+    payload_before = git(sync_root, "rev-parse", "HEAD:handbook").strip()
     watermark_before = (sync_root / ".last-sync").stat().st_mtime_ns
     with pytest.raises(MemoryRepoError) as caught:
         run_sync(_options(sync_root, session_logs, agent_command(scenario)))
@@ -148,11 +147,11 @@ def test_a_refused_change_journals_failed_and_leaves_memory(
         assert "the model refused" in caught.value.message
     record = _last_run(sync_root)
     assert (record["status"], record["error_code"]) == ("failed", code)
-    assert run_git(sync_root, "rev-parse", "HEAD:handbook").strip() == payload_before
+    assert git(sync_root, "rev-parse", "HEAD:handbook").strip() == payload_before
     assert (sync_root / "handbook" / "existing.md").read_text() == RECORD
     assert not (sync_root / "handbook" / "link.md").exists()
     assert (sync_root / ".last-sync").stat().st_mtime_ns == watermark_before
-    assert run_git(sync_root, "status", "--porcelain").strip() == ""
+    assert git(sync_root, "status", "--porcelain").strip() == ""
     # Refused, not stuck: the lock is released and the next run may start.
     assert not (sync_root / ".sync" / "operation.lock").exists()
 
@@ -173,16 +172,15 @@ def test_a_zero_change_run_journals_no_change_and_advances_the_watermark(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
 ) -> None:
     session_logs.dsh("d1", "hello")
-    payload = run_git(sync_root, "rev-parse", "HEAD:handbook", check=False)
+    payload = git(sync_root, "rev-parse", "HEAD:handbook", check=False)
     mark = (sync_root / ".last-sync").stat().st_mtime_ns
     result = run_sync(_options(sync_root, session_logs, agent_command("noop")))
     assert result["status"] == "no_change"
     assert _last_run(sync_root)["status"] == "no_change"
-    assert run_git(sync_root, "log", "-1", "--format=%s").startswith("DPSK memory journal:")
-    assert run_git(sync_root, "rev-parse", "HEAD:handbook", check=False) == payload
+    assert git(sync_root, "log", "-1", "--format=%s").startswith("DPSK memory journal:")
+    assert git(sync_root, "rev-parse", "HEAD:handbook", check=False) == payload
     assert (sync_root / ".last-sync").stat().st_mtime_ns > mark
 
 
@@ -215,10 +213,9 @@ def test_dry_run_and_scan_only_write_nothing(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
 ) -> None:
     session_logs.dsh("d1", "hello")
-    head = _head(sync_root, run_git)
+    head = _head(sync_root)
     mark = (sync_root / ".last-sync").stat().st_mtime_ns
     sync_dir = sorted(p.name for p in (sync_root / ".sync").iterdir())
     result = run_sync(_options(sync_root, session_logs, agent_command("add"), mode=mode))
@@ -229,7 +226,7 @@ def test_dry_run_and_scan_only_write_nothing(
         assert result["added"] == ["handbook/new-fact.md"]
     else:
         assert result["scanOnly"] is True
-    assert _head(sync_root, run_git) == head
+    assert _head(sync_root) == head
     assert (sync_root / ".last-sync").stat().st_mtime_ns == mark
     assert sorted(p.name for p in (sync_root / ".sync").iterdir()) == sync_dir
     assert not (sync_root / "handbook" / "new-fact.md").exists()
@@ -239,15 +236,14 @@ def test_disabled_memory_does_nothing_and_says_so(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
-    tmp_path: Path,
+    dsh_home: Path,
 ) -> None:
-    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  enabled: false\n")
+    (dsh_home / "settings.yaml").write_text("memory:\n  enabled: false\n")
     session_logs.dsh("d1", "hello")
-    head = _head(sync_root, run_git)
+    head = _head(sync_root)
     result = run_sync(_options(sync_root, session_logs, agent_command("add")))
     assert result == {"status": "disabled", "message": "memory.enabled is false; skipping sync."}
-    assert _head(sync_root, run_git) == head
+    assert _head(sync_root) == head
 
 
 def test_the_agent_gets_only_allow_listed_environment(
@@ -319,14 +315,8 @@ def test_a_dead_earlier_run_stops_the_sync_until_recovered(
 
 
 def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["dsh-memory-sync", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-        timeout=120,
-    )
+    """The installed ``dsh-memory-sync`` (it runs the fake agent as a process)."""
+    return commands.run("dsh-memory-sync", *args, env=env)
 
 
 def test_the_command_prints_json_and_progress_on_stderr(
@@ -364,9 +354,9 @@ def test_the_command_refuses_two_modes_with_a_json_error(cli_env: dict[str, str]
 
 
 def test_the_command_says_when_memory_is_disabled(
-    sync_root: Path, cli_env: dict[str, str], tmp_path: Path
+    sync_root: Path, cli_env: dict[str, str], dsh_home: Path
 ) -> None:
-    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  enabled: false\n")
+    (dsh_home / "settings.yaml").write_text("memory:\n  enabled: false\n")
     done = _cli([], cli_env)
     assert done.returncode == 0
     assert "memory.enabled is false; skipping sync." in done.stderr
@@ -421,19 +411,19 @@ def test_the_command_applies_and_discards_previews(
 
 
 def test_the_first_sync_creates_the_repository_and_skips_history(
-    session_logs: Any, agent_command: Callable[[str], str], tmp_path: Path
+    session_logs: Any, agent_command: Callable[[str], str], dsh_home: Path
 ) -> None:
     session_logs.dsh("history", "older than the repository")
-    root = tmp_path / "dsh" / "storages" / "memory"
+    root = dsh_home / "storages" / "memory"
     result = run_sync(_options(root, session_logs, agent_command("add")))
     assert result["status"] == "nothing-to-do"
     assert (root / ".git").is_dir() and (root / "scripts" / "filter_session.py").is_file()
 
 
 def test_preview_modes_also_respect_disabled_memory(
-    sync_root: Path, cli_env: dict[str, str], tmp_path: Path
+    sync_root: Path, cli_env: dict[str, str], dsh_home: Path
 ) -> None:
-    (tmp_path / "dsh" / "settings.yaml").write_text("memory:\n  enabled: false\n")
+    (dsh_home / "settings.yaml").write_text("memory:\n  enabled: false\n")
     done = _cli(["--apply-preview", "20261201T100000Z-0000aaaa"], cli_env)
     assert done.returncode == 0
     assert json.loads(done.stdout)["status"] == "disabled"

@@ -9,7 +9,6 @@ page shows is checked against what the repository then holds.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, gitcmd
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.service import MemoryService
 from dsh_memory.ui.server import UiServer
@@ -101,9 +102,7 @@ def settle(page: Page) -> None:
 
 
 def head(root: Path, revision: str = "HEAD") -> str:
-    return subprocess.run(
-        ["git", "rev-parse", revision], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    return git(root, "rev-parse", revision).strip()
 
 
 def notice(page: Page, section: str) -> str:
@@ -233,22 +232,15 @@ PREVIEW_ID = "20261201T100000Z-0123abcd"
 def make_preview(root: Path, session_logs: Any, agent_command: Callable[[str], str]) -> str:
     """A real preview: the real ``dsh-memory-sync --preview`` runs the fake agent process."""
     session_logs.dsh("d1", "remember to use uv")
-    done = subprocess.run(
-        [
-            "dsh-memory-sync",
-            "--agent",
-            "command",
-            "--agent-command",
-            agent_command("add"),
-            "--preview",
-            PREVIEW_ID,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=False,
-        timeout=120,
+    done = commands.run(
+        "dsh-memory-sync",
+        "--agent",
+        "command",
+        "--agent-command",
+        agent_command("add"),
+        "--preview",
+        PREVIEW_ID,
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "pending"
@@ -426,13 +418,7 @@ def test_delete_memory_through_both_steps(
     settle(page)
 
     done = notice(page, "delete")
-    log = subprocess.run(
-        ["git", "log", "--format=%H %s", "-n", "3"],
-        cwd=memory_root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    log = git(memory_root, "log", "--format=%H %s", "-n", "3")
     clear_commit = next(line.split()[0] for line in log.splitlines() if "memory cleared" in line)
     assert done.startswith("Memory deleted: 2 files cleared.")
     assert f"Recovery commit {before[:12]}" in done
@@ -573,11 +559,7 @@ def test_the_git_remote_is_shown_read_only_without_its_credentials(
     assert "dsh-memory remote set URL" in (page.text_content("#remote-none") or "")
     served = tmp_path / "served"
     served.mkdir()
-    subprocess.run(
-        ["git", "init", "-q", "--bare", "--initial-branch=main", "memory.git"],
-        cwd=served,
-        check=True,
-    )
+    gitcmd.init(served / "memory.git", bare=True)
     record = "---\nschema_version: 1\nid: project/release\ntype: fact\n---\n{}\n"
     ours = MemoryService(memory_root)
     other_root = tmp_path / "other-machine"
@@ -620,11 +602,7 @@ def test_the_git_remote_is_shown_read_only_without_its_credentials(
 
 
 def test_a_refused_remote_url_is_explained(open_page: OpenPage, memory_root: Path) -> None:
-    subprocess.run(
-        ["git", "config", "remote.origin.url", "ext::sh -c touch% /tmp/x"],
-        cwd=memory_root,
-        check=True,
-    )
+    git(memory_root, "config", "remote.origin.url", "ext::sh -c touch% /tmp/x")
     page = open_page()
     assert "remote-invalid" in (page.text_content("#remote-invalid") or "")
     assert (page.text_content("#remote-url") or "").startswith("ext::")

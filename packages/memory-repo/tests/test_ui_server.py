@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.service import MemoryService
 from dsh_memory.ui.security import CONTENT_SECURITY_POLICY
@@ -73,9 +75,7 @@ def api(server: UiServer, method: str, params: dict[str, Any] | None = None) -> 
 
 
 def head(root: Path, revision: str = "HEAD") -> str:
-    return subprocess.run(
-        ["git", "rev-parse", revision], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    return git(root, "rev-parse", revision).strip()
 
 
 # -- the page ------------------------------------------------------------------------------
@@ -249,22 +249,15 @@ def make_preview(
 ) -> None:
     """A real preview: the real ``dsh-memory-sync --preview`` runs the fake agent process."""
     session_logs.dsh("d1", "remember to use uv")
-    done = subprocess.run(
-        [
-            "dsh-memory-sync",
-            "--agent",
-            "command",
-            "--agent-command",
-            agent_command("add"),
-            "--preview",
-            preview_id,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        check=False,
-        timeout=120,
+    done = commands.run(
+        "dsh-memory-sync",
+        "--agent",
+        "command",
+        "--agent-command",
+        agent_command("add"),
+        "--preview",
+        preview_id,
+        "--json",
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["status"] == "pending"
@@ -522,9 +515,7 @@ def test_two_tabs_deleting_at_once_end_in_one_clear(
     assert len(succeeded) == 1
     assert succeeded[0]["value"]["alreadyEmpty"] is False
     assert [a["error"]["code"] for a in refused] == ["operation-in-progress"]
-    log = subprocess.run(
-        ["git", "log", "--format=%s"], cwd=memory_root, capture_output=True, text=True, check=True
-    ).stdout.splitlines()
+    log = git(memory_root, "log", "--format=%s").splitlines()
     assert log.count("DPSK memory cleared") == 1
 
 
@@ -549,9 +540,9 @@ def test_a_cli_run_holding_the_lock_makes_the_page_wait(
 
 @contextlib.contextmanager
 def _start_command(args: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
-    """The real command in a subprocess; killed if the test leaves it running."""
+    """The installed ``dsh-memory`` in a subprocess; killed if the test leaves it running."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "dsh_memory.cli", *args],
+        [str(commands.program("dsh-memory")), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -612,14 +603,8 @@ def test_ui_command_on_a_busy_port_is_a_json_error(
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        result = subprocess.run(
-            [sys.executable, "-m", "dsh_memory.cli", "ui", "--no-browser", "--port", str(port)],
-            capture_output=True,
-            text=True,
-            env=cli_env,
-            timeout=60,
-            check=False,
-        )
+        # A process even for an error: a command that served instead would hang the test.
+        result = commands.run("dsh-memory", "ui", "--no-browser", "--port", str(port), env=cli_env)
     assert result.returncode == 1
     assert result.stdout == ""
     assert json.loads(result.stderr)["error"]["code"] == "ui-port-unavailable"
@@ -629,14 +614,7 @@ def test_ui_command_on_a_busy_port_is_a_json_error(
 def test_ui_command_refuses_a_port_out_of_range(
     memory_root: Path, cli_env: dict[str, str], port: str
 ) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", "ui", "--no-browser", "--port", port],
-        capture_output=True,
-        text=True,
-        env=cli_env,
-        timeout=60,
-        check=False,
-    )
+    result = commands.run("dsh-memory", "ui", "--no-browser", "--port", port, env=cli_env)
     assert result.returncode == 1
     assert json.loads(result.stderr)["error"]["code"] == "ui-invalid-request"
 

@@ -1,60 +1,29 @@
 """Fixtures for the Git provenance, freshness and health tests: real repositories in tmp_path.
 
-Git runs hermetically: ``HOME``, ``DSH_HOME`` and git's global config point into tmp_path, the
-system config is ignored, and no inherited ``GIT_*`` variable leaks into the setup commands.
+Every test runs in the package's hermetic home (the toolkit's: HOME, DSH_HOME and git's
+global config in a fresh folder, git's fixed identity, no inherited ``GIT_*`` variable);
+plain git for the set-ups is :mod:`dsh_test_support.gitcmd`.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-IDENTITY = {
-    "GIT_AUTHOR_NAME": "Test Author",
-    "GIT_AUTHOR_EMAIL": "author@example.com",
-    "GIT_COMMITTER_NAME": "Test Author",
-    "GIT_COMMITTER_EMAIL": "author@example.com",
-}
-
-
-@pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "git-home"
-    home.mkdir(exist_ok=True)
-    global_config = home / ".gitconfig"
-    global_config.write_text(
-        "[user]\n\tname = Test Author\n\temail = author@example.com\n"
-        "[init]\n\tdefaultBranch = main\n"
-    )
-    for key in list(os.environ):
-        if key.startswith("GIT_"):
-            monkeypatch.delenv(key)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    yield home
+from dsh_test_support import gitcmd
 
 
 class Repo:
-    """A real git repository with a fixed identity and small helpers for the setups."""
+    """A real git repository and small helpers for the setups."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     def git(self, *args: str, check: bool = True) -> str:
-        env = {**os.environ, **IDENTITY}
-        result = subprocess.run(
-            ["git", *args], cwd=self.path, env=env, capture_output=True, text=True, check=False
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"git {args} failed: {result.stderr}")
-        return result.stdout.strip()
+        """Plain ``git ARGS`` in the repository; its stdout, stripped."""
+        return gitcmd.git(self.path, *args, check=check).strip()
 
     def write(self, relative: str, text: str) -> Path:
         target = self.path / relative
@@ -68,12 +37,13 @@ class Repo:
         return self.head()
 
     def head(self) -> str:
-        return self.git("rev-parse", "HEAD")
+        return gitcmd.head(self.path)
 
 
 def init_repo(path: Path, *extra: str) -> Repo:
+    """A new repository at ``path`` on branch ``main``; ``extra`` goes to ``git init``."""
     path.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["git", "init", "-q", "-b", "main", *extra, str(path)], check=True)
+    gitcmd.git(path, "init", "-q", "-b", "main", *extra)
     return Repo(path)
 
 

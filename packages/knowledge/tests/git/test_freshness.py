@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import os
-import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from dsh_test_support.gitcmd import git
 
 from dsh_knowledge.errors import ValidationError
 from dsh_knowledge.freshness import check_freshness, evaluate_freshness_batch
@@ -137,9 +137,7 @@ def test_shallow_clone_reports_commit_outside_history_as_missing(
     repo.write("docs/guide.md", "# Guide v2\n")
     new = repo.commit("v2")
     clone = tmp_path / "shallow"
-    subprocess.run(
-        ["git", "clone", "-q", "--depth", "1", f"file://{repo.path}", str(clone)], check=True
-    )
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo.path}", str(clone))
     item = make_item([make_evidence(old, "src/app.py"), make_evidence(new, "src/app.py")])
     report = check_freshness(item, clone)
     assert evidence_of(report, 0) == {

@@ -1,4 +1,4 @@
-"""Issue 8, point 17: what git calls a change, freshness must call a change.
+"""What git calls a change, freshness must call a change.
 
 Each case is checked against git itself: ``git diff HEAD -- <path>`` (content through the
 path's conversions, modes and types; ``git status`` can say "modified" for a mere size change

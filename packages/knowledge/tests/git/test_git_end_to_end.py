@@ -1,13 +1,15 @@
-"""Freshness and health end to end: real items (both backends), the CLI, a fake git binary."""
+"""Freshness and health end to end: real items (both backends), the command line (in
+process), a fake git binary."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from dsh_test_support import in_process
 
 from dsh_knowledge._git.inspect import inspect_snapshots
 from dsh_knowledge.health import check_health
@@ -18,12 +20,7 @@ if TYPE_CHECKING:
 
 
 def run_cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_knowledge.cli", "--db", db, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return in_process.run("dsh-knowledge", "--db", db, *args)
 
 
 def test_health_leaves_stored_items_unchanged(

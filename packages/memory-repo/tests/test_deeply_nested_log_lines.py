@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
 
 from dsh_common.jsonlines import MAX_DEPTH, read_json_lines
 from dsh_memory import redaction
@@ -50,18 +51,8 @@ def test_a_sync_skips_and_counts_a_deeply_nested_line(
     after = {"type": "user/message", "data": {"content": "after the deep lines"}}
     _append(log, DEEP_ARRAY, DEEP_EVENT, DEEP_ARGUMENTS, json.dumps(after))
     watermark = (sync_root / ".last-sync").stat().st_mtime_ns
-    result = subprocess.run(
-        [
-            "dsh-memory-sync",
-            "--root",
-            str(sync_root),
-            "--agent-command",
-            agent_command("transcripts"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    result = commands.run(
+        "dsh-memory-sync", "--root", str(sync_root), "--agent-command", agent_command("transcripts")
     )
     assert result.returncode == 0, result.stderr
     value = json.loads(result.stdout)

@@ -1,4 +1,4 @@
-"""Crash safety, tested: the sync SIGKILLs itself at each phase; recover makes it right.
+"""A sync killed at each phase, then ``recover``: the content ends right.
 
 ``DSH_MEMORY_TEST_KILL_AT=<point>`` (dsh_memory.crashpoints) kills the real
 ``dsh-memory-sync`` process with SIGKILL - no ``finally``, no lock release - at each phase.
@@ -6,8 +6,6 @@ After each kill: ``git fsck`` passes, the payload is either entirely the old con
 entirely the new (never half-applied), health reports the interruption, and
 ``recover`` followed by a new sync ends with the agent's content.
 """
-
-# ruff: noqa: PLR0917 - pytest fixtures are positional
 
 from __future__ import annotations
 
@@ -19,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 from dsh_memory.service import MemoryService
 
@@ -54,17 +54,11 @@ def _payload(root: Path) -> dict[str, str]:
     }
 
 
-def _sync(env: dict[str, str], command: str, kill_at: str | None = None) -> Any:
-    run_env = dict(env)
-    if kill_at is not None:
-        run_env["DSH_MEMORY_TEST_KILL_AT"] = kill_at
-    return subprocess.run(
-        ["dsh-memory-sync", "--json", "--agent", "command", "--agent-command", command],
-        capture_output=True,
-        text=True,
-        env=run_env,
-        check=False,
-        timeout=120,
+def _sync(command: str, kill_at: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``dsh-memory-sync`` through its console script, killed at ``kill_at`` if given."""
+    env = commands.environ(DSH_MEMORY_TEST_KILL_AT=kill_at)
+    return commands.run(
+        "dsh-memory-sync", "--json", "--agent", "command", "--agent-command", command, env=env
     )
 
 
@@ -74,29 +68,27 @@ def test_a_sync_killed_at_each_phase_recovers_to_the_right_content(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
     write_file: Callable[..., Path],
-    cli_env: dict[str, str],
 ) -> None:
     for path, text in OLD.items():
         write_file(sync_root, path, text)
-    run_git(sync_root, "add", "-A")
-    run_git(sync_root, "commit", "-q", "-m", "seed")
+    git(sync_root, "add", "-A")
+    git(sync_root, "commit", "-q", "-m", "seed")
     session_logs.dsh("d1", "hello")
-    killed = _sync(cli_env, agent_command("multi"), kill_at=point)
+    killed = _sync(agent_command("multi"), kill_at=point)
     assert killed.returncode == -signal.SIGKILL, killed.stderr
-    run_git(sync_root, "fsck", "--strict")
+    git(sync_root, "fsck", "--strict")
     after_kill = POINTS[point]
     if after_kill is OLD or point == "after-journal":
         assert _payload(sync_root) == after_kill  # nothing half-applied in the work tree
-    head_tree = {p: run_git(sync_root, "show", f"HEAD:{p}", check=False) for p in NEW}
+    head_tree = {p: git(sync_root, "show", f"HEAD:{p}", check=False) for p in NEW}
     assert (head_tree == NEW) == (after_kill is NEW)
     health = MemoryService().health()["value"]
     if point != "after-journal":
         assert health["activeRun"]["state"] == "interrupted"
         assert health["interruptedRun"] is not None
         assert health["needsManualRecovery"] is True
-        refused = _sync(cli_env, agent_command("multi"))
+        refused = _sync(agent_command("multi"))
         assert refused.returncode == 1
         error = json.loads(refused.stderr)["error"]
         assert error["code"] == "interrupted-run"
@@ -106,14 +98,14 @@ def test_a_sync_killed_at_each_phase_recovers_to_the_right_content(
     health = MemoryService().health()["value"]
     assert health["needsManualRecovery"] is False, json.dumps(health)
     assert health["operationLock"] is None and health["activeRun"] is None
-    assert run_git(sync_root, "status", "--porcelain").strip() == ""
+    assert git(sync_root, "status", "--porcelain").strip() == ""
     assert _payload(sync_root) == after_kill
-    run_git(sync_root, "fsck", "--strict")
+    git(sync_root, "fsck", "--strict")
     # A new sync ends with the agent's content, whatever the kill interrupted.
-    again = _sync(cli_env, agent_command("multi"))
+    again = _sync(agent_command("multi"))
     assert again.returncode == 0, again.stderr
     assert _payload(sync_root) == NEW
-    assert run_git(sync_root, "status", "--porcelain").strip() == ""
+    assert git(sync_root, "status", "--porcelain").strip() == ""
     assert MemoryService().health()["value"]["needsManualRecovery"] is False
 
 
@@ -121,16 +113,14 @@ def test_a_run_kept_by_recover_can_be_rolled_back(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
     write_file: Callable[..., Path],
-    cli_env: dict[str, str],
 ) -> None:
     for path, text in OLD.items():
         write_file(sync_root, path, text)
-    run_git(sync_root, "add", "-A")
-    run_git(sync_root, "commit", "-q", "-m", "seed")
+    git(sync_root, "add", "-A")
+    git(sync_root, "commit", "-q", "-m", "seed")
     session_logs.dsh("d1", "hello")
-    assert _sync(cli_env, agent_command("multi"), kill_at="after-index").returncode == -9
+    assert _sync(agent_command("multi"), kill_at="after-index").returncode == -9
     value = MemoryService().recover("RECOVER_MEMORY")["value"]
     assert value["case"] == "kept-commits"
     undone = MemoryService().rollback(value["interruptedRunId"], "ROLLBACK_MEMORY")
@@ -153,18 +143,16 @@ def test_recover_keeps_hand_edits_made_before_the_crash(
     sync_root: Path,
     session_logs: Any,
     agent_command: Callable[[str], str],
-    run_git: Callable[..., str],
     write_file: Callable[..., Path],
-    cli_env: dict[str, str],
 ) -> None:
     for path, text in OLD.items():
         write_file(sync_root, path, text)
-    run_git(sync_root, "add", "-A")
-    run_git(sync_root, "commit", "-q", "-m", "seed")
+    git(sync_root, "add", "-A")
+    git(sync_root, "commit", "-q", "-m", "seed")
     write_file(sync_root, "summary.md", "- a person's uncommitted note\n")
     session_logs.dsh("d1", "hello")
-    assert _sync(cli_env, agent_command("multi"), kill_at="before-journal").returncode == -9
+    assert _sync(agent_command("multi"), kill_at="before-journal").returncode == -9
     assert MemoryService().recover("RECOVER_MEMORY")["ok"]
     # The note was in the recovery checkpoint, hence in the apply commit: still there.
     assert (sync_root / "summary.md").read_text() == "- a person's uncommitted note\n"
-    assert run_git(sync_root, "status", "--porcelain").strip() == ""
+    assert git(sync_root, "status", "--porcelain").strip() == ""

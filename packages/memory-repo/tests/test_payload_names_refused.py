@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands, gitcmd, in_process
+from dsh_test_support.gitcmd import git, git_result
 
 from dsh_memory.service import MemoryService
 
@@ -32,23 +34,15 @@ TITLE = "缓存雪崩的预防与热点键永不过期策略" * 5  # 85 characte
 
 
 def memory(root: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["dsh-memory", "--root", str(root), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    """``dsh-memory --root ROOT ARGS``, in process (these tests read its output and the
+    repository it leaves)."""
+    return in_process.run("dsh-memory", "--root", str(root), *args, input=stdin)
 
 
 def sync(root: Path, agent: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["dsh-memory-sync", "--root", str(root), "--json", "--agent-command", agent, *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    """``dsh-memory-sync`` through its console script: it runs the fake agent."""
+    return commands.run(
+        "dsh-memory-sync", "--root", str(root), "--json", "--agent-command", agent, *args
     )
 
 
@@ -58,14 +52,8 @@ def error(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return found
 
 
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
-
-
 def head(root: Path) -> str:
-    return git(root, "rev-parse", "HEAD").strip()
+    return gitcmd.head(root)
 
 
 def last_run(root: Path) -> dict[str, Any]:
@@ -259,26 +247,18 @@ def test_a_sync_agent_or_a_preview_under_any_spelling_of_dot_git_is_refused(
 
 def _git_refuses(root: Path, path: str, oid: str) -> bool:
     """Whether Git itself, guarding HFS+ and NTFS, refuses ``path`` into an index."""
-    done = subprocess.run(
-        [
-            "git",
-            "-c",
-            "core.protectHFS=true",
-            "-c",
-            "core.protectNTFS=true",
-            "update-index",
-            "--add",
-            "--cacheinfo",
-            f"100644,{oid},{path}",
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
+    done = git_result(
+        root,
+        "-c",
+        "core.protectHFS=true",
+        "-c",
+        "core.protectNTFS=true",
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        f"100644,{oid},{path}",
     )
-    subprocess.run(
-        ["git", "rm", "-q", "--cached", "--", path], cwd=root, capture_output=True, check=False
-    )
+    git(root, "rm", "-q", "--cached", "--", path, check=False)
     return done.returncode != 0
 
 
@@ -287,14 +267,7 @@ def test_the_rule_refuses_whatever_git_refuses_and_more_only_for_invisible_chara
 ) -> None:
     from dsh_memory.payload_names import HFS_IGNORABLE, name_problem
 
-    oid = subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=memory_root,
-        input="x",
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
+    oid = git(memory_root, "hash-object", "-w", "--stdin", input="x").strip()
     bases = [".git", ".GiT", "git~1", "Git~1", ".gitx", "git~2", ".gi", "x.git", "gitx~1"]
     suffixes = ["", ".", " ", ". .", ":", "::$INDEX_ALLOCATION", ":x:$DATA", "x", ".md"]
     names = {base + suffix for base in bases for suffix in suffixes}

@@ -1,19 +1,18 @@
-"""Issue 8, point 1: ``rollback`` of a journal record naming a commit the repository lacks.
+"""``rollback`` of a journal record naming a commit the repository lacks fetches nothing.
 
 The memory repository is made a partial clone whose promisor remote is ``ext::<command>``
-(real config, exactly as reported). Looking the missing commit up makes plain git lazily
-fetch it, i.e. run the command; ``dsh-memory rollback`` (a real process) must not.
+(real config). Looking the missing commit up makes plain git lazily fetch it, i.e. run the
+command; ``dsh-memory rollback`` (run in process: git is its child either way) must not.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from dsh_test_support import in_process
+from dsh_test_support.gitcmd import git
 
 from dsh_memory import journal
 
@@ -21,24 +20,17 @@ UNKNOWN = "0123456789abcdef0123456789abcdef01234567"
 RUN_ID = "20260101T000000Z-migrate-4242"
 
 
-def dsh_memory(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+dsh_memory = in_process.runner("dsh-memory")
 
 
-def plant(root: Path, marker: Path, run_git: Callable[..., str]) -> None:
-    run_git(root, "config", "extensions.partialClone", "origin")
-    run_git(root, "config", "remote.origin.promisor", "true")
-    run_git(root, "config", "remote.origin.url", f"ext::sh -c touch% {marker}")
-    run_git(root, "config", "protocol.ext.allow", "always")
+def plant(root: Path, marker: Path) -> None:
+    git(root, "config", "extensions.partialClone", "origin")
+    git(root, "config", "remote.origin.promisor", "true")
+    git(root, "config", "remote.origin.url", f"ext::sh -c touch% {marker}")
+    git(root, "config", "protocol.ext.allow", "always")
 
 
-def journal_record(root: Path, run_git: Callable[..., str], recovery: str, apply: str) -> None:
+def journal_record(root: Path, recovery: str, apply: str) -> None:
     """An ``applied`` run naming ``recovery``/``apply`` commits, committed like ours are."""
     record = journal.make_record(
         run_id=RUN_ID,
@@ -52,36 +44,34 @@ def journal_record(root: Path, run_git: Callable[..., str], recovery: str, apply
     path = root / journal.run_record_path(RUN_ID)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record) + "\n")
-    run_git(root, "add", "--", journal.run_record_path(RUN_ID))
-    run_git(root, "commit", "-q", "-m", f"DPSK memory journal: {RUN_ID}")
+    git(root, "add", "--", journal.run_record_path(RUN_ID))
+    git(root, "commit", "-q", "-m", f"DPSK memory journal: {RUN_ID}")
 
 
 @pytest.fixture
-def memory(tmp_path: Path) -> Path:
-    root = tmp_path / "dsh" / "storages" / "memory"
+def memory(dsh_home: Path) -> Path:
+    root = dsh_home / "storages" / "memory"
     assert dsh_memory("init").returncode == 0
     return root
 
 
-def test_the_planted_attack_runs_under_plain_git(
-    memory: Path, tmp_path: Path, run_git: Callable[..., str]
-) -> None:
+def test_the_planted_promisor_command_runs_under_plain_git(memory: Path, tmp_path: Path) -> None:
     marker = tmp_path / "MARKER"
-    plant(memory, marker, run_git)
-    run_git(memory, "rev-parse", "--verify", "--quiet", f"{UNKNOWN}^{{commit}}", check=False)
+    plant(memory, marker)
+    git(memory, "rev-parse", "--verify", "--quiet", f"{UNKNOWN}^{{commit}}", check=False)
     assert marker.exists()
 
 
 @pytest.mark.parametrize("missing", ["recovery", "apply", "both"])
 def test_rollback_of_a_run_naming_a_missing_commit_runs_nothing(
-    memory: Path, tmp_path: Path, run_git: Callable[..., str], missing: str
+    memory: Path, tmp_path: Path, missing: str
 ) -> None:
-    head = run_git(memory, "rev-parse", "HEAD").strip()
+    head = git(memory, "rev-parse", "HEAD").strip()
     recovery = UNKNOWN if missing in ("recovery", "both") else head
     apply = UNKNOWN if missing in ("apply", "both") else head
-    journal_record(memory, run_git, recovery, apply)
+    journal_record(memory, recovery, apply)
     marker = tmp_path / "MARKER"
-    plant(memory, marker, run_git)
+    plant(memory, marker)
     done = dsh_memory("rollback", "--run-id", RUN_ID, "--confirmation", "ROLLBACK_MEMORY")
     assert done.returncode == 1, done.stdout
     envelope = json.loads(done.stderr)

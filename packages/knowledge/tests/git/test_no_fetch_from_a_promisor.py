@@ -1,21 +1,23 @@
-"""Issue 8, point 1: a partial clone whose promisor remote is ``ext::<command>``.
+"""No dsh-knowledge command fetches a missing object from a partial clone's promisor remote.
 
 Looking up an object the repository lacks makes plain git lazily fetch it from the promisor
-remote, i.e. run the command. Every dsh-knowledge command that looks objects up (freshness
-and health on a commit we do not have, a HEAD naming a missing commit, provenance capture)
-runs the installed CLI against a repository with the attack planted as real config; the
-marker must never appear.
+remote, here ``ext::<command>``, i.e. run the command. Every dsh-knowledge command that
+looks objects up (freshness and health on a commit we do not have, a HEAD naming a missing
+commit, provenance capture) runs as the installed console script - a fresh process each,
+nothing remembered from an earlier lookup - against a repository with such a remote as
+real config; the command's marker must never appear.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 if TYPE_CHECKING:
     from .conftest import Repo
@@ -31,12 +33,7 @@ def plant(repo: Repo, marker: Path) -> None:
 
 
 def cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_knowledge.cli", "--db", str(db), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return commands.run("dsh-knowledge", "--db", str(db), *args)
 
 
 def add_item(db: Path, repo: Repo, commit: str, path: str = "src/app.py") -> str:
@@ -62,17 +59,10 @@ def marker(tmp_path: Path) -> Path:
     return tmp_path / "MARKER"
 
 
-def test_the_planted_attack_runs_under_plain_git(repo: Repo, marker: Path) -> None:
+def test_the_planted_promisor_command_runs_under_plain_git(repo: Repo, marker: Path) -> None:
     # Proves the fixture: the same lookup our commands make runs the command under plain git.
     plant(repo, marker)
-    subprocess.run(
-        ["git", "cat-file", "--batch-check"],
-        cwd=repo.path,
-        input=f"{UNKNOWN}^{{commit}}\n",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    git(repo.path, "cat-file", "--batch-check", input=f"{UNKNOWN}^{{commit}}\n", check=False)
     assert marker.exists()
 
 
@@ -167,7 +157,7 @@ def test_index_attributes_blob_missing_runs_nothing_on_ordinary_evidence(
     item = add_item(db, repo, repo.head())
     plant(repo, marker)
     repo.git("update-index", "--add", "--cacheinfo", f"100644,{UNKNOWN},.gitattributes")
-    subprocess.run(["git", "check-attr", "-a", "src/app.py"], cwd=repo.path, capture_output=True)
+    git(repo.path, "check-attr", "-a", "src/app.py", check=False)
     assert marker.exists()  # plain git runs it
     marker.unlink()
     for args in (("freshness", item), ("health", item)):

@@ -1,20 +1,24 @@
-"""Issue 8 points 4 and 5: a writer killed by SIGKILL mid-transaction stays recoverable.
+"""A ``dsh-memory`` writer (migrate-legacy, clear) killed by SIGKILL mid-transaction stays
+recoverable: nothing half-staged, the run journaled, health naming the manual recovery,
+rollback possible after it.
 
-Each test runs a real ``dsh-memory`` process with ``DSH_MEMORY_TEST_KILL_AT`` naming the
-crash point, so the process dies exactly there (no ``finally``, no lock release).
+Each test runs the ``dsh-memory`` console script as a real process with
+``DSH_MEMORY_TEST_KILL_AT`` naming the crash point, so the process dies exactly there (no
+``finally``, no lock release); the commands after the kill are processes too, as a dead
+writer's run is told from a live one by its process.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dsh_test_support import commands
+from dsh_test_support.gitcmd import git
 
 LEGACY = "an old note without front matter\n"
 
@@ -22,17 +26,8 @@ LEGACY = "an old note without front matter\n"
 def dsh_memory(
     root: Path, *args: str, kill_at: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("DSH_MEMORY_TEST_KILL_AT", None)
-    if kill_at is not None:
-        env["DSH_MEMORY_TEST_KILL_AT"] = kill_at
-    return subprocess.run(
-        [sys.executable, "-m", "dsh_memory.cli", "--root", str(root), *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    env = commands.environ(DSH_MEMORY_TEST_KILL_AT=kill_at)
+    return commands.run("dsh-memory", "--root", str(root), *args, env=env)
 
 
 def ok(root: Path, *args: str) -> Any:
@@ -46,12 +41,6 @@ def fails(root: Path, *args: str) -> str:
     assert result.returncode == 1, result.stdout
     code: str = json.loads(result.stderr)["error"]["code"]
     return code
-
-
-def git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout
 
 
 def killed(result: subprocess.CompletedProcess[str]) -> None:
