@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_common.errors import truncate
+from dsh_compound.draft import DRAFT_FIELDS
 from dsh_compound.errors import CompoundError, DraftTooLargeError, InvalidDraftError
 from dsh_compound.limits import LIMITS
 
@@ -277,17 +278,7 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                     "pattern": "^[0-9a-f]{64}$",
                 },
             },
-            "required": [
-                "id",
-                "title",
-                "tags",
-                "problem",
-                "rootCause",
-                "resolution",
-                "whenToUse",
-                "verification",
-                "files",
-            ],
+            "required": list(DRAFT_FIELDS),
         },
         "outputSchema": {
             "type": "object",

@@ -34,6 +34,20 @@ from dsh_compound.workspace import require_decodable_path, select_workspace
 _ID_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _BOM = b"\xef\xbb\xbf"
 
+#: The draft fields schema 1 defines, in draft order (everything else is discarded).
+DRAFT_FIELDS = (
+    "id",
+    "title",
+    "tags",
+    "problem",
+    "rootCause",
+    "resolution",
+    "whenToUse",
+    "verification",
+    "files",
+)
+VERIFICATION_FIELDS = ("command", "result")
+
 #: Text fields of a draft with their length limits (JavaScript characters), in draft order.
 TEXT_FIELDS: tuple[tuple[str, int], ...] = (
     ("title", LIMITS.title_length),

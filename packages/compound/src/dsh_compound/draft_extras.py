@@ -13,23 +13,9 @@ from typing import IO, Any
 
 from dsh_common.cli import one_query
 from dsh_common.jsonio import loads
-from dsh_compound.draft import strip_bom
+from dsh_compound.draft import DRAFT_FIELDS, VERIFICATION_FIELDS, strip_bom
 from dsh_compound.errors import DraftTooLargeError, InvalidDraftError, InvalidLimitError
 from dsh_compound.limits import CORPUS_DIRECTORY, LIMITS
-
-#: The draft fields schema 1 defines, in draft order (everything else is discarded).
-DRAFT_FIELDS = (
-    "id",
-    "title",
-    "tags",
-    "problem",
-    "rootCause",
-    "resolution",
-    "whenToUse",
-    "verification",
-    "files",
-)
-VERIFICATION_FIELDS = ("command", "result")
 
 DRAFT_TEMPLATE: dict[str, Any] = {
     "id": "kebab-case-id",

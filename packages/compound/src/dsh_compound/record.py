@@ -28,7 +28,7 @@ from typing import Any
 
 from dsh_common.errors import DshError, truncate
 from dsh_common.jsonio import dumps, loads
-from dsh_compound.draft import strip_bom, validate_draft
+from dsh_compound.draft import DRAFT_FIELDS, strip_bom, validate_draft
 from dsh_compound.errors import CompoundError, MalformedRecordError
 from dsh_compound.limits import LIMITS, SCHEMA_VERSION
 
@@ -144,22 +144,7 @@ def content_status(metadata: dict[str, Any], body: str) -> str:
 
 
 #: The keys schema 1 defines, per level. Anything else was added by someone else.
-_KNOWN_KEYS = frozenset(
-    {
-        "schemaVersion",
-        "id",
-        "title",
-        "tags",
-        "problem",
-        "rootCause",
-        "resolution",
-        "whenToUse",
-        "verification",
-        "files",
-        "createdAt",
-        "updatedAt",
-    }
-)
+_KNOWN_KEYS = frozenset({"schemaVersion", *DRAFT_FIELDS, "createdAt", "updatedAt"})
 _KNOWN_VERIFICATION_KEYS = frozenset({"command", "result", "source", "executedByHelper"})
 _KNOWN_FILE_KEYS = frozenset({"path", "sha256"})
 
