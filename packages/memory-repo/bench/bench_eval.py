@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dsh_memory.records import SCOPES, Record, load_record, walk_payload
-from dsh_memory.scoring import is_visible
-from dsh_memory.search import search
+from dsh_memory.search.scoring import is_visible
+from dsh_memory.search.search import search
+from dsh_memory.store.records import SCOPES, Record, load_record, walk_payload
 
 DEFAULT_EVAL = Path(__file__).with_name("memory-retrieval-eval.json")
 

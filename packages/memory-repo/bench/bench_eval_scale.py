@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_eval import DEFAULT_EVAL, earlier_score, write_corpus
 from eval_corpus import PARAPHRASES, SHARED_RATE, VARIANTS, distractor_records
 
-from dsh_memory.records import SCOPES, Record, load_record, walk_payload
-from dsh_memory.search import search
+from dsh_memory.search.search import search
+from dsh_memory.store.records import SCOPES, Record, load_record, walk_payload
 
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+")

@@ -39,8 +39,8 @@ from baselines import CONDITIONS, Bm25Index, cell, condition, load, median, pyth
 from bench_eval_scale import _score, build
 from eval_corpus import PARAPHRASES
 
-from dsh_memory.records import load_record, walk_payload
-from dsh_memory.search import search
+from dsh_memory.search.search import search
+from dsh_memory.store.records import load_record, walk_payload
 
 BIN = Path(sys.executable).parent
 RANKINGS = ("dsh-memory lexical", "dsh-memory hybrid", "BM25 (pure Python)")
@@ -120,7 +120,7 @@ def memory_scale(distractors: int) -> None:
 
 
 def _scoped_bm25(root: Path, scope: str) -> Bm25Index:
-    from dsh_memory.records import SCOPES
+    from dsh_memory.store.records import SCOPES
 
     loaded = (load_record(root, entry) for entry in walk_payload(root, SCOPES[scope]))
     records = [record for record in loaded if record is not None and record.valid]
@@ -131,8 +131,8 @@ _ONE_CORE_BUILD = """
 import json, os, resource, sys, time
 from pathlib import Path
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-from dsh_memory import index_update
-from dsh_memory.hybrid import build_vectors
+from dsh_memory.search import index_update
+from dsh_memory.search.hybrid import build_vectors
 root = Path(sys.argv[1])
 index_update.refresh_index(root)
 start = time.perf_counter()

@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from baselines import CONDITIONS, Bm25Index, cell, condition, load, timed
 
-from dsh_memory import search_index
-from dsh_memory.records import load_record, walk_payload
-from dsh_memory.search import search
+from dsh_memory.search import search_index
+from dsh_memory.search.search import search
+from dsh_memory.store.records import load_record, walk_payload
 
 CHARACTERS = [chr(0x4E00 + index * 7) for index in range(3000)]
 WEIGHTS = [1 / (rank + 1) for rank in range(len(CHARACTERS))]

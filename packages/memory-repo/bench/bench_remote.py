@@ -35,8 +35,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
+from dsh_memory.store.initialize import initialize_repository
 
 #: The baseline. ``-X ours``: both machines' runs rewrote the journal's ``last-run.json``,
 #: a conflict that would stop a plain ``git pull`` (ours recomputes it).

@@ -48,10 +48,10 @@ from baselines import (
 )
 from corpus import QUERIES, write_corpus
 
-from dsh_memory import search_index
-from dsh_memory.context import context
-from dsh_memory.records import load_record, walk_payload
-from dsh_memory.search import search
+from dsh_memory.search import search_index
+from dsh_memory.search.context import context
+from dsh_memory.search.search import search
+from dsh_memory.store.records import load_record, walk_payload
 
 GIT_IDENTITY = ["-c", "user.name=Bench", "-c", "user.email=bench@example.com"]
 CLI = Path(sys.executable).parent / "dsh-memory"
@@ -119,7 +119,7 @@ def _stat_key_twin(root: Path, directory: Path) -> Path:
     shutil.copytree(root, twin, symlinks=True, ignore=shutil.ignore_patterns("*.sqlite*"))
     no_find = directory / "no-find"
     no_find.mkdir()
-    build = "import sys; from pathlib import Path; from dsh_memory import search_index as s;"
+    build = "import sys; from pathlib import Path; from dsh_memory.search import search_index as s;"
     build += " s.update_index(Path(sys.argv[1]))"
     environment = {**os.environ, "PATH": str(no_find)}
     subprocess.run([sys.executable, "-c", build, str(twin)], check=True, env=environment)

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dsh_memory.service import MemoryService
-from dsh_memory.sessions import SessionSources
-from dsh_memory.syncrun import SyncOptions, run_sync
+from dsh_memory.sync.sessions import SessionSources
+from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
 AGENT = Path(__file__).with_name("sync_agent.py")
 BODY = ("The codegen pipeline retries flaky steps with a bounded budget. " * 48).strip()

@@ -24,11 +24,11 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
-from dsh_memory.sessions import SessionSources
-from dsh_memory.settings import settings_path
-from dsh_memory.syncrun import SyncOptions, new_sync_run_id, run_sync
+from dsh_memory.store.initialize import initialize_repository
+from dsh_memory.store.settings import settings_path
+from dsh_memory.sync.sessions import SessionSources
+from dsh_memory.sync.syncrun import SyncOptions, new_sync_run_id, run_sync
 from dsh_memory.ui.server import UiServer
 
 HERE = Path(__file__).resolve().parent

@@ -22,7 +22,7 @@ import pytest
 from dsh_test_support import gitcmd
 from dsh_test_support.gitcmd import commit_all, git
 
-from dsh_memory import index_key, index_listing
+from dsh_memory.search import index_key, index_listing
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +40,7 @@ def dsh_home(isolated_env: Path) -> Path:
 @pytest.fixture
 def memory_root(dsh_home: Path) -> Path:
     """An initialised memory repository at the default root ($DSH_HOME/storages/memory)."""
-    from dsh_memory.initialize import initialize_repository
+    from dsh_memory.store.initialize import initialize_repository
 
     root = dsh_home / "storages" / "memory"
     initialize_repository(root)
@@ -221,7 +221,7 @@ def sync_root(memory_root: Path) -> Path:
 def start_ui(memory_root: Path) -> Iterator[Callable[..., Any]]:
     """``start_ui(**options)``: the settings page's real server over ``memory_root``, on a free
     port of 127.0.0.1 in a thread, started and ready; every one started is stopped after."""
-    from dsh_memory.settings import settings_path
+    from dsh_memory.store.settings import settings_path
     from dsh_memory.ui.server import UiServer
 
     started: list[tuple[UiServer, threading.Thread]] = []
@@ -255,7 +255,7 @@ def legacy_records(memory_root: Path) -> Path:
 _HOLD_LOCK = """
 import sys, time
 from pathlib import Path
-from dsh_memory.oplock import operation_lock
+from dsh_memory.store.oplock import operation_lock
 with operation_lock(Path(sys.argv[1]), "sync", "20260820T100000Z-a1b2c3d4"):
     print("held", flush=True)
     time.sleep(120)
@@ -367,7 +367,7 @@ def remote_repo(tmp_path: Path) -> Path:
 def machines(tmp_path: Path, remote_repo: Path) -> Callable[..., Machine]:
     """``machines(name, remote=True)``: a new machine's memory (``init`` with its own author,
     as two real machines' first commits differ), its remote set to ``remote_repo``."""
-    from dsh_memory.initialize import initialize_repository
+    from dsh_memory.store.initialize import initialize_repository
 
     def make(name: str, *, remote: bool = True) -> Machine:
         root = tmp_path / "machines" / name

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from dsh_test_support import commands
 
-from dsh_memory.agent import resolve_agent
 from dsh_memory.errors import SyncInvalidRequestError
 from dsh_memory.service import MemoryService
+from dsh_memory.sync.agent import resolve_agent
 
 
 def sync(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

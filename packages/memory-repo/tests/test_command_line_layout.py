@@ -4,6 +4,7 @@ never pay for it, and neither program builds the other's parser."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -43,3 +44,18 @@ def test_each_program_imports_its_own_command_line_only() -> None:
     assert {"typer", "dsh_memory.cli.memory", "dsh_memory.cli.sync"}.isdisjoint(
         _imported_after("import dsh_memory.cli")
     )
+
+
+GROUPS = ("store", "write", "sync", "remote", "search")
+
+
+def test_a_group_of_modules_re_exports_nothing() -> None:
+    # A group's __init__ that imported its modules would make every import of one of them
+    # pay for all of them - the frequent reads and the hooks would start slower.
+    source = Path(dsh_memory.__file__).parent
+    for group in GROUPS:
+        tree = ast.parse((source / group / "__init__.py").read_text(encoding="utf-8"))
+        assert len(tree.body) == 1 and ast.get_docstring(tree), group
+    loaded = _imported_after("import dsh_memory.search.scoring")
+    assert "dsh_memory.search.scoring" in loaded
+    assert {"dsh_memory.search.search_index", "dsh_memory.search.hybrid"}.isdisjoint(loaded)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from dsh_test_support import commands
 
-from dsh_memory.context import context
 from dsh_memory.errors import ContextInvalidRequestError, UsageInvalidError
-from dsh_memory.search import search
+from dsh_memory.search.context import context
+from dsh_memory.search.search import search
 
 
 def record(root: Path, path: str, body: str, record_id: str, extra: str = "") -> None:

@@ -23,8 +23,8 @@ import pytest
 from dsh_test_support import commands
 
 from dsh_common.jsonlines import MAX_DEPTH, read_json_lines
-from dsh_memory import redaction
 from dsh_memory.service import MemoryService
+from dsh_memory.sync import redaction
 
 DEEP_ARRAY = "[" * 500 + "]" * 500
 #: A DSH event whose data nests ~500 levels (written as text: json.dumps would recurse).

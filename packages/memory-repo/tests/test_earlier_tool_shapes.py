@@ -15,8 +15,8 @@ from typing import Any
 from dsh_test_support import commands, in_process
 from dsh_test_support.gitcmd import git
 
-from dsh_memory.initialize import initialize_repository
 from dsh_memory.service import MemoryService
+from dsh_memory.store.initialize import initialize_repository
 
 # The earlier tool's dsh-memory-init, validate_initialized_repository / harden (pinned).
 EARLIER_REQUIRED_FILES = (
@@ -85,7 +85,7 @@ EARLIER_PROMPT_SECTION = "「提炼与整合」一节"
 
 
 def test_the_readme_init_writes_has_the_section_both_sync_agents_read(tmp_path: Path) -> None:
-    from dsh_memory.agent import PROMPT
+    from dsh_memory.sync.agent import PROMPT
 
     root = tmp_path / "mem"
     done = in_process.run("dsh-memory", "init", "--root", str(root))
@@ -262,8 +262,8 @@ def test_a_repository_made_by_the_earlier_init_syncs_with_ours(
     session_logs: object,
     agent_command: Callable[[str], str],
 ) -> None:
-    from dsh_memory.sessions import SessionSources
-    from dsh_memory.syncrun import SyncOptions, run_sync
+    from dsh_memory.sync.sessions import SessionSources
+    from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
     root = dsh_home / "storages" / "memory"
     _earlier_init(root)

@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_memory import frontmatter
 from dsh_memory.errors import (
     FlowStyleMetadataError,
     InvalidIdError,
     InvalidMetadataError,
     InvalidSchemaVersionError,
 )
+from dsh_memory.store import frontmatter
 
 CANONICAL = (
     "---\n"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_memory import fsops
 from dsh_memory.errors import UnsafeLayoutError
+from dsh_memory.store import fsops
 
 
 def test_remove_refuses_directory_swapped_for_symlink(memory_root: Path, tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from dsh_memory.errors import UnsafeLayoutError
-from dsh_memory.held_folders import files_left, hold_record_folders
-from dsh_memory.root import live_payload_files
+from dsh_memory.store.held_folders import files_left, hold_record_folders
+from dsh_memory.store.root import live_payload_files
 
 
 def _payload(tmp_path: Path) -> Path:

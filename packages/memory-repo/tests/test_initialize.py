@@ -6,7 +6,7 @@ from pathlib import Path
 from dsh_test_support import home
 from dsh_test_support.gitcmd import git
 
-from dsh_memory.initialize import INITIAL_COMMIT_MESSAGE, initialize_repository
+from dsh_memory.store.initialize import INITIAL_COMMIT_MESSAGE, initialize_repository
 
 
 def _mode(path: Path) -> int:

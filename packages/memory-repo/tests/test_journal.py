@@ -6,8 +6,8 @@ from pathlib import Path
 
 from dsh_test_support.gitcmd import git
 
-from dsh_memory import journal
 from dsh_memory.service import MemoryService
+from dsh_memory.write import journal
 
 
 def test_two_runs_in_one_second_get_distinct_ids(memory_root: Path) -> None:

@@ -114,7 +114,7 @@ def test_migrate_is_deterministic(memory_root: Path, write_file: Write, tmp_path
 CHILD = """
 import sys, time
 from pathlib import Path
-from dsh_memory.oplock import operation_lock
+from dsh_memory.store.oplock import operation_lock
 with operation_lock(Path(sys.argv[1]), "migrate", "20260820T100000Z-migrate-1") as run:
     run.set_phase("applying")
     print("ready", flush=True)

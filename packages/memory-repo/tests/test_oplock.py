@@ -9,7 +9,7 @@ import pytest
 from dsh_test_support.gitcmd import git
 
 from dsh_memory.errors import OperationInProgressError
-from dsh_memory.oplock import operation_lock, read_operation_lock
+from dsh_memory.store.oplock import operation_lock, read_operation_lock
 
 
 def test_lock_file_has_earlier_tools_format_and_mode(memory_root: Path) -> None:

@@ -265,7 +265,7 @@ def _git_refuses(root: Path, path: str, oid: str) -> bool:
 def test_the_rule_refuses_whatever_git_refuses_and_more_only_for_invisible_characters(
     memory_root: Path,
 ) -> None:
-    from dsh_memory.payload_names import HFS_IGNORABLE, name_problem
+    from dsh_memory.store.payload_names import HFS_IGNORABLE, name_problem
 
     oid = git(memory_root, "hash-object", "-w", "--stdin", input="x").strip()
     bases = [".git", ".GiT", "git~1", "Git~1", ".gitx", "git~2", ".gi", "x.git", "gitx~1"]
@@ -303,11 +303,11 @@ def test_a_sync_agent_writing_under_dot_git_is_refused_and_journaled(
 
 def test_the_pipeline_refuses_a_commit_git_left_a_path_out_of(memory_root: Path) -> None:
     """Below every validation: a proposal with a path Git drops never becomes a commit."""
-    from dsh_memory import journal
     from dsh_memory.errors import CommitFailedError
-    from dsh_memory.pipeline import Proposal, commit_run, writer_run
-    from dsh_memory.root import inspect_layout
-    from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
+    from dsh_memory.store.root import inspect_layout
+    from dsh_memory.write import journal
+    from dsh_memory.write.pipeline import Proposal, commit_run, writer_run
+    from dsh_memory.write.transactions import FILE_MODE, Blob, GitTransactions
 
     tx = GitTransactions(inspect_layout(memory_root))
     before = tx.require_head()

@@ -8,8 +8,9 @@ import pytest
 from dsh_test_support import gitcmd
 from dsh_test_support.gitcmd import git
 
-from dsh_memory import payload_state, search_index
-from dsh_memory.search import search
+from dsh_memory.search import search_index
+from dsh_memory.search.search import search
+from dsh_memory.store import payload_state
 
 
 def note(record_id: str, body: str) -> str:

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from dsh_test_support.gitcmd import git
 
-from dsh_memory import journal
 from dsh_memory.errors import CommitFailedError
-from dsh_memory.pipeline import Proposal, commit_run, writer_run
-from dsh_memory.root import inspect_layout
 from dsh_memory.service import MemoryService
-from dsh_memory.transactions import FILE_MODE, Blob, GitTransactions
+from dsh_memory.store.root import inspect_layout
+from dsh_memory.write import journal
+from dsh_memory.write.pipeline import Proposal, commit_run, writer_run
+from dsh_memory.write.transactions import FILE_MODE, Blob, GitTransactions
 
 RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
 

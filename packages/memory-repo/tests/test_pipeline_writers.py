@@ -1,9 +1,9 @@
 """Every memory writer, killed or out of disk at every step of the commit pipeline.
 
-The nine writers of ``dsh_memory.pipeline`` run as the installed ``dsh-memory`` and
+The nine writers of ``dsh_memory.write.pipeline`` run as the installed ``dsh-memory`` and
 ``dsh-memory-sync`` commands (``pull`` twice: merging another machine's record, a commit it
 builds itself, and fast-forwarding to the fetched commit). Each is stopped at each
-pipeline crash point (``dsh_memory.crashpoints``) two ways:
+pipeline crash point (``dsh_memory.write.crashpoints``) two ways:
 
 - **killed**: ``DSH_MEMORY_TEST_KILL_AT`` makes the process SIGKILL itself there (no
   ``finally``, no lock release);
@@ -38,8 +38,8 @@ import pytest
 from dsh_test_support import commands
 from dsh_test_support.gitcmd import git
 
-from dsh_memory.crashpoints import AFTER_CAS, AFTER_JOURNAL, BEFORE_JOURNAL, PIPELINE_POINTS
 from dsh_memory.service import MemoryService
+from dsh_memory.write.crashpoints import AFTER_CAS, AFTER_JOURNAL, BEFORE_JOURNAL, PIPELINE_POINTS
 
 RECORD = "---\nschema_version: 1\nid: {id}\ntype: fact\n---\n{body}\n"
 OLD = {
@@ -139,8 +139,8 @@ def _synced(old: Payload) -> Payload:
 
 
 def scenario_preview(root: Path, tools: Any) -> Scenario:
-    from dsh_memory.sessions import SessionSources
-    from dsh_memory.syncrun import SyncOptions, run_sync
+    from dsh_memory.sync.sessions import SessionSources
+    from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
     old = _seed(root, OLD)
     tools.session_logs.dsh("d1", "we use uv")
@@ -229,7 +229,7 @@ def _ok(envelope: dict[str, Any]) -> Any:
 def _another_machine_pushed(root: Path, tools: Any) -> None:
     """This memory, seeded and pushed to a shared remote (a bare repository in tmp_path);
     then a second machine's memory takes the remote's history, writes a record and pushes."""
-    from dsh_memory.initialize import initialize_repository
+    from dsh_memory.store.initialize import initialize_repository
 
     _seed(root, OLD)
     remote = tools.tmp / "remote.git"
@@ -549,7 +549,7 @@ def test_a_writer_meeting_a_full_disk_at_each_step_is_finished_by_recover(
 
 
 def test_every_writer_is_listed_in_the_pipeline_docstring() -> None:
-    from dsh_memory import pipeline
+    from dsh_memory.write import pipeline
 
     doc = pipeline.__doc__ or ""
     for name in (

@@ -16,8 +16,8 @@ from dsh_test_support.gitcmd import git
 
 from dsh_memory.errors import MemoryRepoError
 from dsh_memory.service import MemoryService
-from dsh_memory.sessions import SessionSources
-from dsh_memory.syncrun import SyncOptions, run_sync
+from dsh_memory.sync.sessions import SessionSources
+from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
 PREVIEW_ID = "20261201T100000Z-0123abcd"
 

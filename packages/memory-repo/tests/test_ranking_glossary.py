@@ -1,4 +1,4 @@
-"""Cross-language ranking: glossary translations (dsh_memory.glossary) in scoring and search."""
+"""Cross-language ranking: glossary translations (dsh_memory.search.glossary) in scoring, search."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_memory import glossary, scoring
-from dsh_memory.search import search
+from dsh_memory.search import glossary, scoring
+from dsh_memory.search.search import search
 
 
 def write(root: Path, relative: str, body: str, record_id: str) -> None:

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from dsh_test_support.fake_model import FakeModel, Turn, offered_tools, running
 
-from dsh_memory.sessions import SessionSources
-from dsh_memory.syncrun import SyncOptions, run_sync
+from dsh_memory.sync.sessions import SessionSources
+from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 CLI_DIR = REPO_ROOT / ".tools" / "agent-clis"

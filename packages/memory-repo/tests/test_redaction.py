@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dsh_memory.redaction import (
+from dsh_memory.sync.redaction import (
     MESSAGE_MAX,
     detect_format,
     parse_lines,

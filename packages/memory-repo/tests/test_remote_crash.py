@@ -21,7 +21,7 @@ import pytest
 from dsh_test_support import commands
 from dsh_test_support.gitcmd import git
 
-from dsh_memory.crashpoints import AFTER_CAS, AFTER_FETCH, AFTER_JOURNAL, PIPELINE_POINTS
+from dsh_memory.write.crashpoints import AFTER_CAS, AFTER_FETCH, AFTER_JOURNAL, PIPELINE_POINTS
 
 from .conftest import Machine
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from dsh_test_support.gitcmd import git
 
-from dsh_memory.remote_merge import merge_commits, sibling_path, with_id_suffix
-from dsh_memory.root import inspect_layout
-from dsh_memory.transactions import GitTransactions
+from dsh_memory.remote.remote_merge import merge_commits, sibling_path, with_id_suffix
+from dsh_memory.store.root import inspect_layout
+from dsh_memory.write.transactions import GitTransactions
 
 from .conftest import RECORD, Machine
 

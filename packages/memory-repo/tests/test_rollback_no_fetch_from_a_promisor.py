@@ -14,7 +14,7 @@ import pytest
 from dsh_test_support import in_process
 from dsh_test_support.gitcmd import git
 
-from dsh_memory import journal
+from dsh_memory.write import journal
 
 UNKNOWN = "0123456789abcdef0123456789abcdef01234567"
 RUN_ID = "20260101T000000Z-migrate-4242"

@@ -7,7 +7,7 @@ import pytest
 from dsh_test_support import gitcmd
 
 from dsh_memory.errors import RepoUnavailableError, UnsafeLayoutError
-from dsh_memory.root import inspect_layout, live_payload_files, resolve_memory_root
+from dsh_memory.store.root import inspect_layout, live_payload_files, resolve_memory_root
 
 
 def test_root_option_wins_over_environment(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from dsh_memory.errors import SearchInvalidRequestError
-from dsh_memory.frontmatter import legacy_id
-from dsh_memory.search import query_terms, search
+from dsh_memory.search.search import query_terms, search
+from dsh_memory.store.frontmatter import legacy_id
 
 
 def record(

@@ -14,8 +14,8 @@ from dsh_test_support.gitcmd import commit_all, git
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_memory import scoring, search_index
-from dsh_memory.search import query_terms, search
+from dsh_memory.search import scoring, search_index
+from dsh_memory.search.search import query_terms, search
 
 
 def _bench_corpus() -> Any:
@@ -130,8 +130,8 @@ def test_index_is_ignored_by_git_in_an_initialised_repository(memory_root: Path)
 
 
 def test_document_tokens_are_words_han_bigrams_run_ends_and_the_folder() -> None:
-    from dsh_memory.records import Record
-    from dsh_memory.scoring import record_text
+    from dsh_memory.search.scoring import record_text
+    from dsh_memory.store.records import Record
 
     record = Record(path="handbook/a.md", signature="s", valid=True, id="a", body="缓存 cache 锁")
     tokens = search_index.document_tokens("handbook", record_text(record)).split()

@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsh_memory import search_index
-from dsh_memory.search import search
+from dsh_memory.search import search_index
+from dsh_memory.search.search import search
 
 _WORDS = [
     "cache",
@@ -222,7 +222,7 @@ def test_an_index_of_the_earlier_schema_is_built_anew_once(tmp_path: Path) -> No
 _EDITOR = """
 import random, sys
 from pathlib import Path
-from dsh_memory.search import search
+from dsh_memory.search.search import search
 root, worker = Path(sys.argv[1]), int(sys.argv[2])
 rng = random.Random(worker)
 for step in range(12):
@@ -247,7 +247,9 @@ def test_processes_updating_at_once_leave_the_index_of_the_files(
     # The children read the bound from their own import: a listing key from the start.
     script = _EDITOR
     if key_mode == "listing":
-        script = "from dsh_memory import index_key\nindex_key.FAST_KEY_MIN_RECORDS = 0\n" + script
+        script = (
+            "from dsh_memory.search import index_key\nindex_key.FAST_KEY_MIN_RECORDS = 0\n" + script
+        )
     workers = [
         subprocess.Popen([sys.executable, "-c", script, str(root), str(worker)])
         for worker in range(3)

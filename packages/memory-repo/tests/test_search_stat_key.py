@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_memory import index_key, index_listing, search_index
-from dsh_memory.search import search
+from dsh_memory.search import index_key, index_listing, search_index
+from dsh_memory.search.search import search
 
 Searcher = Callable[[Path, str], tuple[str, list[str]]]
 TARGET = "handbook/deep/target.md"
@@ -74,7 +74,7 @@ def in_process(root: Path, query: str) -> tuple[str, list[str]]:
 _CHILD = """
 import json, os, sys
 from pathlib import Path
-from dsh_memory.search import search
+from dsh_memory.search.search import search
 root, query = Path(sys.argv[1]), sys.argv[2]
 if len(sys.argv) > 3:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -230,7 +230,7 @@ def test_stat_key_changes_with_a_directory_and_is_stable_otherwise(large: Path) 
 
 
 def test_listing_check_rejects_other_formats_and_missing_records(large: Path) -> None:
-    from dsh_memory.records import walk_payload
+    from dsh_memory.store.records import walk_payload
 
     entries = walk_payload(large)
     first = entries[0]

@@ -23,8 +23,8 @@ from dsh_test_support import commands
 from dsh_test_support.gitcmd import git
 from packages.common.tests.secret_shapes import GLUED, PROSE, SHAPES, cases
 
-from dsh_memory.initialize import filter_script_source, initialize_repository
-from dsh_memory.redaction import REDACTION, redact_text, redact_value, render
+from dsh_memory.store.initialize import filter_script_source, initialize_repository
+from dsh_memory.sync.redaction import REDACTION, redact_text, redact_value, render
 
 CASES = cases()
 TWO_HOURS = 2 * 3600

@@ -9,7 +9,13 @@ from typing import Any
 
 import zstandard
 
-from dsh_memory.sessions import Candidate, SessionSources, find_candidates, read_session, take_batch
+from dsh_memory.sync.sessions import (
+    Candidate,
+    SessionSources,
+    find_candidates,
+    read_session,
+    take_batch,
+)
 
 
 def _sources(logs: Any) -> SessionSources:

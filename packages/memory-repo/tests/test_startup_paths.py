@@ -19,10 +19,10 @@ from dsh_test_support import commands, gitcmd
 from dsh_test_support.gitcmd import git
 
 from dsh_common.git import GitRunner
-from dsh_memory import payload_state, usage
 from dsh_memory.errors import RepoUnavailableError, UnsafeLayoutError, UsageBusyError
-from dsh_memory.root import MARKER_FILE, PAYLOAD_PATHS, inspect_memory_layout
-from dsh_memory.transactions import GitTransactions
+from dsh_memory.store import payload_state, usage
+from dsh_memory.store.root import MARKER_FILE, PAYLOAD_PATHS, inspect_memory_layout
+from dsh_memory.write.transactions import GitTransactions
 
 
 def porcelain_paths(root: Path) -> list[str]:
@@ -248,7 +248,7 @@ def test_a_symlinked_lock_is_never_followed(usage_root: Path, tmp_path: Path) ->
 
 # -- what the frequent commands do not import ---------------------------------------------
 
-WRITER_ONLY = {"secrets", "shutil", "socket", "calendar", "typer", "dsh_memory.oplock"}
+WRITER_ONLY = {"secrets", "shutil", "socket", "calendar", "typer", "dsh_memory.store.oplock"}
 
 
 @pytest.mark.parametrize("argv", [["status"], ["context", "deploy"], ["search", "deploy"]])

@@ -147,7 +147,7 @@ def test_health_of_missing_root_is_repo_unavailable(tmp_path: Path) -> None:
 
 
 def test_health_reports_live_lock_as_active(memory_root: Path) -> None:
-    from dsh_memory.oplock import operation_lock
+    from dsh_memory.store.oplock import operation_lock
 
     with operation_lock(memory_root, "clear", "20260101T000000Z-clear-1"):
         value = MemoryService().health()["value"]

@@ -19,8 +19,8 @@ from dsh_test_support.gitcmd import git
 
 from dsh_memory.errors import MemoryRepoError
 from dsh_memory.service import MemoryService
-from dsh_memory.sessions import SessionSources
-from dsh_memory.syncrun import SyncOptions, run_sync
+from dsh_memory.sync.sessions import SessionSources
+from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
 RECORD = "---\nschema_version: 1\nid: project/existing\ntype: fact\n---\nOriginal.\n"
 

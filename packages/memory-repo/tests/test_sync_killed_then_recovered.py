@@ -1,6 +1,6 @@
 """A sync killed at each phase, then ``recover``: the content ends right.
 
-``DSH_MEMORY_TEST_KILL_AT=<point>`` (dsh_memory.crashpoints) kills the real
+``DSH_MEMORY_TEST_KILL_AT=<point>`` (dsh_memory.write.crashpoints) kills the real
 ``dsh-memory-sync`` process with SIGKILL - no ``finally``, no lock release - at each phase.
 After each kill: ``git fsck`` passes, the payload is either entirely the old content or
 entirely the new (never half-applied), health reports the interruption, and

@@ -553,7 +553,7 @@ def test_the_git_remote_is_shown_read_only_without_its_credentials(
 ) -> None:
     from dsh_test_support.git_http import git_http_server
 
-    from dsh_memory.initialize import initialize_repository
+    from dsh_memory.store.initialize import initialize_repository
 
     page = open_page()
     assert "dsh-memory remote set URL" in (page.text_content("#remote-none") or "")

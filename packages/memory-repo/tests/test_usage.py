@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_memory import usage
 from dsh_memory.errors import UnsafeLayoutError, UsageBusyError, UsageInvalidError
+from dsh_memory.store import usage
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_old_lock_of_a_dead_process_is_stolen(root: Path) -> None:
 WORKER = """
 import sys
 from pathlib import Path
-from dsh_memory.usage import record_usage
+from dsh_memory.store.usage import record_usage
 root = Path(sys.argv[1])
 for _ in range(int(sys.argv[2])):
     record_usage(root, ["handbook/shared.md", "rollouts/" + sys.argv[3] + ".md"])

@@ -13,7 +13,7 @@ repository exists at the root (nothing to search yet: the section would send the
 tools that find nothing). The instructions are in the user's language: Chinese when the
 locale (``LC_ALL``, ``LC_MESSAGES``, ``LANG``) is ``zh*``, English otherwise.
 
-It may also start a background ``dsh-memory-sync`` (see :mod:`dsh_memory.autosync`, off by
+It may also start a background ``dsh-memory-sync`` (see :mod:`dsh_memory.sync.autosync`, off by
 default). Reached from the launcher without typer; nothing here blocks the agent.
 """
 
@@ -87,7 +87,7 @@ def session_start(payload: Mapping[str, Any], args: list[str]) -> str | None:
     if not section:
         return None
     try:
-        from dsh_memory.autosync import maybe_start_sync  # noqa: PLC0415
+        from dsh_memory.sync.autosync import maybe_start_sync  # noqa: PLC0415
 
         maybe_start_sync(service.root, service.settings_file)
     except Exception:  # noqa: S110 - the context must still reach the agent

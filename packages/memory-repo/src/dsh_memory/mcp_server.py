@@ -90,6 +90,6 @@ def serve(root: str | os.PathLike[str] | None = None) -> None:
     edit's); with more it ranks lexically and says to run ``dsh-memory vectors``: an agent
     is never kept waiting for a whole build. The loaded vectors stay in this process.
     """
-    from dsh_memory.hybrid import ON_DEMAND  # noqa: PLC0415
+    from dsh_memory.search.hybrid import ON_DEMAND  # noqa: PLC0415
 
     serve_stdio(build_server(MemoryService(root, encode_budget=ON_DEMAND)))

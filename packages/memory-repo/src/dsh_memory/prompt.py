@@ -23,7 +23,7 @@ from pathlib import Path
 
 from dsh_common.agent_hooks import escape_untrusted
 from dsh_common.errors import DshError
-from dsh_memory.root import SUMMARY_FILE
+from dsh_memory.store.root import SUMMARY_FILE
 
 SUMMARY_BUDGET_BYTES = 16 * 1024
 #: A summary larger than this is not read at all (the snapshot is a prefix of it anyway).
@@ -95,7 +95,7 @@ MARKER_WORDS = "DPSK MEMORY"
 
 def read_summary_snapshot(root: Path) -> str | None:
     """The bounded summary text, or None when it cannot be read safely."""
-    from dsh_memory import fsops  # noqa: PLC0415
+    from dsh_memory.store import fsops  # noqa: PLC0415
 
     try:
         raw = fsops.read_file_nofollow(root, SUMMARY_FILE, MAX_SUMMARY_READ_BYTES)

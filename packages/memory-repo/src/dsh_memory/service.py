@@ -21,7 +21,7 @@ from typing import Any
 
 from dsh_common.errors import DshError, GitError, SymlinkRejectedError, shown
 from dsh_memory import errors
-from dsh_memory.root import Layout, inspect_layout, resolve_memory_root
+from dsh_memory.store.root import Layout, inspect_layout, resolve_memory_root
 
 Envelope = dict[str, Any]
 
@@ -114,7 +114,7 @@ class MemoryService:
 
     @property
     def settings_file(self) -> Path:
-        from dsh_memory.settings import settings_path  # noqa: PLC0415
+        from dsh_memory.store.settings import settings_path  # noqa: PLC0415
 
         return self._settings_file or settings_path(self._env)
 
@@ -161,19 +161,19 @@ class MemoryService:
 
     def init(self) -> Envelope:
         """Create the repository (idempotent). Not a contract method: the host's installer."""
-        from dsh_memory.initialize import initialize_repository  # noqa: PLC0415
+        from dsh_memory.store.initialize import initialize_repository  # noqa: PLC0415
 
         return self._envelope("init", lambda: initialize_repository(self.root))
 
     # -- settings --------------------------------------------------------------------------
 
     def get_settings(self) -> Envelope:
-        from dsh_memory.settings import read_enabled  # noqa: PLC0415
+        from dsh_memory.store.settings import read_enabled  # noqa: PLC0415
 
         return self._envelope("get_settings", lambda: {"enabled": read_enabled(self.settings_file)})
 
     def set_enabled(self, enabled: object = _MISSING) -> Envelope:
-        from dsh_memory.settings import write_enabled  # noqa: PLC0415
+        from dsh_memory.store.settings import write_enabled  # noqa: PLC0415
 
         return self._envelope(
             "set_enabled", lambda: {"enabled": write_enabled(self.settings_file, enabled)}
@@ -182,29 +182,29 @@ class MemoryService:
     # -- observability ---------------------------------------------------------------------
 
     def status(self) -> Envelope:
-        from dsh_memory.observe import status  # noqa: PLC0415
+        from dsh_memory.store.observe import status  # noqa: PLC0415
 
         return self._envelope("status", lambda: status(self._layout()))
 
     def health(self) -> Envelope:
-        from dsh_memory.observe import health  # noqa: PLC0415
+        from dsh_memory.store.observe import health  # noqa: PLC0415
 
         return self._envelope("health", lambda: health(self.root))
 
     def runs(self, limit: object = 20, operation: object = None, status: object = None) -> Envelope:
-        from dsh_memory.observe import list_runs  # noqa: PLC0415
+        from dsh_memory.store.observe import list_runs  # noqa: PLC0415
 
         return self._envelope("runs", lambda: list_runs(self._layout(), limit, operation, status))
 
     def legacy_records(self) -> Envelope:
-        from dsh_memory.observe import legacy_records  # noqa: PLC0415
+        from dsh_memory.store.observe import legacy_records  # noqa: PLC0415
 
         return self._envelope("legacy_records", lambda: legacy_records(self._layout()))
 
     # -- writers ---------------------------------------------------------------------------
 
     def clear(self, confirmation: object = _MISSING) -> Envelope:
-        from dsh_memory.operations import clear  # noqa: PLC0415
+        from dsh_memory.write.operations import clear  # noqa: PLC0415
 
         def action() -> Any:
             if confirmation != "DELETE_MEMORY":  # refused before the repository is opened
@@ -214,7 +214,7 @@ class MemoryService:
         return self._envelope("clear", action)
 
     def migrate_legacy(self, dry_run: object = _MISSING) -> Envelope:
-        from dsh_memory.operations import migrate_legacy  # noqa: PLC0415
+        from dsh_memory.write.operations import migrate_legacy  # noqa: PLC0415
 
         def action() -> Any:
             if not isinstance(dry_run, bool):
@@ -224,7 +224,7 @@ class MemoryService:
         return self._envelope("migrate_legacy", action)
 
     def rollback(self, run_id: object = _MISSING, confirmation: object = _MISSING) -> Envelope:
-        from dsh_memory.rollback import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
+        from dsh_memory.write.rollback import ROLLBACK_CONFIRMATION, rollback  # noqa: PLC0415
 
         def action() -> Any:
             if confirmation != ROLLBACK_CONFIRMATION:  # checked first, as the contract orders it
@@ -239,7 +239,7 @@ class MemoryService:
 
     def previews(self) -> Envelope:
         """``memory.previews()``: pending previews, newest first (expired ones cleaned)."""
-        from dsh_memory.previews import pending_previews  # noqa: PLC0415
+        from dsh_memory.write.previews import pending_previews  # noqa: PLC0415
 
         return self._envelope(
             "previews", lambda: {"previews": pending_previews(self._layout().root, clean=True)}
@@ -247,8 +247,8 @@ class MemoryService:
 
     def apply_preview(self, preview_id: object = _MISSING) -> Envelope:
         """``memory.applyPreview({previewId})``: one transaction, journaled as ``preview``."""
-        from dsh_memory.preview_apply import apply_preview  # noqa: PLC0415
-        from dsh_memory.previews import validate_preview_id  # noqa: PLC0415
+        from dsh_memory.write.preview_apply import apply_preview  # noqa: PLC0415
+        from dsh_memory.write.previews import validate_preview_id  # noqa: PLC0415
 
         def action() -> Any:
             validate_preview_id(preview_id)  # before the repository is opened
@@ -258,7 +258,7 @@ class MemoryService:
 
     def discard_preview(self, preview_id: object = _MISSING) -> Envelope:
         """``memory.discardPreview({previewId})``."""
-        from dsh_memory.previews import discard_preview, validate_preview_id  # noqa: PLC0415
+        from dsh_memory.write.previews import discard_preview, validate_preview_id  # noqa: PLC0415
 
         def action() -> Any:
             validate_preview_id(preview_id)
@@ -270,7 +270,7 @@ class MemoryService:
 
     def write(self, path: object = _MISSING, content: object = _MISSING) -> Envelope:
         """Write one payload file as a journaled ``edit`` run (validated like a sync)."""
-        from dsh_memory.edits import validate_write_path, write  # noqa: PLC0415
+        from dsh_memory.write.edits import validate_write_path, write  # noqa: PLC0415
 
         def action() -> Any:
             validate_write_path(path)  # before the repository is opened
@@ -280,7 +280,7 @@ class MemoryService:
 
     def remove(self, path: object = _MISSING) -> Envelope:
         """Remove one payload file as a journaled ``edit`` run."""
-        from dsh_memory.edits import remove, validate_edit_path  # noqa: PLC0415
+        from dsh_memory.write.edits import remove, validate_edit_path  # noqa: PLC0415
 
         def action() -> Any:
             validate_edit_path(path)
@@ -290,13 +290,13 @@ class MemoryService:
 
     def adopt(self) -> Envelope:
         """Commit the hand edits in the payload as one journaled ``edit`` run."""
-        from dsh_memory.edits import adopt  # noqa: PLC0415
+        from dsh_memory.write.edits import adopt  # noqa: PLC0415
 
         return self._envelope("adopt", lambda: adopt(self._layout()))
 
     def recover(self, confirmation: object = _MISSING) -> Envelope:
-        """Make an interrupted run consistent (see :mod:`dsh_memory.recover`)."""
-        from dsh_memory.recover import RECOVER_CONFIRMATION, recover  # noqa: PLC0415
+        """Make an interrupted run consistent (see :mod:`dsh_memory.write.recover`)."""
+        from dsh_memory.write.recover import RECOVER_CONFIRMATION, recover  # noqa: PLC0415
 
         def action() -> Any:
             if confirmation != RECOVER_CONFIRMATION:
@@ -309,13 +309,13 @@ class MemoryService:
 
     def export_bundle(self, file: object = _MISSING) -> Envelope:
         """A git bundle of the whole history plus its JSON manifest (never overwrites)."""
-        from dsh_memory.bundle import export_bundle  # noqa: PLC0415
+        from dsh_memory.write.bundle import export_bundle  # noqa: PLC0415
 
         return self._envelope("export_bundle", lambda: export_bundle(self._layout(), file))
 
     def import_bundle(self, file: object = _MISSING, new_root: object = _MISSING) -> Envelope:
         """A new memory root from a bundle (refuses an existing target)."""
-        from dsh_memory.bundle import import_bundle  # noqa: PLC0415
+        from dsh_memory.write.bundle import import_bundle  # noqa: PLC0415
 
         return self._envelope("import_bundle", lambda: import_bundle(file, new_root))
 
@@ -323,13 +323,13 @@ class MemoryService:
 
     def remote(self) -> Envelope:
         """The remote (URL redacted), ahead/behind, the last pull and push; null when unset."""
-        from dsh_memory.remote_config import show  # noqa: PLC0415
+        from dsh_memory.remote.remote_config import show  # noqa: PLC0415
 
         return self._envelope("remote", lambda: show(self._layout()))
 
     def set_remote(self, url: object = _MISSING, base: str | None = None) -> Envelope:
         """Set the remote's URL (a relative path is taken against ``base``, else the cwd)."""
-        from dsh_memory.remote_config import checked, set_remote  # noqa: PLC0415
+        from dsh_memory.remote.remote_config import checked, set_remote  # noqa: PLC0415
 
         def action() -> Any:
             if not isinstance(url, str):
@@ -341,19 +341,19 @@ class MemoryService:
 
     def remove_remote(self) -> Envelope:
         """Forget the remote (its URL, tracking ref and remembered state)."""
-        from dsh_memory.remote_config import remove_remote  # noqa: PLC0415
+        from dsh_memory.remote.remote_config import remove_remote  # noqa: PLC0415
 
         return self._envelope("remove_remote", lambda: remove_remote(self._layout()))
 
     def pull(self) -> Envelope:
         """Fetch the remote and merge it in as one journaled ``pull`` run."""
-        from dsh_memory.pull import pull  # noqa: PLC0415
+        from dsh_memory.remote.pull import pull  # noqa: PLC0415
 
         return self._envelope("pull", lambda: pull(self._layout()))
 
     def push(self) -> Envelope:
         """Push HEAD to the remote, fast-forward only."""
-        from dsh_memory.push import push  # noqa: PLC0415
+        from dsh_memory.remote.push import push  # noqa: PLC0415
 
         return self._envelope("push", lambda: push(self._layout()))
 
@@ -367,7 +367,7 @@ class MemoryService:
         ranking: object = None,
     ) -> Envelope:
         def action() -> Any:
-            from dsh_memory.search import search  # noqa: PLC0415
+            from dsh_memory.search.search import search  # noqa: PLC0415
 
             return search(
                 self._layout().root,
@@ -389,8 +389,8 @@ class MemoryService:
         ranking: object = None,
     ) -> Envelope:
         def action() -> Any:
-            from dsh_memory.context import context  # noqa: PLC0415
-            from dsh_memory.root import inspect_memory_layout  # noqa: PLC0415
+            from dsh_memory.search.context import context  # noqa: PLC0415
+            from dsh_memory.store.root import inspect_memory_layout  # noqa: PLC0415
 
             # Usage is a write: only into a repository that carries the memory marker (the
             # layout check and the marker share one git process where they can).
@@ -413,7 +413,7 @@ class MemoryService:
         what a first hybrid search would otherwise encode on the spot."""
 
         def action() -> Any:
-            from dsh_memory.hybrid import build_vectors  # noqa: PLC0415
+            from dsh_memory.search.hybrid import build_vectors  # noqa: PLC0415
 
             return build_vectors(self._layout().root, progress=self._progress)
 
@@ -424,7 +424,7 @@ class MemoryService:
     def prompt_section(self, language: str = "zh") -> str:
         """The memory system-prompt section; empty when memory is disabled."""
         from dsh_memory.prompt import prompt_section  # noqa: PLC0415
-        from dsh_memory.settings import read_enabled  # noqa: PLC0415
+        from dsh_memory.store.settings import read_enabled  # noqa: PLC0415
 
         try:
             enabled = read_enabled(self.settings_file)

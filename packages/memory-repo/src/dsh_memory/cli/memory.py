@@ -407,8 +407,8 @@ add_setup_command(
 @command(app, PROGRAM["ui"], epilog="\b\nExample:\n  dsh-memory ui --no-browser")
 def ui_command(ctx: typer.Context, ui_root: str | None, port: int, no_browser: bool) -> None:
     """Serve the settings page on 127.0.0.1 until Ctrl-C (needs dsh-memory[ui])."""
-    from dsh_memory.root import resolve_memory_root
-    from dsh_memory.settings import settings_path
+    from dsh_memory.store.root import resolve_memory_root
+    from dsh_memory.store.settings import settings_path
     from dsh_memory.ui.errors import UiUnavailableError
 
     try:

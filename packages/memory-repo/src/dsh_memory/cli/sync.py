@@ -1,9 +1,10 @@
 """``dsh-memory-sync``: one consolidation run (or a preview of one, or a preview applied).
 
 Parses the options (declared in :mod:`dsh_memory.cli_spec`), runs
-:func:`dsh_memory.syncrun.run_sync` (or :func:`dsh_memory.remote_sync.sync_with_remote` for
-``--remote``) and prints its JSON; the progress of the run goes to stderr unless ``--json``.
-A bare ``dsh-memory-sync`` runs a sync.
+:func:`dsh_memory.sync.syncrun.run_sync` (or
+:func:`dsh_memory.remote.remote_sync.sync_with_remote` for ``--remote``) and prints its
+JSON; the progress of the run goes to stderr unless ``--json``. A bare ``dsh-memory-sync``
+runs a sync.
 """
 
 from __future__ import annotations
@@ -64,10 +65,10 @@ def sync_command(
     import os
 
     from dsh_memory.errors import SyncInvalidRequestError
-    from dsh_memory.root import resolve_memory_root
     from dsh_memory.service import MemoryService
-    from dsh_memory.sessions import SessionSources
-    from dsh_memory.syncrun import SyncOptions, run_sync
+    from dsh_memory.store.root import resolve_memory_root
+    from dsh_memory.sync.sessions import SessionSources
+    from dsh_memory.sync.syncrun import SyncOptions, run_sync
 
     chosen = [
         name
@@ -85,8 +86,8 @@ def sync_command(
     if remote and chosen:
         raise SyncInvalidRequestError(f"--remote syncs with the remote; {chosen[0]} does not")
     if apply_preview is not None or discard_preview is not None:
-        from dsh_memory.settings import read_enabled, settings_path
-        from dsh_memory.syncrun import DISABLED_MESSAGE
+        from dsh_memory.store.settings import read_enabled, settings_path
+        from dsh_memory.sync.syncrun import DISABLED_MESSAGE
 
         if not read_enabled(settings_path()):  # the earlier tool checks this before anything
             _progress(False)(DISABLED_MESSAGE)
@@ -119,7 +120,7 @@ def sync_command(
         progress=_progress(json_output),
     )
     if remote:
-        from dsh_memory.remote_sync import sync_with_remote
+        from dsh_memory.remote.remote_sync import sync_with_remote
 
         result = sync_with_remote(options)
     else:
