@@ -155,11 +155,15 @@ def expand_flag_values(
     return out
 
 
-def take_format(args: Sequence[str]) -> tuple[list[str], str | None]:
+def take_format(
+    args: Sequence[str], formats: Collection[str] = FORMATS
+) -> tuple[list[str], str | None]:
     """Remove ``--format json|text`` (or ``--format=…``) and return ``(args, format)``.
 
     Any other value is left in place: a command may have a ``--format`` of its own, and
-    if it has not, the parser refuses the unknown option as usual.
+    if it has not, the parser refuses the unknown option as usual. ``formats`` names the
+    values taken (a command's own, such as dsh-compound check's ``github``, to look for it
+    before parsing).
     """
     out: list[str] = []
     chosen: str | None = None
@@ -169,11 +173,11 @@ def take_format(args: Sequence[str]) -> tuple[list[str], str | None]:
         if arg == "--":
             out.extend(args[index:])
             break
-        if arg == "--format" and index + 1 < len(args) and args[index + 1] in FORMATS:
+        if arg == "--format" and index + 1 < len(args) and args[index + 1] in formats:
             chosen = args[index + 1]
             index += 2
             continue
-        if arg.startswith("--format=") and arg.split("=", 1)[1] in FORMATS:
+        if arg.startswith("--format=") and arg.split("=", 1)[1] in formats:
             chosen = arg.split("=", 1)[1]
             index += 1
             continue

@@ -262,14 +262,9 @@ def main() -> NoReturn:
 
 def _asks_github(arguments: list[str]) -> bool:
     """Whether ``--format github`` is among the options (then errors are annotated too)."""
-    for index, argument in enumerate(arguments):
-        if argument == "--":
-            return False
-        if argument == "--format=github" or (
-            argument == "--format" and arguments[index + 1 : index + 2] == ["github"]
-        ):
-            return True
-    return False
+    from dsh_common.cli_args import take_format
+
+    return take_format(arguments, ("github",))[1] == "github"
 
 
 if __name__ == "__main__":
