@@ -12,6 +12,7 @@ tool results it carries.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,35 @@ def dsh(program: str, *args: str, cwd: Path | None = None) -> subprocess.Complet
     done = commands.run(program, *args, cwd=cwd)
     assert done.returncode == 0, f"{program} {args}: {done.stderr}"
     return done
+
+
+def run_codex(
+    codex: Path, model_url: str, project: Path, prompt: str
+) -> subprocess.CompletedProcess[str]:
+    """``codex exec`` in ``project`` against the fake model at ``model_url``, hooks trusted."""
+    return subprocess.run(
+        [
+            str(codex),
+            "exec",
+            "--skip-git-repo-check",
+            "-s",
+            "workspace-write",
+            # Hooks Codex has not been told to trust are skipped; a test cannot click.
+            "--dangerously-bypass-hook-trust",
+            "-c",
+            f'model_providers.fake.base_url="{model_url}/v1"',
+            "-C",
+            str(project),
+            prompt,
+        ],
+        cwd=project,
+        env=dict(os.environ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 def build_project(root: Path, home: Path) -> Path:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from .scenario import (
     build_project,
     dsh,
     request_text,
+    run_codex,
     setup_all,
     snapshot,
 )
@@ -72,29 +71,7 @@ def test_codex_gets_context_from_every_hook_and_runs_every_mcp_server(
     assert config.read_text().startswith(USER_CONFIG)
 
     with running(FakeModel(script=SCRIPT)) as model:
-        done = subprocess.run(
-            [
-                str(agent_clis.codex),
-                "exec",
-                "--skip-git-repo-check",
-                "-s",
-                "workspace-write",
-                # Hooks Codex has not been told to trust are skipped; a test cannot click.
-                "--dangerously-bypass-hook-trust",
-                "-c",
-                f'model_providers.fake.base_url="{model.url}/v1"',
-                "-C",
-                str(project),
-                PROMPT,
-            ],
-            cwd=project,
-            env=dict(os.environ),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        done = run_codex(agent_clis.codex, model.url, project, PROMPT)
     assert done.returncode == 0, done.stderr
     assert "All three dsh tools answered." in done.stdout
 

@@ -10,15 +10,13 @@ shares no word with it, and the MCP server (``env`` of its table) answers
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 from dsh_test_support.fake_model import FakeModel, running
 from dsh_test_support.gitcmd import init
 
 from .conftest import AgentClis
-from .scenario import dsh, request_text, snapshot
+from .scenario import dsh, request_text, run_codex, snapshot
 from .test_codex import USER_CONFIG, outputs
 
 LESSON = "登录请求在测试环境超时：把登录接口的超时时间调大到 45 秒。"
@@ -45,28 +43,7 @@ def test_codex_ranks_by_meaning_after_setup_ranking_hybrid(
     assert result["ranking"] == "hybrid" and result["weights"] in {"built", "mapped"}
 
     with running(FakeModel(script=SCRIPT)) as model:
-        done = subprocess.run(
-            [
-                str(agent_clis.codex),
-                "exec",
-                "--skip-git-repo-check",
-                "-s",
-                "workspace-write",
-                "--dangerously-bypass-hook-trust",
-                "-c",
-                f'model_providers.fake.base_url="{model.url}/v1"',
-                "-C",
-                str(project),
-                PROMPT,
-            ],
-            cwd=project,
-            env=dict(os.environ),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        done = run_codex(agent_clis.codex, model.url, project, PROMPT)
     assert done.returncode == 0, done.stderr
     first = request_text(model.requests[0])
     assert "<dsh-knowledge" in first and "登录请求在测试环境超时" in first  # the hook, hybrid
